@@ -1,0 +1,88 @@
+"""``swarm flows list|validate|show``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from swarm_runtime.cli.main import EXIT_OK, EXIT_USAGE, default_flows_dir
+
+__all__ = ["add_parser"]
+
+
+def add_parser(commands: Any) -> None:
+    """Register ``swarm flows``."""
+    parser = commands.add_parser("flows", help="list, validate and show flows")
+    sub = parser.add_subparsers(dest="flows_command", metavar="ACTION")
+    sub.required = True
+    listing = sub.add_parser("list", help="list the flows of a flows dir")
+    listing.add_argument("--flows-dir", type=Path)
+    listing.set_defaults(handler=handle_list)
+    validate = sub.add_parser("validate", help="validate every flow file; exit 2 on any error")
+    validate.add_argument("dir", nargs="?", type=Path, help="flows dir (default: ./flows)")
+    validate.add_argument("--flows-dir", type=Path, help="same as DIR")
+    validate.set_defaults(handler=handle_validate)
+    show = sub.add_parser("show", help="show the steps and routing of a flow")
+    show.add_argument("flow")
+    show.add_argument("--flows-dir", type=Path)
+    show.set_defaults(handler=handle_show)
+
+
+def handle_list(args: argparse.Namespace) -> int:
+    """One row per flow: key, steps, title; in run order when flows.yaml exists."""
+    from swarm_runtime.cli.render import format_table
+    from swarm_runtime.flow.registry import FlowRegistry
+
+    registry = FlowRegistry(default_flows_dir(args.flows_dir))
+    order = registry.order()
+    keys = order + [key for key in registry.keys() if key not in order]  # noqa: SIM118
+    rows: list[list[object]] = []
+    for key in keys:
+        flow = registry.get(key)
+        rows.append([key, len(flow.steps), "yes" if key in order else "no", flow.title])
+    print(format_table(["flow", "steps", "in_order", "title"], rows))
+    return EXIT_OK
+
+
+def handle_validate(args: argparse.Namespace) -> int:
+    """Print one line per error; exit 2 if there is any."""
+    from swarm_runtime.flow.registry import FlowRegistry
+
+    registry = FlowRegistry(default_flows_dir(args.dir or args.flows_dir))
+    errors = registry.validate_all()
+    for error in errors:
+        print(str(error), file=sys.stderr)
+    if errors:
+        print(f"{len(errors)} error(s) in {registry.flows_dir}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"{len(registry.keys())} flow(s) valid in {registry.flows_dir}")
+    return EXIT_OK
+
+
+def handle_show(args: argparse.Namespace) -> int:
+    """The flow's steps with agents and routing."""
+    from swarm_runtime.cli.render import format_table
+    from swarm_runtime.flow.registry import FlowRegistry
+
+    flow = FlowRegistry(default_flows_dir(args.flows_dir)).get(args.flow)
+    print(f"{flow.key}: {flow.title}\n{flow.description}\n")
+    rows: list[list[object]] = []
+    for number, step in enumerate(flow.steps, start=1):
+        r = step.routing
+        if r.kind == "microloop":
+            route = (
+                f"microloop -> {r.loop_target} until {r.loop_condition_field} in "
+                f"{'|'.join(r.loop_success_values)} (max {r.max_iterations})"
+                + (f", then {r.next}" if r.next else "")
+            )
+        elif r.kind == "branch":
+            route = f"branch on {r.branch_field}: " + ", ".join(f"{k}->{t}" for k, t in r.branches)
+            if r.default:
+                route += f", default->{r.default}"
+        else:
+            route = f"next -> {r.next}" if r.next else "linear"
+        rows.append([number, step.id, ",".join(step.agents), route])
+    print(format_table(["#", "step", "agents", "routing"], rows))
+    return EXIT_OK

@@ -1,0 +1,104 @@
+"""The ``swarm`` command: argument parsing, dispatch, and the mapping of errors to exit codes.
+
+Exit codes (SPEC §11): 0 success, 1 run failed, 2 usage or definition error, 3 FailFast,
+130 interrupted. A user never sees a traceback for a SwarmError: it is printed as one
+line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from swarm_runtime.errors import SwarmError, SwarmUsageError
+
+__all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main"]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_FAILFAST = 3
+EXIT_INTERRUPTED = 130
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that exits with our usage code and no traceback."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command tree."""
+    from swarm_runtime.cli import flows, runs, schema
+    from swarm_runtime.cli import run as run_cmd
+
+    parser = _Parser(
+        prog="swarm",
+        description="Run LLM agent flows one step at a time, with receipts, transcripts, events.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    commands.required = True
+    run_cmd.add_parser(commands)
+    flows.add_parser(commands)
+    runs.add_parser(commands)
+    schema.add_parser(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``swarm`` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except SwarmUsageError as exc:
+        _print_error(exc)
+        return EXIT_USAGE
+    except SwarmError as exc:
+        _print_error(exc)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        print("swarm: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (e.g. `swarm runs list | head`): not an error of ours.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+
+
+def _print_error(exc: BaseException) -> None:
+    print(f"swarm: error: {exc}", file=sys.stderr)
+    for note in getattr(exc, "__notes__", ()):
+        print(f"swarm: {note}", file=sys.stderr)
+
+
+def default_flows_dir(explicit: Path | None) -> Path:
+    """``--flows-dir``, else ``SWARM_FLOWS_DIR``, else ``./flows``, else the packaged flows."""
+    if explicit is not None:
+        return explicit
+    if os.environ.get("SWARM_FLOWS_DIR"):
+        return Path(os.environ["SWARM_FLOWS_DIR"])
+    local = Path("flows")
+    if local.is_dir():
+        return local
+    from swarm_runtime.flow.registry import packaged_flows_dir
+
+    packaged = packaged_flows_dir()
+    if packaged is None:
+        raise SwarmUsageError(
+            "no ./flows directory here; pass --flows-dir DIR or set SWARM_FLOWS_DIR"
+        )
+    return packaged
+
+
+if __name__ == "__main__":
+    sys.exit(main())

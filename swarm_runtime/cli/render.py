@@ -1,0 +1,75 @@
+"""Text output of the CLI: the per-step progress line and the final table."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+__all__ = ["ProgressPrinter", "format_table", "run_table"]
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A plain aligned table: numbers right-aligned, text left-aligned."""
+    cells = [[str(c) for c in headers]] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    numeric = [
+        all(isinstance(row[i], int | float) for row in rows) if rows else False
+        for i in range(len(headers))
+    ]
+
+    def line(row: Sequence[str]) -> str:
+        return "  ".join(
+            cell.rjust(widths[i]) if numeric[i] else cell.ljust(widths[i])
+            for i, cell in enumerate(row)
+        ).rstrip()
+
+    out = [line(cells[0]), "  ".join("-" * w for w in widths)]
+    out.extend(line(row) for row in cells[1:])
+    return "\n".join(out)
+
+
+def run_table(summary: dict[str, Any], wall_ms: int) -> str:
+    """The table ``swarm run`` prints at the end: one row per flow, then the total."""
+    rows: list[list[object]] = []
+    for flow, totals in summary.get("flow_totals", {}).items():
+        rows.append(
+            [
+                flow,
+                totals["steps_executed"],
+                totals["loop_iterations"],
+                totals["tokens"],
+                totals["duration_ms"],
+            ]
+        )
+    rows.append(
+        [
+            "total",
+            summary["total_steps_executed"],
+            summary["loop_iterations"],
+            summary["tokens"]["total"],
+            wall_ms,
+        ]
+    )
+    return format_table(["flow", "steps", "loops", "tokens", "time_ms"], rows)
+
+
+class ProgressPrinter:
+    """Prints one line per step as it finishes (used when stdout is a terminal)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        kind = event["kind"]
+        payload = event["payload"]
+        where = f"{event['flow_key']}/{event['step_id']}"
+        if kind == "step_end":
+            mark = "skip" if payload["status"] == "skipped" else " ok "
+            self.stream.write(f"[{mark}] {where} ({payload['duration_ms']} ms)\n")
+        elif kind == "step_error":
+            self.stream.write(f"[FAIL] {where}: {payload['error']}\n")
+        elif kind == "route_decision" and payload["decision"] == "loop":
+            self.stream.write(f"       loop -> {payload['to_step']} ({payload['reason']})\n")
+        else:
+            return
+        self.stream.flush()

@@ -1,0 +1,140 @@
+"""``swarm run``: run flows and print a line per step (on a terminal) and a final table."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from swarm_runtime.cli.main import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    default_flows_dir,
+)
+
+__all__ = ["add_parser"]
+
+
+def add_parser(commands: Any) -> None:
+    """Register ``swarm run``."""
+    parser = commands.add_parser(
+        "run",
+        help="run flows stepwise (default: every flow of flows.yaml, in stub mode)",
+        description="Run flows one step at a time. With no FLOW, runs every flow listed in "
+        "flows.yaml of the flows dir (or every flow, sorted, when there is none).",
+    )
+    parser.add_argument("flows", nargs="*", metavar="FLOW", help="flow keys to run, in order")
+    parser.add_argument("--flows-dir", type=Path, help="flows directory (default: ./flows)")
+    parser.add_argument(
+        "--runs-dir", type=Path, help="where runs are written (default: ./swarm/runs)"
+    )
+    parser.add_argument("--mode", help="engine mode: stub (default), sdk, cli, replay, record")
+    parser.add_argument(
+        "--backend",
+        default="claude-step-orchestrator",
+        help="claude-step-orchestrator (default) or gemini-step-orchestrator",
+    )
+    parser.add_argument("--scenario", type=Path, help="stub scenario file (YAML)")
+    parser.add_argument(
+        "--from", dest="start_step", metavar="STEP", help="first step (STEP or FLOW/STEP)"
+    )
+    parser.add_argument(
+        "--to", dest="end_step", metavar="STEP", help="last step (STEP or FLOW/STEP)"
+    )
+    parser.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="request parameter passed to every prompt (repeatable)",
+    )
+    parser.add_argument(
+        "--config", type=Path, help="runtime.yaml (default: ./swarm/config/runtime.yaml)"
+    )
+    parser.add_argument(
+        "--durable",
+        action="store_true",
+        default=None,
+        help="fsync every write (also SWARM_DURABLE=1)",
+    )
+    parser.add_argument(
+        "--progress",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="per-step lines: on a terminal (auto), always, or never",
+    )
+    parser.set_defaults(handler=handle)
+
+
+_BACKENDS = {"claude-step-orchestrator": "claude-step", "gemini-step-orchestrator": "gemini-step"}
+
+
+def _params(pairs: list[str]) -> dict[str, str]:
+    from swarm_runtime.errors import SwarmUsageError
+
+    params: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise SwarmUsageError(f"--param {pair!r}: expected KEY=VALUE")
+        params[key] = value
+    return params
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Run and report; the exit code says how the run ended."""
+    from swarm_runtime.cli.render import ProgressPrinter, run_table
+    from swarm_runtime.config import resolve_settings
+    from swarm_runtime.engines.scenario import Scenario
+    from swarm_runtime.errors import SwarmUsageError
+    from swarm_runtime.flow.registry import FlowRegistry
+    from swarm_runtime.orchestrator.history import HistoryBudget
+    from swarm_runtime.orchestrator.runner import Orchestrator, RunSpec
+
+    began = time.monotonic()
+    settings = resolve_settings(
+        env=os.environ,
+        mode=args.mode,
+        runs_dir=args.runs_dir,
+        flows_dir=args.flows_dir,
+        durable=args.durable,
+        config_path=args.config,
+    )
+    if args.backend not in _BACKENDS:
+        raise SwarmUsageError(f"--backend {args.backend!r}: allowed: {', '.join(_BACKENDS)}")
+    registry = FlowRegistry(default_flows_dir(settings.flows_dir))
+    flow_keys = tuple(args.flows) or tuple(registry.order())
+    scenario = Scenario.from_file(args.scenario) if args.scenario else None
+    show = args.progress == "always" or (args.progress == "auto" and sys.stdout.isatty())
+    orchestrator = Orchestrator(
+        registry,
+        runs_dir=settings.runs_dir,
+        engine_id=_BACKENDS[args.backend],
+        mode=settings.mode,
+        scenario=scenario,
+        engine_strategy=settings.engine_strategy,
+        durable=settings.durable,
+        history_budget=HistoryBudget(**settings.history),
+        observer=ProgressPrinter(sys.stdout) if show else None,
+    )
+    spec = RunSpec(
+        flows=flow_keys,
+        params=_params(args.param),
+        backend=args.backend,
+        initiator="cli",
+        start_step=args.start_step,
+        end_step=args.end_step,
+    )
+    outcome = orchestrator.run(spec)
+    wall_ms = int((time.monotonic() - began) * 1000)
+    print(run_table(outcome.summary, wall_ms))
+    print(f"run {outcome.run_id}: {outcome.status} ({outcome.path})")
+    if outcome.error:
+        print(f"error: {outcome.error}", file=sys.stderr)
+    if outcome.interrupted:
+        return EXIT_INTERRUPTED
+    return EXIT_OK if outcome.status == "succeeded" else EXIT_FAILED

@@ -1,0 +1,133 @@
+"""``swarm runs list|show|validate``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from swarm_runtime.cli.main import EXIT_FAILED, EXIT_OK
+from swarm_runtime.errors import SwarmUsageError
+
+__all__ = ["add_parser", "resolve_run_dir"]
+
+
+def add_parser(commands: Any) -> None:
+    """Register ``swarm runs``."""
+    parser = commands.add_parser("runs", help="list, show and validate runs")
+    sub = parser.add_subparsers(dest="runs_command", metavar="ACTION")
+    sub.required = True
+    listing = sub.add_parser("list", help="list runs, newest first")
+    listing.add_argument("--runs-dir", type=Path)
+    listing.set_defaults(handler=handle_list)
+    show = sub.add_parser("show", help="show a run's summary and steps")
+    show.add_argument("run", help="run id or run directory")
+    show.add_argument("--runs-dir", type=Path)
+    show.set_defaults(handler=handle_show)
+    validate = sub.add_parser(
+        "validate", help="check a run directory against the contracts; exit 1 on any violation"
+    )
+    validate.add_argument("run", help="run id or run directory (also one written by another tool)")
+    validate.add_argument("--runs-dir", type=Path)
+    validate.set_defaults(handler=handle_validate)
+
+
+def _runs_dir(explicit: Path | None) -> Path:
+    from swarm_runtime.config import resolve_settings
+
+    return resolve_settings(env=os.environ, runs_dir=explicit).runs_dir
+
+
+def resolve_run_dir(ref: str, runs_dir: Path | None) -> Path:
+    """A run directory from a path or a run id under the runs dir."""
+    candidate = Path(ref)
+    if candidate.is_dir():
+        return candidate
+    base = _runs_dir(runs_dir)
+    if "/" not in ref and (base / ref).is_dir():
+        return base / ref
+    raise SwarmUsageError(f"no run {ref!r}: not a directory, and no such run in {base}")
+
+
+def handle_list(args: argparse.Namespace) -> int:
+    """One row per run with status, flows, steps and tokens."""
+    from swarm_runtime.cli.render import format_table
+
+    base = _runs_dir(args.runs_dir)
+    rows: list[list[object]] = []
+    for path in sorted(base.glob("run-*"), reverse=True):
+        try:
+            meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            rows.append([path.name, "unreadable", "", "", ""])
+            continue
+        rows.append(
+            [
+                path.name,
+                meta.get("status", "?"),
+                ",".join(meta.get("flows", [])),
+                meta.get("total_steps_executed", ""),
+                (meta.get("tokens") or {}).get("total", ""),
+            ]
+        )
+    if not rows:
+        print(f"no runs in {base}")
+        return EXIT_OK
+    print(format_table(["run", "status", "flows", "steps", "tokens"], rows))
+    return EXIT_OK
+
+
+def handle_show(args: argparse.Namespace) -> int:
+    """The run's summary and one row per step execution, from its event log."""
+    from swarm_runtime.cli.render import format_table
+    from swarm_runtime.storage.store import read_event_log
+
+    root = resolve_run_dir(args.run, args.runs_dir)
+    try:
+        meta = json.loads((root / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SwarmUsageError(f"{root / 'meta.json'}: cannot read: {exc}") from None
+    print(
+        f"run {meta.get('run_id')}: {meta.get('status')}  flows: {', '.join(meta.get('flows', []))}"
+    )
+    if meta.get("error"):
+        print(f"error: {meta['error']}")
+    log = read_event_log(root / "events.jsonl")
+    if log.torn is not None:
+        print(log.torn.describe(root / "events.jsonl"), file=sys.stderr)
+    rows: list[list[object]] = []
+    for event in log.events:
+        kind, payload = event.get("kind"), event.get("payload") or {}
+        if kind in ("step_end", "step_error"):
+            rows.append(
+                [
+                    f"{event.get('flow_key')}/{event.get('step_id')}",
+                    payload.get("status"),
+                    payload.get("duration_ms"),
+                    payload.get("error") or "",
+                ]
+            )
+        elif kind == "route_decision" and rows:
+            rows[-1][3] = (
+                f"{payload.get('decision')} -> {payload.get('to_step')} ({payload.get('reason')})"
+            )
+    print(format_table(["step", "status", "ms", "route / error"], rows))
+    return EXIT_OK
+
+
+def handle_validate(args: argparse.Namespace) -> int:
+    """Print every violation as ``file:line: message``; exit 1 if any."""
+    from swarm_runtime.contracts.check import validate_run_dir
+
+    root = resolve_run_dir(args.run, args.runs_dir)
+    violations = validate_run_dir(root)
+    for violation in violations:
+        print(f"{root}/{violation}")
+    if violations:
+        print(f"{len(violations)} violation(s) in {root}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"{root}: no violations")
+    return EXIT_OK

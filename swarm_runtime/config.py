@@ -1,0 +1,162 @@
+"""Settings from flags, environment and ``runtime.yaml``, resolved in one place (SPEC §5.3).
+
+Precedence, highest first: explicit argument (a CLI flag, an API argument, a pytest option)
+→ environment → ``runtime.yaml`` → default. Every invalid value is a ConfigError that
+says where it came from. The environment is passed in as a mapping, so only the edges
+(the CLI, the pytest plugin) ever read ``os.environ``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from swarm_runtime.errors import ConfigError
+
+__all__ = ["DEFAULT_CONFIG_PATH", "MODES", "Settings", "resolve_settings"]
+
+MODES = ("stub", "sdk", "cli", "replay", "record")
+DEFAULT_CONFIG_PATH = Path("swarm/config/runtime.yaml")
+DEFAULT_RUNS_DIR = Path("swarm/runs")
+_TOP_KEYS = ("runs_dir", "engines", "engine_strategy", "history")
+_ENGINE_KEYS = {"claude": ("mode", "provider", "model", "env"), "gemini": ("mode",)}
+_HISTORY_KEYS = ("total_chars", "recent_chars", "older_chars")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Resolved settings, each with the place it came from (for messages)."""
+
+    mode: str = "stub"
+    runs_dir: Path = DEFAULT_RUNS_DIR
+    flows_dir: Path | None = None
+    durable: bool = False
+    engine_strategy: dict[str, dict[str, str]] = field(default_factory=dict)
+    history: dict[str, int] = field(default_factory=dict)
+    claude: dict[str, Any] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+
+
+def _load_yaml(path: Path) -> dict[str, Any]:
+    import yaml
+
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: invalid YAML: {exc}") from None
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ConfigError(
+            f"{path}: runtime config must be a mapping (keys: {', '.join(_TOP_KEYS)})"
+        )
+    for key in raw:
+        if key not in _TOP_KEYS:
+            raise ConfigError(f"{path}: unknown key '{key}' (allowed: {', '.join(_TOP_KEYS)})")
+    engines = raw.get("engines") or {}
+    if not isinstance(engines, dict):
+        raise ConfigError(f"{path}: 'engines' must be a mapping (claude, gemini)")
+    for name, body in engines.items():
+        if name not in _ENGINE_KEYS:
+            raise ConfigError(f"{path}: unknown engine 'engines.{name}' (allowed: claude, gemini)")
+        if not isinstance(body, dict):
+            raise ConfigError(f"{path}: 'engines.{name}' must be a mapping")
+        for key in body:
+            if key not in _ENGINE_KEYS[name]:
+                raise ConfigError(
+                    f"{path}: unknown key 'engines.{name}.{key}' "
+                    f"(allowed: {', '.join(_ENGINE_KEYS[name])})"
+                )
+    strategy = raw.get("engine_strategy") or {}
+    if not isinstance(strategy, dict) or not all(
+        isinstance(steps, dict) and all(isinstance(v, str) for v in steps.values())
+        for steps in strategy.values()
+    ):
+        raise ConfigError(f"{path}: 'engine_strategy' must map flow -> {{step: engine id}}")
+    history = raw.get("history") or {}
+    if not isinstance(history, dict):
+        raise ConfigError(f"{path}: 'history' must be a mapping ({', '.join(_HISTORY_KEYS)})")
+    for key, value in history.items():
+        if key not in _HISTORY_KEYS:
+            raise ConfigError(
+                f"{path}: unknown key 'history.{key}' (allowed: {', '.join(_HISTORY_KEYS)})"
+            )
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ConfigError(f"{path}: 'history.{key}' must be a whole number >= 0, got {value!r}")
+    return raw
+
+
+def _mode(value: str, source: str) -> str:
+    if value not in MODES:
+        raise ConfigError(f"{source}: mode {value!r} is not one of {', '.join(MODES)}")
+    return value
+
+
+def resolve_settings(
+    *,
+    env: Mapping[str, str],
+    mode: str | None = None,
+    runs_dir: Path | None = None,
+    flows_dir: Path | None = None,
+    durable: bool | None = None,
+    config_path: Path | None = None,
+    cwd: Path | None = None,
+) -> Settings:
+    """Resolve every setting: explicit argument, then ``env``, then runtime.yaml, then default."""
+    base = cwd or Path.cwd()
+    config: dict[str, Any] = {}
+    config_source = ""
+    if config_path is not None:
+        if not config_path.is_file():
+            raise ConfigError(f"--config {config_path}: no such file")
+        config, config_source = _load_yaml(config_path), str(config_path)
+    elif (base / DEFAULT_CONFIG_PATH).is_file():
+        config_source = str(base / DEFAULT_CONFIG_PATH)
+        config = _load_yaml(base / DEFAULT_CONFIG_PATH)
+    claude = dict((config.get("engines") or {}).get("claude") or {})
+    sources: dict[str, str] = {}
+
+    if mode is not None:
+        resolved_mode, sources["mode"] = _mode(mode, "--mode"), "argument"
+    elif env.get("SWARM_CLAUDE_STEP_ENGINE_MODE"):
+        resolved_mode = _mode(env["SWARM_CLAUDE_STEP_ENGINE_MODE"], "SWARM_CLAUDE_STEP_ENGINE_MODE")
+        sources["mode"] = "SWARM_CLAUDE_STEP_ENGINE_MODE"
+    elif claude.get("mode") is not None:
+        resolved_mode = _mode(str(claude["mode"]), f"{config_source}: engines.claude.mode")
+        sources["mode"] = config_source
+    else:
+        resolved_mode, sources["mode"] = "stub", "default"
+
+    if runs_dir is not None:
+        resolved_runs, sources["runs_dir"] = runs_dir, "argument"
+    elif env.get("SWARM_RUNS_DIR"):
+        resolved_runs, sources["runs_dir"] = Path(env["SWARM_RUNS_DIR"]), "SWARM_RUNS_DIR"
+    elif config.get("runs_dir"):
+        resolved_runs, sources["runs_dir"] = Path(str(config["runs_dir"])), config_source
+    else:
+        resolved_runs, sources["runs_dir"] = DEFAULT_RUNS_DIR, "default"
+    if not resolved_runs.is_absolute():
+        resolved_runs = base / resolved_runs
+
+    resolved_flows = flows_dir
+    if resolved_flows is None and env.get("SWARM_FLOWS_DIR"):
+        resolved_flows = Path(env["SWARM_FLOWS_DIR"])
+    if durable is None:
+        raw = env.get("SWARM_DURABLE", "")
+        if raw not in ("", "0", "1"):
+            raise ConfigError(f"SWARM_DURABLE={raw!r}: allowed values are 0 and 1")
+        durable = raw == "1"
+    return Settings(
+        mode=resolved_mode,
+        runs_dir=resolved_runs,
+        flows_dir=resolved_flows,
+        durable=durable,
+        engine_strategy=dict(config.get("engine_strategy") or {}),
+        history=dict(config.get("history") or {}),
+        claude=claude,
+        sources=sources,
+    )

@@ -1,0 +1,75 @@
+"""The contracts of SPEC §3 as pydantic v2 models.
+
+Importing this package imports pydantic; the run path never does. The files a run writes
+are checked against these models by ``swarm runs validate`` and by the test suite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from swarm_runtime.contracts.base import SCHEMA_VERSION, Contract, Timestamp
+from swarm_runtime.contracts.events import EVENT_KINDS, RESERVED_KINDS, Event, parse_event
+from swarm_runtime.contracts.receipt import ContextTruncation, Receipt, ReceiptRouting, Tokens
+from swarm_runtime.contracts.run import RunSpecDocument, RunSummary
+from swarm_runtime.contracts.transcript import (
+    MessageLine,
+    ToolResultLine,
+    ToolUseLine,
+    TranscriptLine,
+    parse_transcript_line,
+)
+
+__all__ = [
+    "EVENT_KINDS",
+    "RESERVED_KINDS",
+    "SCHEMAS",
+    "SCHEMA_VERSION",
+    "ContextTruncation",
+    "Contract",
+    "Event",
+    "MessageLine",
+    "Receipt",
+    "ReceiptRouting",
+    "RunSpecDocument",
+    "RunSummary",
+    "Timestamp",
+    "Tokens",
+    "ToolResultLine",
+    "ToolUseLine",
+    "TranscriptLine",
+    "json_schema",
+    "parse_event",
+    "parse_transcript_line",
+]
+
+SCHEMAS = (
+    "receipt",
+    "transcript",
+    "event",
+    "step_context",
+    "step_result",
+    "run_spec",
+    "run_summary",
+)
+
+
+def json_schema(name: str) -> dict[str, Any]:
+    """The JSON Schema of a contract by name (see ``SCHEMAS``); KeyError if unknown."""
+    from pydantic import TypeAdapter
+
+    from swarm_runtime.contracts.step import step_context_schema, step_result_schema
+
+    builders: dict[str, Callable[[], dict[str, Any]]] = {
+        "receipt": lambda: Receipt.model_json_schema(),
+        "transcript": lambda: TypeAdapter(TranscriptLine).json_schema(),
+        "event": lambda: TypeAdapter(Event).json_schema(),
+        "step_context": step_context_schema,
+        "step_result": step_result_schema,
+        "run_spec": lambda: RunSpecDocument.model_json_schema(),
+        "run_summary": lambda: RunSummary.model_json_schema(),
+    }
+    if name not in builders:
+        raise KeyError(name)
+    return builders[name]()

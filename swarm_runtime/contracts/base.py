@@ -1,0 +1,34 @@
+"""The shared base of every contract model, and the timestamp type."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict
+
+from swarm_runtime.timeutil import parse_ts
+
+__all__ = ["SCHEMA_VERSION", "Contract", "OpenContract", "Timestamp"]
+
+SCHEMA_VERSION = "1"
+
+
+def _check_ts(value: str) -> str:
+    parse_ts(value)
+    return value
+
+
+Timestamp = Annotated[str, AfterValidator(_check_ts)]
+"""RFC 3339 UTC with exactly one trailing ``Z``."""
+
+
+class Contract(BaseModel):
+    """Frozen, and unknown fields are errors."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class OpenContract(BaseModel):
+    """Frozen, but extra fields are kept (payloads documented as ``{…, …}``)."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")

@@ -1,0 +1,306 @@
+"""Checking a run directory against the contracts of SPEC §3 (``swarm runs validate``).
+
+Works on any directory in the §2 layout, also one written by another tool. Every finding
+names the file and line. Checks: spec.json and meta.json; every receipt (also earlier
+executions, ``~n``) and transcript; every event line, its ``seq``, and the sequencing
+invariants of §3.3.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from swarm_runtime.contracts.events import parse_event
+from swarm_runtime.contracts.receipt import Receipt
+from swarm_runtime.contracts.run import RunSpecDocument, RunSummary
+from swarm_runtime.contracts.transcript import parse_transcript_line
+from swarm_runtime.errors import StorageError
+from swarm_runtime.storage.store import read_event_log
+
+__all__ = ["Violation", "check_event_sequence", "validate_run_dir"]
+
+STEP_EVENTS = ("step_start", "step_end", "step_error", "tool_start", "tool_end", "route_decision")
+
+
+@dataclass(frozen=True, order=True)
+class Violation:
+    """One contract violation: where, and what."""
+
+    file: str
+    line: int | None
+    message: str
+
+    def __str__(self) -> str:
+        where = self.file if self.line is None else f"{self.file}:{self.line}"
+        return f"{where}: {self.message}"
+
+
+def _key_line(text: str, path: Sequence[str | int]) -> int | None:
+    """The line of a (nested) key in pretty-printed JSON text, best effort."""
+    lines = text.split("\n")
+    start = 0
+    found: int | None = None
+    for part in path:
+        if isinstance(part, int):
+            continue
+        pattern = re.compile(r'^\s*"' + re.escape(part) + r'"\s*:')
+        for number in range(start, len(lines)):
+            if pattern.match(lines[number]):
+                found = number + 1
+                start = number + 1
+                break
+        else:
+            return found
+    return found
+
+
+def _pydantic_messages(exc: ValidationError) -> list[tuple[tuple[str | int, ...], str]]:
+    found = []
+    for error in exc.errors(include_url=False):
+        loc = tuple(error["loc"])
+        field = ".".join(str(part) for part in loc) or "(document)"
+        message = str(error["msg"]).removeprefix("Value error, ")
+        found.append((loc, f"{field}: {message}"))
+    return found
+
+
+def _check_document(
+    path: Path, root: Path, model: type[BaseModel]
+) -> tuple[list[Violation], dict[str, Any] | None]:
+    rel = str(path.relative_to(root))
+    try:
+        text = path.read_text(encoding="utf-8")
+        value = json.loads(text)
+    except FileNotFoundError:
+        return [Violation(rel, None, "missing")], None
+    except (OSError, UnicodeDecodeError) as exc:
+        return [Violation(rel, None, f"unreadable: {exc}")], None
+    except json.JSONDecodeError as exc:
+        return [Violation(rel, exc.lineno, f"not valid JSON: {exc.msg}")], None
+    try:
+        model.model_validate(value)
+    except ValidationError as exc:
+        return [
+            Violation(rel, _key_line(text, loc) or 1, message)
+            for loc, message in _pydantic_messages(exc)
+        ], value if isinstance(value, dict) else None
+    return [], value
+
+
+def _check_receipt(path: Path, root: Path) -> list[Violation]:
+    found, value = _check_document(path, root, Receipt)
+    if value is None:
+        return found
+    rel = str(path.relative_to(root))
+    stem = path.name.removesuffix(".json").split("~")[0]
+    step_id, agent = value.get("step_id"), value.get("agent_key")
+    if isinstance(step_id, str) and isinstance(agent, str) and stem != f"{step_id}-{agent}":
+        found.append(
+            Violation(rel, 1, f"file name does not match step_id-agent_key ({step_id}-{agent})")
+        )
+    flow_dir = path.parent.parent
+    transcript = value.get("transcript_path")
+    if isinstance(transcript, str) and "~" not in path.name:
+        target = (flow_dir / transcript).resolve()
+        if flow_dir.resolve() not in target.parents:
+            found.append(Violation(rel, 1, f"transcript_path {transcript!r} leaves the flow dir"))
+        elif not target.is_file():
+            found.append(Violation(rel, 1, f"transcript_path {transcript!r} names no file"))
+    return found
+
+
+def _check_transcript(path: Path, root: Path) -> list[Violation]:
+    rel = str(path.relative_to(root))
+    found: list[Violation] = []
+    try:
+        lines = path.read_text(encoding="utf-8").split("\n")
+    except (OSError, UnicodeDecodeError) as exc:
+        return [Violation(rel, None, f"unreadable: {exc}")]
+    if lines and lines[-1] == "":
+        lines.pop()
+    roles: set[str] = set()
+    for number, text in enumerate(lines, start=1):
+        try:
+            value = json.loads(text)
+            parsed = parse_transcript_line(value)
+        except json.JSONDecodeError as exc:
+            found.append(Violation(rel, number, f"not valid JSON: {exc.msg}"))
+            continue
+        except ValidationError as exc:
+            found.extend(Violation(rel, number, msg) for _, msg in _pydantic_messages(exc))
+            continue
+        except ValueError as exc:
+            found.append(Violation(rel, number, str(exc)))
+            continue
+        role = getattr(parsed, "role", None)
+        if role:
+            roles.add(role)
+    for role in ("system", "user"):
+        if role not in roles:
+            found.append(Violation(rel, None, f"no '{role}' line"))
+    return found
+
+
+def check_event_sequence(events: Sequence[tuple[int, dict[str, Any]]], rel: str) -> list[Violation]:
+    """The §3.3 invariants over (line, event) pairs that already parsed."""
+    found: list[Violation] = []
+    if not events:
+        return [Violation(rel, None, "no events")]
+
+    def at(line: int, message: str) -> None:
+        found.append(Violation(rel, line, message))
+
+    first_line, first = events[0]
+    if first.get("kind") != "run_created":
+        at(first_line, f"the first event must be run_created, got {first.get('kind')}")
+    run_ids = {event.get("run_id") for _, event in events}
+    if len(run_ids) > 1:
+        at(first_line, f"events carry several run ids: {sorted(map(str, run_ids))}")
+    highest = 0
+    for line, event in events:
+        seq = event.get("seq")
+        if not isinstance(seq, int):
+            continue  # the schema check reports it
+        if seq <= highest:
+            at(
+                line,
+                f"seq {seq} repeats or goes back (highest so far {highest}); seq runs "
+                "1, 2, 3 … with no gap or repeat",
+            )
+        elif seq != highest + 1:
+            at(line, f"seq jumps from {highest} to {seq}; seq runs 1, 2, 3 … with no gap")
+        highest = max(highest, seq)
+    started = False
+    open_step: tuple[int, dict[str, Any]] | None = None
+    awaiting_route: tuple[int, dict[str, Any]] | None = None
+    completed: list[int] = []
+    for line, event in events:
+        kind = event.get("kind")
+        if completed:
+            at(
+                line,
+                f"{kind} after run_completed (line {completed[0]}); run_completed must be last",
+            )
+        if kind == "run_started":
+            started = True
+        elif kind == "run_completed":
+            completed.append(line)
+            if open_step is not None:
+                at(open_step[0], f"step '{open_step[1].get('step_id')}' started here never ended")
+                open_step = None
+            continue
+        if kind in STEP_EVENTS and not started:
+            at(line, f"{kind} before run_started")
+        if awaiting_route is not None and kind != "route_decision":
+            at(
+                awaiting_route[0],
+                f"step_end of '{awaiting_route[1].get('step_id')}' is not "
+                "followed by a route_decision",
+            )
+            awaiting_route = None
+        step = event.get("step_id")
+        if kind == "step_start":
+            if open_step is not None:
+                at(
+                    line,
+                    f"step_start of '{step}' while '{open_step[1].get('step_id')}' "
+                    f"(line {open_step[0]}) is still open: a second step_start without "
+                    "step_end/step_error",
+                )
+            open_step = (line, event)
+        elif kind in ("step_end", "step_error", "tool_start", "tool_end"):
+            if open_step is None:
+                at(line, f"{kind} of '{step}' outside any step execution (no open step_start)")
+            elif (open_step[1].get("flow_key"), open_step[1].get("step_id")) != (
+                event.get("flow_key"),
+                step,
+            ):
+                at(
+                    line,
+                    f"{kind} of '{step}' inside the execution of '{open_step[1].get('step_id')}'",
+                )
+            if kind in ("step_end", "step_error"):
+                open_step = None
+                if kind == "step_end":
+                    awaiting_route = (line, event)
+        elif kind == "route_decision":
+            if awaiting_route is None:
+                at(line, "route_decision without a step_end just before it")
+            else:
+                payload = event.get("payload") or {}
+                if payload.get("from_step") != awaiting_route[1].get("step_id"):
+                    at(
+                        line,
+                        f"route_decision from '{payload.get('from_step')}' follows the "
+                        f"step_end of '{awaiting_route[1].get('step_id')}'",
+                    )
+            awaiting_route = None
+    if awaiting_route is not None:
+        at(
+            awaiting_route[0],
+            f"step_end of '{awaiting_route[1].get('step_id')}' is not followed by a route_decision",
+        )
+    if open_step is not None:
+        at(open_step[0], f"step '{open_step[1].get('step_id')}' started here never ended")
+    if not completed:
+        at(events[-1][0], "the run has no run_completed event (it must end every run)")
+    elif len(completed) > 1:
+        at(
+            completed[1],
+            f"run_completed appears {len(completed)} times (lines "
+            f"{', '.join(map(str, completed))}); it must appear exactly once",
+        )
+    return found
+
+
+def _check_events(path: Path, root: Path) -> list[Violation]:
+    rel = str(path.relative_to(root))
+    try:
+        result = read_event_log(path)
+    except StorageError as exc:
+        message = str(exc)
+        match = re.match(r"^.*?:(\d+): (.*)$", message)
+        if match:
+            return [Violation(rel, int(match.group(1)), match.group(2))]
+        return [Violation(rel, None, message)]
+    found: list[Violation] = []
+    parsed: list[tuple[int, dict[str, Any]]] = []
+    for number, event in enumerate(result.events, start=1):
+        try:
+            parse_event(event)
+        except ValidationError as exc:
+            found.extend(Violation(rel, number, msg) for _, msg in _pydantic_messages(exc))
+        parsed.append((number, event))
+    if result.torn is not None:
+        found.append(
+            Violation(rel, result.torn.line, "torn last line (the writer was interrupted)")
+        )
+    found.extend(check_event_sequence(parsed, rel))
+    return found
+
+
+def _walk(root: Path, pattern: str) -> Iterable[Path]:
+    return sorted(root.glob(pattern))
+
+
+def validate_run_dir(root: Path | str) -> list[Violation]:
+    """Every contract violation in the run directory ``root``, sorted by file and line."""
+    root = Path(root)
+    if not root.is_dir():
+        raise StorageError(f"{root} is not a directory")
+    found: list[Violation] = []
+    found.extend(_check_document(root / "spec.json", root, RunSpecDocument)[0])
+    found.extend(_check_document(root / "meta.json", root, RunSummary)[0])
+    found.extend(_check_events(root / "events.jsonl", root))
+    for path in _walk(root, "*/receipts/*.json"):
+        found.extend(_check_receipt(path, root))
+    for path in _walk(root, "*/llm/*.jsonl"):
+        found.extend(_check_transcript(path, root))
+    return sorted(found, key=lambda v: (v.file, v.line or 0, v.message))

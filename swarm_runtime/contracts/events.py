@@ -1,0 +1,385 @@
+"""Events of ``events.jsonl`` (SPEC §3.3): one model per kind, read through a union on ``kind``."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, TypeAdapter
+
+from swarm_runtime.contracts.base import Contract, OpenContract, Timestamp
+
+__all__ = [
+    "EVENT_KINDS",
+    "RESERVED_KINDS",
+    "Event",
+    "event_adapter",
+    "parse_event",
+]
+
+
+# -- payloads ------------------------------------------------------------------------------
+
+
+class RunCreatedPayload(Contract):
+    """``run_created``."""
+
+    flows: list[str]
+    backend: str
+    initiator: str
+    stepwise: Literal[True]
+
+
+class RunStartedPayload(Contract):
+    """``run_started``."""
+
+    mode: Literal["stepwise"]
+    routing_enabled: bool
+
+
+class StepStartPayload(Contract):
+    """``step_start``."""
+
+    role: str
+    agents: list[str]
+    step_index: int = Field(ge=1)
+    engine: str
+    iteration: int = Field(default=0, ge=0)
+
+
+class ToolStartPayload(Contract):
+    """``tool_start``."""
+
+    tool: str
+    input: Any = None
+
+
+class ToolEndPayload(Contract):
+    """``tool_end``."""
+
+    tool: str
+    success: bool
+    output: Any = None
+
+
+class LogPayload(OpenContract):
+    """``log``: a message and whatever context goes with it."""
+
+    message: str
+
+
+class StepEndPayload(Contract):
+    """``step_end``."""
+
+    status: Literal["succeeded", "skipped"]
+    duration_ms: int = Field(ge=0)
+    engine: str
+
+
+class StepErrorPayload(Contract):
+    """``step_error``."""
+
+    status: Literal["failed"]
+    duration_ms: int = Field(ge=0)
+    error: str
+    engine: str
+
+
+class RouteDecisionPayload(Contract):
+    """``route_decision``."""
+
+    from_step: str
+    to_step: str | None
+    decision: Literal["loop", "advance", "terminate", "pending"]
+    reason: str
+    loop_state: dict[str, int]
+    routing_source: Literal[
+        "fast_path",
+        "deterministic",
+        "navigator",
+        "navigator:detour",
+        "envelope_fallback",
+        "escalate",
+    ]
+
+
+class ControlPayload(OpenContract):
+    """``run_pausing`` … ``run_stopped``: a reason and context."""
+
+    reason: str
+
+
+class RunCompletedPayload(Contract):
+    """``run_completed``."""
+
+    status: Literal["succeeded", "failed", "stopped"]
+    error: str | None
+    steps_completed: int = Field(ge=0)
+    total_steps_executed: int = Field(ge=0)
+
+
+class ReservedPayload(OpenContract):
+    """Payload of a reserved kind (navigator, stack, facts): not emitted yet."""
+
+
+# -- events --------------------------------------------------------------------------------
+
+
+class _EventBase(Contract):
+    run_id: str
+    seq: int = Field(ge=1)
+    """1, 2, 3 … per run, no gaps, no repeats."""
+    ts: Timestamp
+    flow_key: str | None
+    step_id: str | None
+    agent_key: str | None
+
+
+class RunCreatedEvent(_EventBase):
+    """A ``run_created`` event."""
+
+    kind: Literal["run_created"]
+    payload: RunCreatedPayload
+
+
+class RunStartedEvent(_EventBase):
+    """A ``run_started`` event."""
+
+    kind: Literal["run_started"]
+    payload: RunStartedPayload
+
+
+class StepStartEvent(_EventBase):
+    """A ``step_start`` event."""
+
+    kind: Literal["step_start"]
+    payload: StepStartPayload
+
+
+class ToolStartEvent(_EventBase):
+    """A ``tool_start`` event."""
+
+    kind: Literal["tool_start"]
+    payload: ToolStartPayload
+
+
+class ToolEndEvent(_EventBase):
+    """A ``tool_end`` event."""
+
+    kind: Literal["tool_end"]
+    payload: ToolEndPayload
+
+
+class LogEvent(_EventBase):
+    """A ``log`` event."""
+
+    kind: Literal["log"]
+    payload: LogPayload
+
+
+class StepEndEvent(_EventBase):
+    """A ``step_end`` event."""
+
+    kind: Literal["step_end"]
+    payload: StepEndPayload
+
+
+class StepErrorEvent(_EventBase):
+    """A ``step_error`` event."""
+
+    kind: Literal["step_error"]
+    payload: StepErrorPayload
+
+
+class RouteDecisionEvent(_EventBase):
+    """A ``route_decision`` event."""
+
+    kind: Literal["route_decision"]
+    payload: RouteDecisionPayload
+
+
+class RunPausingEvent(_EventBase):
+    """A ``run_pausing`` event."""
+
+    kind: Literal["run_pausing"]
+    payload: ControlPayload
+
+
+class RunPausedEvent(_EventBase):
+    """A ``run_paused`` event."""
+
+    kind: Literal["run_paused"]
+    payload: ControlPayload
+
+
+class RunResumedEvent(_EventBase):
+    """A ``run_resumed`` event."""
+
+    kind: Literal["run_resumed"]
+    payload: ControlPayload
+
+
+class RunStoppingEvent(_EventBase):
+    """A ``run_stopping`` event."""
+
+    kind: Literal["run_stopping"]
+    payload: ControlPayload
+
+
+class RunStoppedEvent(_EventBase):
+    """A ``run_stopped`` event."""
+
+    kind: Literal["run_stopped"]
+    payload: ControlPayload
+
+
+class RunCompletedEvent(_EventBase):
+    """A ``run_completed`` event."""
+
+    kind: Literal["run_completed"]
+    payload: RunCompletedPayload
+
+
+class RoutingOffroadEvent(_EventBase):
+    """Reserved kind ``routing_offroad``: typed, not emitted yet."""
+
+    kind: Literal["routing_offroad"]
+    payload: ReservedPayload
+
+
+class FlowInjectedEvent(_EventBase):
+    """Reserved kind ``flow_injected``: typed, not emitted yet."""
+
+    kind: Literal["flow_injected"]
+    payload: ReservedPayload
+
+
+class NodeInjectedEvent(_EventBase):
+    """Reserved kind ``node_injected``: typed, not emitted yet."""
+
+    kind: Literal["node_injected"]
+    payload: ReservedPayload
+
+
+class GraphExtendedEvent(_EventBase):
+    """Reserved kind ``graph_extended``: typed, not emitted yet."""
+
+    kind: Literal["graph_extended"]
+    payload: ReservedPayload
+
+
+class StackPushEvent(_EventBase):
+    """Reserved kind ``stack_push``: typed, not emitted yet."""
+
+    kind: Literal["stack_push"]
+    payload: ReservedPayload
+
+
+class StackPopEvent(_EventBase):
+    """Reserved kind ``stack_pop``: typed, not emitted yet."""
+
+    kind: Literal["stack_pop"]
+    payload: ReservedPayload
+
+
+class StackOverflowPreventedEvent(_EventBase):
+    """Reserved kind ``stack_overflow_prevented``: typed, not emitted yet."""
+
+    kind: Literal["stack_overflow_prevented"]
+    payload: ReservedPayload
+
+
+class FactsUpdatedEvent(_EventBase):
+    """Reserved kind ``facts_updated``: typed, not emitted yet."""
+
+    kind: Literal["facts_updated"]
+    payload: ReservedPayload
+
+
+class AssumptionRecordedEvent(_EventBase):
+    """Reserved kind ``assumption_recorded``: typed, not emitted yet."""
+
+    kind: Literal["assumption_recorded"]
+    payload: ReservedPayload
+
+
+class DecisionRecordedEvent(_EventBase):
+    """Reserved kind ``decision_recorded``: typed, not emitted yet."""
+
+    kind: Literal["decision_recorded"]
+    payload: ReservedPayload
+
+
+Event = Annotated[
+    RunCreatedEvent
+    | RunStartedEvent
+    | StepStartEvent
+    | ToolStartEvent
+    | ToolEndEvent
+    | LogEvent
+    | StepEndEvent
+    | StepErrorEvent
+    | RouteDecisionEvent
+    | RunPausingEvent
+    | RunPausedEvent
+    | RunResumedEvent
+    | RunStoppingEvent
+    | RunStoppedEvent
+    | RunCompletedEvent
+    | RoutingOffroadEvent
+    | FlowInjectedEvent
+    | NodeInjectedEvent
+    | GraphExtendedEvent
+    | StackPushEvent
+    | StackPopEvent
+    | StackOverflowPreventedEvent
+    | FactsUpdatedEvent
+    | AssumptionRecordedEvent
+    | DecisionRecordedEvent,
+    Field(discriminator="kind"),
+]
+"""Any event, told apart by ``kind``."""
+
+EVENT_KINDS: tuple[str, ...] = (
+    "run_created",
+    "run_started",
+    "step_start",
+    "tool_start",
+    "tool_end",
+    "log",
+    "step_end",
+    "step_error",
+    "route_decision",
+    "run_pausing",
+    "run_paused",
+    "run_resumed",
+    "run_stopping",
+    "run_stopped",
+    "run_completed",
+)
+RESERVED_KINDS: tuple[str, ...] = (
+    "routing_offroad",
+    "flow_injected",
+    "node_injected",
+    "graph_extended",
+    "stack_push",
+    "stack_pop",
+    "stack_overflow_prevented",
+    "facts_updated",
+    "assumption_recorded",
+    "decision_recorded",
+)
+
+_adapter: TypeAdapter[Event] | None = None
+
+
+def event_adapter() -> TypeAdapter[Event]:
+    """The (cached) validator of the event union."""
+    global _adapter
+    if _adapter is None:
+        _adapter = TypeAdapter(Event)
+    return _adapter
+
+
+def parse_event(value: object) -> Event:
+    """Validate one decoded event line; raise pydantic.ValidationError when it is invalid."""
+    return event_adapter().validate_python(value)

@@ -1,0 +1,166 @@
+"""The engine interface: what a step engine receives, returns, and must promise.
+
+An engine runs exactly one LLM call for one step. It gets a :class:`StepContext` and the
+prompt, and returns a :class:`StepOutcome`: the :class:`StepResult` of SPEC §3.4, the
+events it saw (tool calls), and what the orchestrator needs to write the receipt and the
+transcript. The orchestrator alone writes files, so there is one place that does it.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+__all__ = [
+    "MAX_OUTPUT_BYTES",
+    "Prompt",
+    "ResultCode",
+    "RunEvent",
+    "StepContext",
+    "StepEngine",
+    "StepOutcome",
+    "StepResult",
+    "TokenUsage",
+    "truncate_output",
+]
+
+MAX_OUTPUT_BYTES = 50 * 1024
+"""A StepResult's output stays under this; longer text is cut with a marker."""
+
+ResultCode = Literal["ok", "retryable", "fatal", "blocked", "skipped"]
+RESULT_CODES: tuple[str, ...] = ("ok", "retryable", "fatal", "blocked", "skipped")
+TRUNCATION_MARKER = "\n[OUTPUT_TRUNCATED: full text in the transcript]"
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """The two parts of a step's prompt (SPEC §6.1)."""
+
+    system: str
+    user: str
+
+
+@dataclass(frozen=True, slots=True)
+class StepContext:
+    """Everything an engine may know about the step it runs."""
+
+    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}  # for the JSON Schema
+
+    repo_root: Path
+    run_id: str
+    flow_key: str
+    step_id: str
+    step_index: int
+    """1-based position of the step in its flow."""
+    total_steps: int
+    spec: dict[str, Any]
+    """The RunSpec as a plain mapping."""
+    flow_title: str
+    step_role: str
+    step_agents: tuple[str, ...]
+    history: tuple[dict[str, Any], ...]
+    """Outputs of earlier steps, newest first, as given to the prompt."""
+    run_base: Path
+    """The flow's directory inside the run: ``<runs_dir>/<run_id>/<flow_key>``."""
+    iteration: int = 0
+    """0-based count of earlier executions of this step in this run."""
+    handoff_fields: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Fields the reply must declare in its handoff block, with their expected values."""
+    prompt: Prompt | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    """What a step produced (SPEC §3.4)."""
+
+    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}  # for the JSON Schema
+
+    step_id: str
+    status: Literal["succeeded", "failed", "skipped"]
+    output: str = ""
+    error: str | None = None
+    duration_ms: int = 0
+    artifacts: tuple[dict[str, Any], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.status not in ("succeeded", "failed", "skipped"):
+            raise ValueError(f"StepResult.status {self.status!r} is not succeeded|failed|skipped")
+        if self.duration_ms < 0:
+            raise ValueError(f"StepResult.duration_ms must be >= 0, got {self.duration_ms}")
+        if len(self.output.encode("utf-8")) >= MAX_OUTPUT_BYTES:
+            raise ValueError("StepResult.output must be under 50 KB; use truncate_output()")
+
+
+def truncate_output(text: str) -> str:
+    """``text`` cut to fit a StepResult, with a visible marker when something was cut."""
+    data = text.encode("utf-8")
+    if len(data) < MAX_OUTPUT_BYTES:
+        return text
+    room = MAX_OUTPUT_BYTES - len(TRUNCATION_MARKER.encode("utf-8")) - 1
+    return data[:room].decode("utf-8", errors="ignore") + TRUNCATION_MARKER
+
+
+@dataclass(frozen=True, slots=True)
+class RunEvent:
+    """An event an engine reports; the orchestrator adds run id, seq and timestamp."""
+
+    kind: str
+    payload: dict[str, Any]
+    ts: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TokenUsage:
+    """Tokens of one call."""
+
+    prompt: int = 0
+    completion: int = 0
+
+    @property
+    def total(self) -> int:
+        """Prompt + completion."""
+        return self.prompt + self.completion
+
+    def as_dict(self) -> dict[str, int]:
+        """The receipt's ``tokens`` object."""
+        return {"prompt": self.prompt, "completion": self.completion, "total": self.total}
+
+
+@dataclass(frozen=True, slots=True)
+class StepOutcome:
+    """An engine's answer for one step call."""
+
+    result: StepResult
+    events: tuple[RunEvent, ...] = ()
+    result_code: ResultCode = "ok"
+    text: str = ""
+    """The whole assistant reply (the StepResult's output may be truncated)."""
+    handoff: dict[str, Any] | None = None
+    tokens: TokenUsage = TokenUsage()
+    model: str = "unknown"
+    provider: str = "none"
+    mode: str = "stub"
+    transcript: tuple[dict[str, Any], ...] = ()
+    """Transcript lines after the system and user prompt (assistant reply, tool lines)."""
+    retry_after_ms: int | None = None
+    extra_receipt: dict[str, Any] = field(default_factory=dict)
+
+
+class StepEngine(abc.ABC):
+    """One way of running a step: stub, SDK, CLI, … Subclasses implement ``run_step``."""
+
+    engine_id: str = "claude-step"
+    """The id written to receipts and events."""
+    engine_short: str = "claude"
+    """Used in transcript file names: ``<step>-<agent>-<engine_short>.jsonl``."""
+    mode: str = "stub"
+
+    @abc.abstractmethod
+    def run_step(self, ctx: StepContext) -> StepOutcome:
+        """Run one call for the step in ``ctx`` (``ctx.prompt`` is set) and report it."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook, not abstract
+        """Release resources held across steps; the default holds none."""

@@ -1,0 +1,53 @@
+"""Parsing the handoff block an agent ends its reply with (SPEC §4.2)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+__all__ = ["HandoffError", "format_handoff", "parse_handoff"]
+
+_BLOCK_RE = re.compile(r"```handoff[ \t]*\n(.*?)\n[ \t]*```", re.DOTALL)
+
+
+class HandoffError(ValueError):
+    """The handoff block is present but is not a mapping of YAML or JSON."""
+
+
+def parse_handoff(text: str) -> dict[str, Any] | None:
+    """The mapping in the last ```handoff fenced block of ``text``; None if there is none."""
+    blocks = _BLOCK_RE.findall(text)
+    if not blocks:
+        return None
+    body = blocks[-1].strip()
+    if not body:
+        return {}
+    value: Any
+    try:
+        value = json.loads(body)
+    except json.JSONDecodeError:
+        import yaml
+
+        try:
+            value = yaml.load(body, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        except yaml.YAMLError as exc:
+            raise HandoffError(f"handoff block is neither JSON nor YAML: {exc}") from None
+    if not isinstance(value, dict):
+        raise HandoffError(f"handoff block must be a mapping, got {type(value).__name__}")
+    return {str(key): _plain(item) for key, item in value.items()}
+
+
+def _plain(value: Any) -> Any:
+    # YAML reads yes/no as booleans; routing compares text, so keep the words.
+    if value is True:
+        return "yes"
+    if value is False:
+        return "no"
+    return value
+
+
+def format_handoff(values: dict[str, Any]) -> str:
+    """A handoff block for ``values``, in the YAML form models are asked to write."""
+    lines = "\n".join(f"{key}: {json.dumps(value)}" for key, value in values.items())
+    return f"```handoff\n{lines}\n```"

@@ -1,0 +1,109 @@
+"""Engines by id: a registry mapping an engine id to a factory.
+
+Third parties add engines through the entry-point group ``swarm_runtime.engines`` (each
+entry point is a callable taking the registry) or the pytest hook
+``pytest_swarm_register_engines``. Entry points are read only when an id is not found
+among the built-in engines, so a plain run pays nothing for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from swarm_runtime.engines.base import StepEngine
+from swarm_runtime.engines.scenario import Scenario
+from swarm_runtime.errors import EngineError
+
+__all__ = ["ENTRY_POINT_GROUP", "EngineOptions", "EngineRegistry", "default_registry"]
+
+ENTRY_POINT_GROUP = "swarm_runtime.engines"
+MODES = ("stub", "sdk", "cli", "replay", "record")
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """What a factory may use to build an engine."""
+
+    mode: str = "stub"
+    scenario: Scenario | None = None
+    sleep: Callable[[float], None] | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+
+
+EngineFactory = Callable[[EngineOptions], StepEngine]
+
+
+class EngineRegistry:
+    """Maps engine ids to factories."""
+
+    def __init__(self) -> None:
+        self._factories: dict[str, EngineFactory] = {}
+        self._entry_points_loaded = False
+
+    def register(self, engine_id: str, factory: EngineFactory, *, replace: bool = False) -> None:
+        """Add an engine; an id already taken needs ``replace=True``."""
+        if engine_id in self._factories and not replace:
+            raise EngineError(
+                f"engine '{engine_id}' is already registered; pass replace=True to override it"
+            )
+        self._factories[engine_id] = factory
+
+    def ids(self) -> list[str]:
+        """Every registered engine id, sorted."""
+        self._load_entry_points()
+        return sorted(self._factories)
+
+    def _load_entry_points(self) -> None:
+        if self._entry_points_loaded:
+            return
+        self._entry_points_loaded = True
+        from importlib.metadata import entry_points
+
+        for entry in entry_points(group=ENTRY_POINT_GROUP):
+            try:
+                hook = entry.load()
+                hook(self)
+            except Exception as exc:
+                raise EngineError(
+                    f"engine plugin '{entry.name}' ({entry.value}) failed to load: {exc}"
+                ) from exc
+
+    def create(self, engine_id: str, options: EngineOptions) -> StepEngine:
+        """Build the engine ``engine_id`` for ``options.mode``."""
+        if engine_id not in self._factories:
+            self._load_entry_points()
+        factory = self._factories.get(engine_id)
+        if factory is None:
+            raise EngineError(
+                f"no engine '{engine_id}' (registered: {', '.join(self.ids())}); "
+                "engines are added through the 'swarm_runtime.engines' entry points"
+            )
+        return factory(options)
+
+
+def _builtin(engine_id: str, engine_short: str) -> EngineFactory:
+    def factory(options: EngineOptions) -> StepEngine:
+        if options.mode == "stub":
+            from swarm_runtime.engines.stub import StubEngine
+
+            return StubEngine(
+                engine_id=engine_id,
+                engine_short=engine_short,
+                scenario=options.scenario,
+                sleep=options.sleep,
+            )
+        raise EngineError(
+            f"engine '{engine_id}' has no '{options.mode}' mode in this version (available: stub)"
+        )
+
+    return factory
+
+
+def default_registry() -> EngineRegistry:
+    """A registry with the built-in engines."""
+    registry = EngineRegistry()
+    registry.register("claude-step", _builtin("claude-step", "claude"))
+    registry.register("gemini-step", _builtin("gemini-step", "gemini"))
+    return registry

@@ -1,0 +1,214 @@
+"""Stub scenarios (SPEC §5.5): per-step, per-execution outcomes for the stub engine.
+
+A scenario is a mapping from a step id (or ``flow/step`` where ids repeat across flows) to
+one outcome (used for every execution) or a list of outcomes (one per execution, the last
+repeating). It comes from a YAML file or a dict; anything unknown is an error naming it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from swarm_runtime.engines.base import RESULT_CODES
+from swarm_runtime.errors import ScenarioError
+
+__all__ = ["Outcome", "Scenario", "ToolCall"]
+
+OUTCOME_KEYS = (
+    "handoff",
+    "text",
+    "result_code",
+    "error",
+    "retry_after_ms",
+    "tools",
+    "tokens",
+    "delay_ms",
+)
+TOOL_KEYS = ("tool", "input", "output", "success")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A tool call the stub pretends the model made."""
+
+    tool: str
+    input: Any = None
+    output: Any = None
+    success: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What the stub does for one execution of a step."""
+
+    handoff: dict[str, Any] | None = None
+    text: str | None = None
+    result_code: str = "ok"
+    error: str | None = None
+    retry_after_ms: int | None = None
+    tools: tuple[ToolCall, ...] = ()
+    tokens: tuple[int, int] | None = None
+    delay_ms: int = 0
+
+
+def _parse_outcome(raw: Any, where: str) -> Outcome:
+    if not isinstance(raw, Mapping):
+        raise ScenarioError(
+            f"{where}: an outcome must be a mapping with keys {', '.join(OUTCOME_KEYS)}"
+        )
+    unknown = [key for key in raw if key not in OUTCOME_KEYS]
+    if unknown:
+        raise ScenarioError(
+            f"{where}: unknown key '{unknown[0]}' (allowed: {', '.join(OUTCOME_KEYS)})"
+        )
+    code = raw.get("result_code", "ok")
+    if code not in RESULT_CODES:
+        raise ScenarioError(
+            f"{where}.result_code: {code!r} is not one of {', '.join(RESULT_CODES)}"
+        )
+    handoff = raw.get("handoff")
+    if handoff is not None and not isinstance(handoff, Mapping):
+        raise ScenarioError(f"{where}.handoff: must be a mapping of field to value")
+    text = raw.get("text")
+    if text is not None and not isinstance(text, str):
+        raise ScenarioError(f"{where}.text: must be a string")
+    error = raw.get("error")
+    if error is not None and not isinstance(error, str):
+        raise ScenarioError(f"{where}.error: must be a string")
+    tokens = raw.get("tokens")
+    token_pair = None
+    if tokens is not None:
+        if (
+            not isinstance(tokens, Mapping)
+            or set(tokens) - {"prompt", "completion"}
+            or not all(
+                isinstance(tokens.get(k, 0), int) and tokens.get(k, 0) >= 0
+                for k in ("prompt", "completion")
+            )
+        ):
+            raise ScenarioError(
+                f"{where}.tokens: must be {{prompt: int >= 0, completion: int >= 0}}"
+            )
+        token_pair = (int(tokens.get("prompt", 0)), int(tokens.get("completion", 0)))
+    ints: dict[str, int | None] = {}
+    for name in ("delay_ms", "retry_after_ms"):
+        value = raw.get(name)
+        if value is not None and (
+            not isinstance(value, int) or isinstance(value, bool) or value < 0
+        ):
+            raise ScenarioError(f"{where}.{name}: must be a whole number >= 0, got {value!r}")
+        ints[name] = value
+    tools_raw = raw.get("tools") or []
+    if not isinstance(tools_raw, list):
+        raise ScenarioError(f"{where}.tools: must be a list of {{tool, input, output, success}}")
+    tools = []
+    for i, item in enumerate(tools_raw):
+        spot = f"{where}.tools[{i}]"
+        if not isinstance(item, Mapping) or "tool" not in item:
+            raise ScenarioError(f"{spot}: must be a mapping with at least 'tool'")
+        bad = [key for key in item if key not in TOOL_KEYS]
+        if bad:
+            raise ScenarioError(f"{spot}: unknown key '{bad[0]}' (allowed: {', '.join(TOOL_KEYS)})")
+        success = item.get("success", True)
+        if not isinstance(success, bool):
+            raise ScenarioError(f"{spot}.success: must be true or false")
+        tools.append(
+            ToolCall(
+                tool=str(item["tool"]),
+                input=item.get("input"),
+                output=item.get("output"),
+                success=success,
+            )
+        )
+    return Outcome(
+        handoff=dict(handoff) if handoff is not None else None,
+        text=text,
+        result_code=str(code),
+        error=error,
+        retry_after_ms=ints["retry_after_ms"],
+        tools=tuple(tools),
+        tokens=token_pair,
+        delay_ms=ints["delay_ms"] or 0,
+    )
+
+
+@dataclass
+class Scenario:
+    """A parsed scenario; ``outcome_for`` answers per step and execution."""
+
+    entries: dict[str, tuple[Outcome, ...]] = field(default_factory=dict)
+    source: str = "<scenario>"
+    used: set[str] = field(default_factory=set)
+
+    @classmethod
+    def from_mapping(cls, raw: Any, *, source: str = "<scenario>") -> Scenario:
+        """Parse a scenario mapping; raise ScenarioError naming what is wrong."""
+        if raw is None:
+            return cls(source=source)
+        if not isinstance(raw, Mapping):
+            raise ScenarioError(
+                f"{source}: a scenario must be a mapping of step id (or flow/step) to outcomes"
+            )
+        entries: dict[str, tuple[Outcome, ...]] = {}
+        for key, value in raw.items():
+            where = f"{source}: {key}"
+            if not isinstance(key, str) or not key:
+                raise ScenarioError(f"{source}: scenario keys must be step ids, got {key!r}")
+            if isinstance(value, list):
+                if not value:
+                    raise ScenarioError(f"{where}: an outcome list must not be empty")
+                entries[key] = tuple(
+                    _parse_outcome(item, f"{where}[{i}]") for i, item in enumerate(value)
+                )
+            else:
+                entries[key] = (_parse_outcome(value, where),)
+        return cls(entries=entries, source=source)
+
+    @classmethod
+    def from_file(cls, path: Path | str) -> Scenario:
+        """Read a scenario YAML (or JSON) file."""
+        import yaml
+
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ScenarioError(f"cannot read scenario file {path}: {exc}") from None
+        try:
+            raw = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ScenarioError(f"{path}: invalid YAML: {exc}") from None
+        return cls.from_mapping(raw, source=str(path))
+
+    def check_steps(self, flows: Iterable[tuple[str, Iterable[str]]]) -> None:
+        """Raise ScenarioError if a key names no step of the given (flow, step ids)."""
+        known: set[str] = set()
+        for flow_key, step_ids in flows:
+            for step_id in step_ids:
+                known.add(step_id)
+                known.add(f"{flow_key}/{step_id}")
+        for key in self.entries:
+            if key not in known:
+                import difflib
+
+                close = difflib.get_close_matches(key, sorted(known), n=1)
+                hint = f"; did you mean '{close[0]}'?" if close else ""
+                raise ScenarioError(
+                    f"{self.source}: '{key}' names no step of the flows in this run{hint}"
+                )
+
+    def outcome_for(self, flow_key: str, step_id: str, execution: int) -> Outcome | None:
+        """The outcome for the ``execution``-th (0-based) run of a step, if scripted."""
+        for key in (f"{flow_key}/{step_id}", step_id):
+            outcomes = self.entries.get(key)
+            if outcomes is not None:
+                self.used.add(key)
+                return outcomes[min(execution, len(outcomes) - 1)]
+        return None
+
+    def unused(self) -> list[str]:
+        """Keys never consulted: a scripted step that never ran."""
+        return sorted(set(self.entries) - self.used)

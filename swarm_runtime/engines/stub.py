@@ -1,0 +1,154 @@
+"""The deterministic stub engine: no network, same input, same output (SPEC §5.5).
+
+By default a microloop's condition step declares a failing value on its first execution
+and a success value on its second, and a branch step declares its first branch key, so
+every routing kind is exercised. A :class:`Scenario` overrides that per step and execution.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable
+from typing import Any
+
+from swarm_runtime.engines.base import (
+    RunEvent,
+    StepContext,
+    StepEngine,
+    StepOutcome,
+    StepResult,
+    TokenUsage,
+    truncate_output,
+)
+from swarm_runtime.engines.handoff import format_handoff
+from swarm_runtime.engines.scenario import Outcome, Scenario
+
+__all__ = ["StubEngine", "estimate_tokens"]
+
+STUB_MODEL = "claude-stub"
+FAILING_VALUE = "NEEDS_WORK"
+
+
+def estimate_tokens(text: str) -> int:
+    """ceil(characters / 4), the stub's token count."""
+    return math.ceil(len(text) / 4)
+
+
+def _default_handoff(ctx: StepContext) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for name, allowed in ctx.handoff_fields.items():
+        if name == "can_further_iteration_help":
+            values[name] = "yes" if ctx.iteration == 0 else "no"
+        elif "can_further_iteration_help" in ctx.handoff_fields:
+            # A microloop's condition field: fail once, then succeed.
+            failing = FAILING_VALUE if FAILING_VALUE not in allowed else FAILING_VALUE + "_MORE"
+            values[name] = failing if ctx.iteration == 0 else allowed[0]
+        else:
+            values[name] = allowed[0]
+    return values
+
+
+class StubEngine(StepEngine):
+    """A registered engine like any other, scriptable by a scenario."""
+
+    mode = "stub"
+
+    def __init__(
+        self,
+        *,
+        engine_id: str = "claude-step",
+        engine_short: str = "claude",
+        scenario: Scenario | None = None,
+        sleep: Callable[[float], None] | None = None,
+    ) -> None:
+        self.engine_id = engine_id
+        self.engine_short = engine_short
+        self.scenario = scenario or Scenario()
+        self._sleep = sleep
+
+    def _reply(self, ctx: StepContext, outcome: Outcome | None) -> tuple[str, dict[str, Any]]:
+        handoff = _default_handoff(ctx)
+        if outcome is not None and outcome.handoff is not None:
+            handoff.update(outcome.handoff)
+        if outcome is not None and outcome.text is not None:
+            body = outcome.text
+        else:
+            prompt = ctx.prompt
+            digest = hashlib.sha256(
+                ((prompt.system + prompt.user) if prompt else "").encode("utf-8")
+            ).hexdigest()[:12]
+            body = (
+                f"[stub] {ctx.flow_key}/{ctx.step_id} (step {ctx.step_index} of "
+                f"{ctx.total_steps}, execution {ctx.iteration + 1})\n"
+                f"Role: {ctx.step_role}\n"
+                f"Prompt digest: {digest}\n"
+                f"Result: done."
+            )
+        text = body + "\n\n" + format_handoff(handoff) if handoff else body
+        return text, handoff
+
+    def run_step(self, ctx: StepContext) -> StepOutcome:
+        """Produce the scripted (or default) reply for the step."""
+        from swarm_runtime.engines.handoff import parse_handoff
+
+        outcome = self.scenario.outcome_for(ctx.flow_key, ctx.step_id, ctx.iteration)
+        if outcome is not None and outcome.delay_ms:
+            if self._sleep is None:
+                import time
+
+                time.sleep(outcome.delay_ms / 1000.0)
+            else:
+                self._sleep(outcome.delay_ms / 1000.0)
+        text, _ = self._reply(ctx, outcome)
+        handoff = parse_handoff(text)
+        events: list[RunEvent] = []
+        lines: list[dict[str, Any]] = []
+        for call in outcome.tools if outcome else ():
+            events.append(RunEvent("tool_start", {"tool": call.tool, "input": call.input}))
+            lines.append({"type": "tool_use", "tool": call.tool, "input": call.input})
+            events.append(
+                RunEvent(
+                    "tool_end", {"tool": call.tool, "success": call.success, "output": call.output}
+                )
+            )
+            lines.append(
+                {
+                    "type": "tool_result",
+                    "tool": call.tool,
+                    "success": call.success,
+                    "output": call.output,
+                }
+            )
+        lines.append({"role": "assistant", "content": text})
+        prompt_text = (ctx.prompt.system + ctx.prompt.user) if ctx.prompt else ""
+        if outcome is not None and outcome.tokens is not None:
+            tokens = TokenUsage(*outcome.tokens)
+        else:
+            tokens = TokenUsage(estimate_tokens(prompt_text), estimate_tokens(text))
+        code = outcome.result_code if outcome else "ok"
+        error = None
+        status = "succeeded"
+        if code in ("fatal", "retryable", "blocked"):
+            status = "failed"
+            error = (outcome.error if outcome else None) or f"stub scenario: result_code {code}"
+        elif code == "skipped":
+            status = "skipped"
+        return StepOutcome(
+            result=StepResult(
+                step_id=ctx.step_id,
+                status=status,  # type: ignore[arg-type]
+                output=truncate_output(text),
+                error=error,
+            ),
+            events=tuple(events),
+            result_code=code,  # type: ignore[arg-type]
+            text=text,
+            handoff=handoff,
+            tokens=tokens,
+            model=STUB_MODEL,
+            provider="none",
+            mode="stub",
+            transcript=tuple(lines),
+            retry_after_ms=outcome.retry_after_ms if outcome else None,
+        )

@@ -1,0 +1,92 @@
+"""The error tree of the runtime.
+
+::
+
+    SwarmError                      root: catch this to catch everything we raise
+    ├── SwarmUsageError             what a user wrote is wrong (exit code 2)
+    │   ├── FlowDefinitionError     a flow file breaks a rule of SPEC §1.2
+    │   ├── ScenarioError           a stub scenario names an unknown step or key
+    │   └── ConfigError             a setting (flag, env var, runtime.yaml) is invalid
+    └── SwarmRunError               something went wrong while running (exit code 1)
+        ├── EngineError             an engine failed outside the step contract
+        ├── RoutingError            routing could not decide where to go
+        └── StorageError            a run directory could not be written or read
+
+Messages say what was received, what is allowed and what to do next.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "EngineError",
+    "FlowDefinitionError",
+    "RoutingError",
+    "ScenarioError",
+    "StorageError",
+    "SwarmError",
+    "SwarmRunError",
+    "SwarmUsageError",
+]
+
+
+class SwarmError(Exception):
+    """Root of every error the runtime raises on purpose."""
+
+
+class SwarmUsageError(SwarmError):
+    """Something a user wrote (a flow, a scenario, a flag, a config file) is wrong."""
+
+
+class SwarmRunError(SwarmError):
+    """A run could not proceed: engine, routing or storage trouble."""
+
+
+class FlowDefinitionError(SwarmUsageError):
+    """A flow file is invalid; carries where (file, line, step, field) and why."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str,
+        line: int | None = None,
+        step_id: str | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.file = file
+        self.line = line
+        self.step_id = step_id
+        self.field = field
+        self.reason = message
+        super().__init__(self.location() + ": " + message)
+
+    def location(self) -> str:
+        """``file:line`` followed by the step and field when known."""
+        where = self.file if self.line is None else f"{self.file}:{self.line}"
+        parts = [where]
+        if self.step_id is not None:
+            parts.append(f"step '{self.step_id}'")
+        if self.field is not None:
+            parts.append(f"field '{self.field}'")
+        return ", ".join(parts)
+
+
+class ScenarioError(SwarmUsageError):
+    """A stub scenario is malformed or names something that does not exist."""
+
+
+class ConfigError(SwarmUsageError):
+    """A configuration value is invalid; the message names where it came from."""
+
+
+class EngineError(SwarmRunError):
+    """An engine could not be found, built or run."""
+
+
+class RoutingError(SwarmRunError):
+    """Routing found no step to go to."""
+
+
+class StorageError(SwarmRunError):
+    """A run directory is unsafe, unreadable or could not be written."""

@@ -1,0 +1,150 @@
+"""A directory of flows: ``<key>.yaml`` files plus an optional ``flows.yaml`` order file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from swarm_runtime.errors import FlowDefinitionError, SwarmUsageError
+from swarm_runtime.flow.loader import check_flow_file, load_yaml_nodes
+from swarm_runtime.flow.spec import FlowSpec
+
+__all__ = ["ORDER_FILE", "FlowRegistry", "packaged_flows_dir"]
+
+ORDER_FILE = "flows.yaml"
+
+
+def packaged_flows_dir() -> Path | None:
+    """The flows shipped with the package (installed wheel or source checkout), if any."""
+    here = Path(__file__).resolve().parent.parent
+    for candidate in (here / "_data" / "flows", here.parent / "flows"):
+        if (candidate / ORDER_FILE).is_file():
+            return candidate
+    return None
+
+
+class FlowRegistry:
+    """The flows of one directory, validated when first read."""
+
+    def __init__(self, flows_dir: Path | str) -> None:
+        self.flows_dir = Path(flows_dir)
+        if not self.flows_dir.is_dir():
+            raise SwarmUsageError(
+                f"flows dir {self.flows_dir} does not exist or is not a directory; "
+                "pass --flows-dir DIR or set SWARM_FLOWS_DIR"
+            )
+        self._paths = {
+            path.stem: path
+            for path in sorted(self.flows_dir.glob("*.yaml"))
+            if path.name != ORDER_FILE
+        }
+        self._flows: dict[str, FlowSpec] = {}
+
+    def keys(self) -> list[str]:
+        """Every flow key in the directory, sorted."""
+        return sorted(self._paths)
+
+    def order(self) -> list[str]:
+        """The run order: ``flows.yaml``'s ``order`` list, else every flow sorted by key."""
+        order_path = self.flows_dir / ORDER_FILE
+        if not order_path.is_file():
+            return self.keys()
+        errors: list[FlowDefinitionError] = []
+        order = self._read_order(order_path, errors)
+        if errors:
+            raise errors[0]
+        return order
+
+    def _read_order(self, path: Path, errors: list[FlowDefinitionError]) -> list[str]:
+        try:
+            root = load_yaml_nodes(path, path.read_text(encoding="utf-8"))
+        except FlowDefinitionError as exc:
+            errors.append(exc)
+            return []
+        except (OSError, UnicodeDecodeError) as exc:
+            errors.append(FlowDefinitionError(f"cannot read the file: {exc}", file=str(path)))
+            return []
+        if not isinstance(root, yaml.MappingNode):
+            errors.append(
+                FlowDefinitionError("must be a mapping with 'order: [flow, ...]'", file=str(path))
+            )
+            return []
+        order: list[str] = []
+        for key_node, value_node in root.value:
+            line = key_node.start_mark.line + 1
+            if key_node.value != "order":
+                errors.append(
+                    FlowDefinitionError(
+                        f"unknown key '{key_node.value}' (allowed: order)",
+                        file=str(path),
+                        line=line,
+                        field=str(key_node.value),
+                    )
+                )
+                continue
+            if not isinstance(value_node, yaml.SequenceNode) or not value_node.value:
+                errors.append(
+                    FlowDefinitionError(
+                        "'order' must be a non-empty list of flow keys",
+                        file=str(path),
+                        line=line,
+                        field="order",
+                    )
+                )
+                continue
+            for item in value_node.value:
+                key = str(item.value)
+                if key not in self._paths:
+                    errors.append(
+                        FlowDefinitionError(
+                            f"'{key}' names no flow file in {self.flows_dir} "
+                            f"(flows: {', '.join(self.keys()) or 'none'})",
+                            file=str(path),
+                            line=item.start_mark.line + 1,
+                            field="order",
+                        )
+                    )
+                order.append(key)
+        return order
+
+    def get(self, key: str) -> FlowSpec:
+        """The validated flow ``key``; raise FlowDefinitionError or SwarmUsageError."""
+        if key in self._flows:
+            return self._flows[key]
+        path = self._paths.get(key)
+        if path is None:
+            import difflib
+
+            close = difflib.get_close_matches(key, self.keys(), n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            raise SwarmUsageError(
+                f"no flow '{key}' in {self.flows_dir} "
+                f"(flows: {', '.join(self.keys()) or 'none'}){hint}"
+            )
+        flow, errors = check_flow_file(path)
+        if errors:
+            first = errors[0]
+            if len(errors) > 1:
+                first.add_note(f"{len(errors) - 1} more error(s); run 'swarm flows validate'")
+            raise first
+        assert flow is not None
+        self._flows[key] = flow
+        return flow
+
+    def validate_all(self) -> list[FlowDefinitionError]:
+        """Every error in every flow file and in the order file."""
+        errors: list[FlowDefinitionError] = []
+        for key, path in self._paths.items():
+            flow, found = check_flow_file(path)
+            errors.extend(found)
+            if flow is not None:
+                self._flows[key] = flow
+        order_path = self.flows_dir / ORDER_FILE
+        if order_path.is_file():
+            self._read_order(order_path, errors)
+        if not self._paths:
+            errors.append(
+                FlowDefinitionError("no flow files (*.yaml) found", file=str(self.flows_dir))
+            )
+        return errors

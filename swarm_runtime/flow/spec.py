@@ -1,0 +1,119 @@
+"""The in-memory shape of a flow: plain frozen dataclasses, built only by the loader."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+__all__ = ["Budget", "FlowSpec", "RoutingSpec", "StepSpec", "TeachingNotes"]
+
+RoutingKind = Literal["linear", "microloop", "branch"]
+
+DEFAULT_MAX_ITERATIONS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class TeachingNotes:
+    """The four lists a step's prompt teaches from."""
+
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    emphasizes: tuple[str, ...]
+    constraints: tuple[str, ...]
+
+    def all_notes(self) -> tuple[str, ...]:
+        """Every note of the step, in section order."""
+        return self.inputs + self.outputs + self.emphasizes + self.constraints
+
+
+@dataclass(frozen=True, slots=True)
+class RoutingSpec:
+    """How to pick the step after this one (SPEC §4)."""
+
+    kind: RoutingKind = "linear"
+    next: str | None = None
+    loop_target: str | None = None
+    loop_condition_field: str | None = None
+    loop_success_values: tuple[str, ...] = ()
+    max_iterations: int = DEFAULT_MAX_ITERATIONS
+    branch_field: str = "status"
+    branches: tuple[tuple[str, str], ...] = ()
+    default: str | None = None
+    explicit: bool = False
+    """Whether the flow file had a routing block at all."""
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """Per-step limits; exceeding one fails the step."""
+
+    tokens: int | None = None
+    cost_usd: float | None = None
+    duration_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StepSpec:
+    """One step of a flow."""
+
+    id: str
+    agents: tuple[str, ...]
+    role: str
+    teaching_notes: TeachingNotes
+    routing: RoutingSpec
+    line: int
+    engine: str | None = None
+    max_attempts: int | None = None
+    budget: Budget | None = None
+    field_lines: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+    """The YAML line of each field that names another step, for error messages."""
+
+    def line_of(self, field_name: str) -> int:
+        """The line of a field, or of the step when the field was not recorded."""
+        return self.field_lines.get(field_name, self.line)
+
+    @property
+    def primary_agent(self) -> str:
+        """The agent that names the step's receipt and transcript."""
+        return self.agents[0]
+
+    def handoff_fields(self) -> dict[str, tuple[str, ...]]:
+        """Fields the step must declare in its handoff for routing, with their values."""
+        routing = self.routing
+        if routing.kind == "microloop" and routing.loop_condition_field:
+            return {
+                routing.loop_condition_field: routing.loop_success_values,
+                "can_further_iteration_help": ("yes", "no"),
+            }
+        if routing.kind == "branch":
+            return {routing.branch_field: tuple(key for key, _ in routing.branches)}
+        return {}
+
+
+@dataclass(frozen=True, slots=True)
+class FlowSpec:
+    """A validated flow."""
+
+    key: str
+    title: str
+    description: str
+    steps: tuple[StepSpec, ...]
+    path: Path
+    charter: dict[str, object] | None = None
+    _index: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._index.update({step.id: i for i, step in enumerate(self.steps)})
+
+    def index_of(self, step_id: str) -> int:
+        """0-based position of a step; KeyError if it is not in the flow."""
+        return self._index[step_id]
+
+    def step(self, step_id: str) -> StepSpec:
+        """The step with this id; KeyError if it is not in the flow."""
+        return self.steps[self._index[step_id]]
+
+    def has_step(self, step_id: str) -> bool:
+        """Whether the flow has a step with this id."""
+        return step_id in self._index

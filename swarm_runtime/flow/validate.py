@@ -1,0 +1,85 @@
+"""Rules that look across the steps of a flow (SPEC §1.2): duplicates, targets, reachability."""
+
+from __future__ import annotations
+
+from swarm_runtime.errors import FlowDefinitionError
+from swarm_runtime.flow.spec import FlowSpec, StepSpec
+
+__all__ = ["successors", "validate_flow"]
+
+
+def successors(flow: FlowSpec, step: StepSpec) -> list[tuple[str, str]]:
+    """Every (field, step id) edge out of ``step``, including the fall-through."""
+    routing = step.routing
+    position = flow.index_of(step.id)
+    following = flow.steps[position + 1].id if position + 1 < len(flow.steps) else None
+    edges: list[tuple[str, str]] = []
+    if routing.kind == "branch":
+        edges.extend((f"routing.branches.{key}", target) for key, target in routing.branches)
+        if routing.default:
+            edges.append(("routing.default", routing.default))
+        return edges
+    if routing.kind == "microloop" and routing.loop_target:
+        edges.append(("routing.loop_target", routing.loop_target))
+    if routing.next:
+        edges.append(("routing.next", routing.next))
+    elif following:
+        edges.append(("", following))
+    return edges
+
+
+def validate_flow(flow: FlowSpec) -> list[FlowDefinitionError]:
+    """Check the cross-step rules; return every error found."""
+    file = str(flow.path)
+    errors: list[FlowDefinitionError] = []
+    seen: dict[str, StepSpec] = {}
+    for step in flow.steps:
+        if step.id in seen:
+            errors.append(
+                FlowDefinitionError(
+                    f"duplicate step id '{step.id}' (first defined at line "
+                    f"{seen[step.id].line}); step ids must be unique in a flow",
+                    file=file,
+                    line=step.line_of("id"),
+                    step_id=step.id,
+                    field="id",
+                )
+            )
+        else:
+            seen[step.id] = step
+    if errors:
+        return errors
+    for step in flow.steps:
+        for field_name, target in successors(flow, step):
+            if field_name and not flow.has_step(target):
+                errors.append(
+                    FlowDefinitionError(
+                        f"'{target}' names no step of flow '{flow.key}' "
+                        f"(steps: {', '.join(s.id for s in flow.steps)})",
+                        file=file,
+                        line=step.line_of(field_name),
+                        step_id=step.id,
+                        field=field_name,
+                    )
+                )
+    if errors:
+        return errors
+    reached = {flow.steps[0].id}
+    stack = [flow.steps[0]]
+    while stack:
+        for _, target in successors(flow, stack.pop()):
+            if target not in reached:
+                reached.add(target)
+                stack.append(flow.step(target))
+    for step in flow.steps:
+        if step.id not in reached:
+            errors.append(
+                FlowDefinitionError(
+                    f"step '{step.id}' is unreachable from the first step "
+                    f"'{flow.steps[0].id}'; route to it or remove it",
+                    file=file,
+                    line=step.line,
+                    step_id=step.id,
+                )
+            )
+    return errors

@@ -1,0 +1,71 @@
+"""Building a step's prompt (SPEC §6.1).
+
+System part: agent persona, flow title and step header, role, the four teaching-note
+sections, and the handoff fields the step must declare. User part: the run's request and
+the history. A step's teaching notes never appear in another step's prompt: the prompt of
+a step is built from that step alone, and history carries outputs, never notes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from swarm_runtime.engines.base import Prompt
+from swarm_runtime.flow.spec import FlowSpec, StepSpec
+
+__all__ = ["build_prompt", "handoff_instructions"]
+
+SECTIONS = (
+    ("Inputs", "inputs"),
+    ("Outputs", "outputs"),
+    ("Emphasizes", "emphasizes"),
+    ("Constraints", "constraints"),
+)
+
+
+def handoff_instructions(fields: dict[str, tuple[str, ...]]) -> str:
+    """Tell the model which handoff fields to declare, and how."""
+    if not fields:
+        return (
+            "## Handoff\nYou may end your reply with a fenced block headed handoff holding "
+            "YAML fields for the next step; routing of this step does not read it."
+        )
+    lines = [
+        "## Handoff",
+        "Routing reads your decision from a fenced block at the very end of your reply,",
+        "opened with ```handoff and closed with ```, holding these YAML fields:",
+    ]
+    for name, values in fields.items():
+        lines.append(f"- {name}: one of {', '.join(values)}")
+    example = "\n".join(f"{name}: {values[0]}" for name, values in fields.items())
+    lines.append(f"Example:\n```handoff\n{example}\n```")
+    return "\n".join(lines)
+
+
+def build_prompt(
+    flow: FlowSpec,
+    step: StepSpec,
+    *,
+    persona: str | None,
+    params: dict[str, Any],
+    history_text: str,
+) -> Prompt:
+    """The system and user prompt of one step execution."""
+    index = flow.index_of(step.id) + 1
+    system: list[str] = []
+    if persona:
+        system.append(persona.strip())
+    system.append(f"# {flow.title}")
+    system.append(
+        f"## Step {index} of {len(flow.steps)}: {step.id}\n"
+        f"Flow: {flow.key}\nAgent: {', '.join(step.agents)}\nRole: {step.role}"
+    )
+    for heading, attr in SECTIONS:
+        notes: tuple[str, ...] = getattr(step.teaching_notes, attr)
+        system.append(f"## {heading}\n" + "\n".join(f"- {note}" for note in notes))
+    system.append(handoff_instructions(step.handoff_fields()))
+    request = json.dumps(params, indent=2, sort_keys=True, ensure_ascii=False) if params else "{}"
+    user = [f"## Request\n{request}"]
+    user.append("## History (newest first)\n" + (history_text or "(no earlier steps)"))
+    return Prompt(system="\n\n".join(system), user="\n\n".join(user))

@@ -1,0 +1,744 @@
+"""The stepwise orchestrator: runs flows one step at a time and records everything.
+
+For each step execution it builds the prompt, calls the engine once, writes the transcript
+and the receipt, emits ``step_start`` … ``step_end``/``step_error`` and ``route_decision``,
+and routes. The sequencing invariants of SPEC §3.3 hold on every path out of a run: a
+failing step, an engine that raises, a routing error and Ctrl-C all end in exactly one
+``run_completed``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from swarm_runtime.engines.base import (
+    StepContext,
+    StepEngine,
+    StepOutcome,
+    StepResult,
+    TokenUsage,
+)
+from swarm_runtime.engines.registry import EngineOptions, EngineRegistry, default_registry
+from swarm_runtime.engines.scenario import Scenario
+from swarm_runtime.errors import RoutingError, StorageError, SwarmUsageError
+from swarm_runtime.flow.registry import FlowRegistry
+from swarm_runtime.flow.spec import FlowSpec, StepSpec
+from swarm_runtime.orchestrator.history import HistoryBudget, HistoryItem, render_history
+from swarm_runtime.orchestrator.prompt import build_prompt
+from swarm_runtime.orchestrator.routing import Decision, decide, loop_key
+from swarm_runtime.storage.layout import RunLayout, new_run_id
+from swarm_runtime.storage.store import (
+    EventLog,
+    preserve_previous,
+    write_json_atomic,
+    write_jsonl_atomic,
+)
+from swarm_runtime.timeutil import Clock, format_ts, system_clock
+
+__all__ = ["Orchestrator", "RunOutcome", "RunSpec"]
+
+EventObserver = Callable[[dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What to run (SPEC §3): flows in order, the request, and an optional slice."""
+
+    flows: tuple[str, ...]
+    params: dict[str, Any] = field(default_factory=dict)
+    backend: str = "claude-step-orchestrator"
+    initiator: str = "api"
+    start_step: str | None = None
+    """``step`` or ``flow/step``: where the run starts."""
+    end_step: str | None = None
+    """``step`` or ``flow/step``: the last step run."""
+
+    def as_dict(self, *, mode: str, engine: str) -> dict[str, Any]:
+        """The document written to ``spec.json``."""
+        return {
+            "flows": list(self.flows),
+            "params": self.params,
+            "backend": self.backend,
+            "initiator": self.initiator,
+            "mode": mode,
+            "engine": engine,
+            "start_step": self.start_step,
+            "end_step": self.end_step,
+        }
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """How a run ended."""
+
+    run_id: str
+    status: str
+    """succeeded | failed | stopped."""
+    error: str | None
+    path: Path
+    summary: dict[str, Any]
+    interrupted: bool = False
+
+
+@dataclass
+class _Totals:
+    steps_completed: int = 0
+    executed: int = 0
+    loops: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    duration_ms: int = 0
+
+    def as_flow_dict(self) -> dict[str, Any]:
+        return {
+            "steps_executed": self.executed,
+            "loop_iterations": self.loops,
+            "tokens": self.prompt_tokens + self.completion_tokens,
+            "duration_ms": self.duration_ms,
+        }
+
+
+class _Interrupted(Exception):
+    """Carries a KeyboardInterrupt out of a step so the run can be closed cleanly."""
+
+
+class Orchestrator:
+    """Runs flows from a :class:`FlowRegistry` with engines from an :class:`EngineRegistry`.
+
+    The clock, the id factory, the sleep and the engines are passed in; nothing here reads
+    the environment.
+    """
+
+    def __init__(
+        self,
+        flows: FlowRegistry,
+        *,
+        runs_dir: Path,
+        engines: EngineRegistry | None = None,
+        engine_id: str = "claude-step",
+        mode: str = "stub",
+        scenario: Scenario | None = None,
+        engine_strategy: dict[str, dict[str, str]] | None = None,
+        clock: Clock = system_clock,
+        rand: Callable[[int], str] | None = None,
+        sleep: Callable[[float], None] | None = None,
+        durable: bool = False,
+        history_budget: HistoryBudget | None = None,
+        repo_root: Path | None = None,
+        observer: EventObserver | None = None,
+    ) -> None:
+        self.flows = flows
+        self.runs_dir = Path(runs_dir)
+        self.engines = engines or default_registry()
+        self.engine_id = engine_id
+        self.mode = mode
+        self.scenario = scenario
+        self.engine_strategy = engine_strategy or {}
+        self.clock = clock
+        self.rand = rand
+        self.sleep = sleep
+        self.durable = durable
+        self.history_budget = history_budget or HistoryBudget()
+        self.repo_root = repo_root or Path.cwd()
+        self.observer = observer
+        self._engine_cache: dict[str, StepEngine] = {}
+        self._personas: dict[str, str | None] = {}
+
+    # -- public API ----------------------------------------------------------------------
+
+    def run_stepwise_flow(
+        self,
+        flow_key: str,
+        spec: RunSpec | None = None,
+        start_step: str | None = None,
+        end_step: str | None = None,
+    ) -> RunOutcome:
+        """Run one flow, or the slice ``start_step``..``end_step`` of it, synchronously."""
+        base = spec or RunSpec(flows=(flow_key,))
+        sliced = RunSpec(
+            flows=(flow_key,),
+            params=base.params,
+            backend=base.backend,
+            initiator=base.initiator,
+            start_step=start_step or base.start_step,
+            end_step=end_step or base.end_step,
+        )
+        return self.run(sliced)
+
+    def run(self, spec: RunSpec) -> RunOutcome:
+        """Validate, create the run directory, and execute every flow of ``spec`` in order."""
+        plan = self._plan(spec)
+        run = _Run(self, spec, plan)
+        return run.execute()
+
+    # -- helpers used by _Run ------------------------------------------------------------
+
+    def _plan(self, spec: RunSpec) -> list[tuple[FlowSpec, str | None, str | None]]:
+        """Load flows and resolve the slice before anything is written."""
+        if not spec.flows:
+            raise SwarmUsageError("a run needs at least one flow")
+        flows = [self.flows.get(key) for key in spec.flows]
+        start = _locate(spec.start_step, flows, "--from") if spec.start_step else None
+        end = _locate(spec.end_step, flows, "--to") if spec.end_step else None
+        first_flow = start[0] if start else 0
+        last_flow = end[0] if end else len(flows) - 1
+        if first_flow > last_flow or (
+            start
+            and end
+            and start[0] == end[0]
+            and flows[start[0]].index_of(start[1]) > flows[end[0]].index_of(end[1])
+        ):
+            raise SwarmUsageError(
+                f"--from {spec.start_step} comes after --to {spec.end_step} in the run order"
+            )
+        if self.scenario is not None:
+            self.scenario.check_steps((f.key, [s.id for s in f.steps]) for f in flows)
+        plan = []
+        for flow in flows:
+            for step in flow.steps:
+                self.engine_for(flow, step)  # unknown engine or mode: fail before any write
+        for position in range(first_flow, last_flow + 1):
+            plan.append(
+                (
+                    flows[position],
+                    start[1] if start and position == start[0] else None,
+                    end[1] if end and position == end[0] else None,
+                )
+            )
+        return plan
+
+    def engine_for(self, flow: FlowSpec, step: StepSpec) -> StepEngine:
+        """The engine of a step: its own ``engine:``, the strategy, else the run's."""
+        engine_id = (
+            step.engine or self.engine_strategy.get(flow.key, {}).get(step.id) or self.engine_id
+        )
+        engine = self._engine_cache.get(engine_id)
+        if engine is None:
+            engine = self.engines.create(
+                engine_id,
+                EngineOptions(mode=self.mode, scenario=self.scenario, sleep=self.sleep),
+            )
+            self._engine_cache[engine_id] = engine
+        return engine
+
+    def persona(self, agent_key: str) -> str | None:
+        """The agent's persona text from ``<flows_dir>/agents/<agent>.md``, if any."""
+        if agent_key not in self._personas:
+            path = self.flows.flows_dir / "agents" / f"{agent_key}.md"
+            try:
+                self._personas[agent_key] = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                self._personas[agent_key] = None
+        return self._personas[agent_key]
+
+
+def _locate(ref: str, flows: list[FlowSpec], flag: str) -> tuple[int, str]:
+    flow_part, _, step_part = ref.rpartition("/")
+    hits = [
+        (i, step_part)
+        for i, flow in enumerate(flows)
+        if (not flow_part or flow.key == flow_part) and flow.has_step(step_part)
+    ]
+    if not hits:
+        raise SwarmUsageError(
+            f"{flag} {ref}: no such step in the flows of this run "
+            f"({', '.join(f.key for f in flows)}); use STEP or FLOW/STEP"
+        )
+    if len(hits) > 1:
+        raise SwarmUsageError(
+            f"{flag} {ref}: the step is in several flows "
+            f"({', '.join(flows[i].key for i, _ in hits)}); write FLOW/STEP"
+        )
+    return hits[0]
+
+
+class _Run:
+    """The state of one run while it executes."""
+
+    def __init__(
+        self,
+        owner: Orchestrator,
+        spec: RunSpec,
+        plan: list[tuple[FlowSpec, str | None, str | None]],
+    ) -> None:
+        self.o = owner
+        self.spec = spec
+        self.plan = plan
+        self.clock = owner.clock
+        self.totals = _Totals()
+        self.flow_totals: dict[str, _Totals] = {}
+        self.seq = 0
+        self.history: list[HistoryItem] = []
+        self.executions: dict[tuple[str, str], int] = {}
+        self.loop_counts: dict[str, int] = {}
+        self.open_step: tuple[str, str, str, datetime, str] | None = None
+        self.created_at = format_ts(self.clock())
+        self.layout, self.log = self._create()
+        self.status = "pending"
+        self.error: str | None = None
+
+    # -- files and events ----------------------------------------------------------------
+
+    def _create(self) -> tuple[RunLayout, EventLog]:
+        runs_dir = self.o.runs_dir
+        try:
+            runs_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot create runs dir {runs_dir}: {exc.strerror}") from exc
+        for _ in range(100):
+            layout = RunLayout(runs_dir, new_run_id(self.clock(), self.o.rand))
+            try:
+                os.mkdir(layout.root)
+            except FileExistsError:
+                continue  # another process took this id in the same second
+            except OSError as exc:
+                raise StorageError(f"cannot create {layout.root}: {exc.strerror}") from exc
+            write_json_atomic(
+                layout.spec,
+                self.spec.as_dict(mode=self.o.mode, engine=self.o.engine_id),
+                durable=self.o.durable,
+            )
+            return layout, EventLog(layout.events, durable=self.o.durable)
+        raise StorageError(f"could not find a free run id in {runs_dir} after 100 tries")
+
+    @property
+    def run_id(self) -> str:
+        return self.layout.run_id
+
+    def emit(
+        self,
+        kind: str,
+        payload: dict[str, Any],
+        *,
+        flow_key: str | None = None,
+        step_id: str | None = None,
+        agent_key: str | None = None,
+        ts: str | None = None,
+    ) -> None:
+        self.seq += 1
+        event = {
+            "run_id": self.run_id,
+            "seq": self.seq,
+            "ts": ts or format_ts(self.clock()),
+            "kind": kind,
+            "flow_key": flow_key,
+            "step_id": step_id,
+            "agent_key": agent_key,
+            "payload": payload,
+        }
+        self.log.append(event)
+        if self.o.observer is not None:
+            self.o.observer(event)
+
+    def summary(self, *, completed_at: str | None = None) -> dict[str, Any]:
+        t = self.totals
+        return {
+            "run_id": self.run_id,
+            "status": self.status,
+            "flows": list(self.spec.flows),
+            "backend": self.spec.backend,
+            "mode": self.o.mode,
+            "engine": self.o.engine_id,
+            "created_at": self.created_at,
+            "completed_at": completed_at,
+            "error": self.error,
+            "steps_completed": t.steps_completed,
+            "total_steps_executed": t.executed,
+            "loop_iterations": t.loops,
+            "tokens": {
+                "prompt": t.prompt_tokens,
+                "completion": t.completion_tokens,
+                "total": t.prompt_tokens + t.completion_tokens,
+            },
+            "cost_usd": round(t.cost_usd, 6),
+            "flow_totals": {key: ft.as_flow_dict() for key, ft in self.flow_totals.items()},
+        }
+
+    def set_status(self, status: str, *, completed_at: str | None = None) -> None:
+        self.status = status
+        write_json_atomic(
+            self.layout.meta, self.summary(completed_at=completed_at), durable=self.o.durable
+        )
+
+    # -- the run -------------------------------------------------------------------------
+
+    def execute(self) -> RunOutcome:
+        interrupted = False
+        try:
+            self.set_status("pending")
+            self.emit(
+                "run_created",
+                {
+                    "flows": list(self.spec.flows),
+                    "backend": self.spec.backend,
+                    "initiator": self.spec.initiator,
+                    "stepwise": True,
+                },
+            )
+            self.set_status("running")
+            self.emit("run_started", {"mode": "stepwise", "routing_enabled": True})
+            try:
+                for flow, start, end in self.plan:
+                    if not self._run_flow(flow, start, end):
+                        break
+            except (KeyboardInterrupt, _Interrupted):
+                interrupted = True
+                self._close_open_step("interrupted")
+                self.status, self.error = "stopped", "interrupted"
+            except Exception as exc:  # storage or engine trouble: the run still completes
+                self._close_open_step(f"{type(exc).__name__}: {exc}")
+                self.status, self.error = "failed", f"{type(exc).__name__}: {exc}"
+            final = self.status if self.status != "running" else "succeeded"
+            self.emit(
+                "run_completed",
+                {
+                    "status": final,
+                    "error": self.error,
+                    "steps_completed": self.totals.steps_completed,
+                    "total_steps_executed": self.totals.executed,
+                },
+            )
+            completed = format_ts(self.clock())
+            self.set_status(final, completed_at=completed)
+        finally:
+            self.log.close()
+            for engine in self.o._engine_cache.values():
+                engine.close()
+            self.o._engine_cache.clear()
+        return RunOutcome(
+            run_id=self.run_id,
+            status=self.status,
+            error=self.error,
+            path=self.layout.root,
+            summary=self.summary(completed_at=completed),
+            interrupted=interrupted,
+        )
+
+    def _close_open_step(self, error: str) -> None:
+        if self.open_step is None:
+            return
+        flow_key, step_id, agent_key, started, engine_id = self.open_step
+        self.open_step = None
+        now = self.clock()
+        self.emit(
+            "step_error",
+            {
+                "status": "failed",
+                "duration_ms": _ms_between(started, now),
+                "error": error,
+                "engine": engine_id,
+            },
+            flow_key=flow_key,
+            step_id=step_id,
+            agent_key=agent_key,
+        )
+
+    def _run_flow(self, flow: FlowSpec, start: str | None, end: str | None) -> bool:
+        """Run one flow; False when the run failed and must not go on."""
+        current: str | None = start or flow.steps[0].id
+        while current is not None:
+            step = flow.step(current)
+            decision = self._run_step(flow, step, end)
+            if decision is None:
+                return False
+            current = decision.to_step
+        return True
+
+    def _run_step(self, flow: FlowSpec, step: StepSpec, end: str | None) -> Decision | None:
+        engine = self.o.engine_for(flow, step)
+        agent = step.primary_agent
+        iteration = self.executions.get((flow.key, step.id), 0)
+        self.executions[(flow.key, step.id)] = iteration + 1
+        index = flow.index_of(step.id) + 1
+        rendered = render_history(self.history, self.o.history_budget)
+        prompt = build_prompt(
+            flow,
+            step,
+            persona=self.o.persona(agent),
+            params=self.spec.params,
+            history_text=rendered.text,
+        )
+        ctx = StepContext(
+            repo_root=self.o.repo_root,
+            run_id=self.run_id,
+            flow_key=flow.key,
+            step_id=step.id,
+            step_index=index,
+            total_steps=len(flow.steps),
+            spec=self.spec.as_dict(mode=self.o.mode, engine=self.o.engine_id),
+            flow_title=flow.title,
+            step_role=step.role,
+            step_agents=step.agents,
+            history=tuple(item.as_dict() for item in rendered.items),
+            run_base=self.layout.flow_base(flow.key),
+            iteration=iteration,
+            handoff_fields=step.handoff_fields(),
+            prompt=prompt,
+        )
+        started = self.clock()
+        started_ts = format_ts(started)
+        flow_totals = self.flow_totals.setdefault(flow.key, _Totals())
+        self.totals.executed += 1
+        flow_totals.executed += 1
+        self.emit(
+            "step_start",
+            {
+                "role": step.role,
+                "agents": list(step.agents),
+                "step_index": index,
+                "engine": engine.engine_id,
+                "iteration": iteration,
+            },
+            flow_key=flow.key,
+            step_id=step.id,
+            agent_key=agent,
+            ts=started_ts,
+        )
+        self.open_step = (flow.key, step.id, agent, started, engine.engine_id)
+        error: str | None = None
+        outcome: StepOutcome | None = None
+        try:
+            outcome = engine.run_step(ctx)
+        except KeyboardInterrupt:
+            raise _Interrupted() from None
+        except Exception as exc:  # an engine bug must still end the step and the run
+            error = f"engine '{engine.engine_id}' raised {type(exc).__name__}: {exc}"
+        completed = self.clock()
+        for event in outcome.events if outcome else ():
+            self.emit(
+                event.kind,
+                event.payload,
+                flow_key=flow.key,
+                step_id=step.id,
+                agent_key=agent,
+                ts=event.ts,
+            )
+        if outcome is None:
+            outcome = StepOutcome(
+                result=StepResult(step_id=step.id, status="failed", error=error),
+                mode=engine.mode,
+            )
+        code = outcome.result_code
+        if error is None:
+            error = self._outcome_error(step, outcome)
+        if error is None and step.budget is not None:
+            error = _budget_error(step, outcome.tokens, _ms_between(started, completed))
+        handoff = outcome.handoff
+        receipt = self._receipt(
+            flow,
+            step,
+            engine,
+            outcome,
+            started_ts,
+            started,
+            completed,
+            iteration,
+            error,
+            rendered.truncation,
+        )
+        decision: Decision | None = None
+        if error is None:
+            executions = self.loop_counts.get(loop_key(step), 0) + 1
+            try:
+                decision = decide(
+                    flow,
+                    step,
+                    handoff=handoff,
+                    receipt=receipt,
+                    executions=executions,
+                    linear_only=code == "skipped",
+                )
+            except RoutingError as exc:
+                error = str(exc)
+            else:
+                if end == step.id and decision.decision != "loop":
+                    decision = Decision(
+                        None,
+                        "terminate",
+                        f"end_step:{step.id}",
+                        decision.source,
+                        {
+                            **decision.receipt_routing,
+                            "decision": "terminate",
+                            "reason": f"end_step:{step.id}",
+                        },
+                    )
+                receipt["routing"] = decision.receipt_routing
+        if error is not None:
+            receipt["status"] = "failed"
+            receipt["error"] = error
+        self._write_step_files(
+            flow, step, engine, receipt, prompt.system, prompt.user, outcome, started_ts, completed
+        )
+        duration = receipt["duration_ms"]
+        for totals in (self.totals, flow_totals):
+            totals.prompt_tokens += outcome.tokens.prompt
+            totals.completion_tokens += outcome.tokens.completion
+            totals.duration_ms += duration
+        self.open_step = None
+        if error is not None or decision is None:
+            self.emit(
+                "step_error",
+                {
+                    "status": "failed",
+                    "duration_ms": duration,
+                    "error": error,
+                    "engine": engine.engine_id,
+                },
+                flow_key=flow.key,
+                step_id=step.id,
+                agent_key=agent,
+            )
+            self.status, self.error = "failed", f"{flow.key}/{step.id}: {error}"
+            return None
+        self.totals.steps_completed += 1
+        self.emit(
+            "step_end",
+            {
+                "status": "skipped" if code == "skipped" else "succeeded",
+                "duration_ms": duration,
+                "engine": engine.engine_id,
+            },
+            flow_key=flow.key,
+            step_id=step.id,
+            agent_key=agent,
+        )
+        self.history.append(HistoryItem(flow.key, step.id, agent, iteration, outcome.result.output))
+        loop_state: dict[str, int] = {}
+        if step.routing.kind == "microloop" and code != "skipped":
+            key = loop_key(step)
+            executions = self.loop_counts.get(key, 0) + 1
+            loop_state[key] = executions
+            if decision.decision == "loop":
+                self.loop_counts[key] = executions
+                self.totals.loops += 1
+                flow_totals.loops += 1
+            else:
+                self.loop_counts.pop(key, None)
+        self.emit(
+            "route_decision",
+            {
+                "from_step": step.id,
+                "to_step": decision.to_step,
+                "decision": decision.decision,
+                "reason": decision.reason,
+                "loop_state": loop_state,
+                "routing_source": decision.source,
+            },
+            flow_key=flow.key,
+            step_id=step.id,
+            agent_key=agent,
+        )
+        return decision
+
+    def _outcome_error(self, step: StepSpec, outcome: StepOutcome) -> str | None:
+        code = outcome.result_code
+        if outcome.result.step_id != step.id:
+            return (
+                f"engine returned a result for step '{outcome.result.step_id}' while running "
+                f"'{step.id}'"
+            )
+        if code == "fatal":
+            return outcome.result.error or "fatal error"
+        if code in ("retryable", "blocked"):
+            detail = outcome.result.error or "no detail"
+            return (
+                f"step returned result_code '{code}' ({detail}); retrying and pausing are not "
+                "supported in this version, so the step fails"
+            )
+        if outcome.result.status == "failed":
+            return outcome.result.error or "the engine reported a failure without a message"
+        return None
+
+    def _receipt(
+        self,
+        flow: FlowSpec,
+        step: StepSpec,
+        engine: StepEngine,
+        outcome: StepOutcome,
+        started_ts: str,
+        started: datetime,
+        completed: datetime,
+        iteration: int,
+        error: str | None,
+        truncation: dict[str, int],
+    ) -> dict[str, Any]:
+        agent = step.primary_agent
+        transcript = self.layout.transcript(flow.key, step.id, agent, engine.engine_short)
+        receipt: dict[str, Any] = {
+            "engine": engine.engine_id,
+            "mode": outcome.mode,
+            "provider": outcome.provider,
+            "model": outcome.model,
+            "step_id": step.id,
+            "flow_key": flow.key,
+            "run_id": self.run_id,
+            "agent_key": agent,
+            "started_at": started_ts,
+            "completed_at": format_ts(completed),
+            "duration_ms": _ms_between(started, completed),
+            "status": "failed" if error else "succeeded",
+            "tokens": outcome.tokens.as_dict(),
+            "transcript_path": f"llm/{transcript.name}",
+            "iteration": iteration,
+            "result_code": outcome.result_code,
+        }
+        if outcome.handoff is not None:
+            receipt["handoff"] = outcome.handoff
+        if truncation:
+            receipt["context_truncation"] = truncation
+        if error:
+            receipt["error"] = error
+        receipt.update(outcome.extra_receipt)
+        return receipt
+
+    def _write_step_files(
+        self,
+        flow: FlowSpec,
+        step: StepSpec,
+        engine: StepEngine,
+        receipt: dict[str, Any],
+        system: str,
+        user: str,
+        outcome: StepOutcome,
+        started_ts: str,
+        completed: datetime,
+    ) -> None:
+        agent = step.primary_agent
+        receipt_path = self.layout.receipt(flow.key, step.id, agent)
+        transcript_path = self.layout.transcript(flow.key, step.id, agent, engine.engine_short)
+        receipt_path.parent.mkdir(parents=True, exist_ok=True)
+        transcript_path.parent.mkdir(parents=True, exist_ok=True)
+        preserve_previous(receipt_path)
+        preserve_previous(transcript_path)
+        done = format_ts(completed)
+        lines = [
+            {"timestamp": started_ts, "role": "system", "content": system},
+            {"timestamp": started_ts, "role": "user", "content": user},
+        ]
+        lines.extend({"timestamp": done, **line} for line in outcome.transcript)
+        write_jsonl_atomic(transcript_path, lines, durable=self.o.durable)
+        write_json_atomic(receipt_path, receipt, durable=self.o.durable)
+
+
+def _ms_between(start: datetime, end: datetime) -> int:
+    delta = end - start
+    micro = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    return max(0, micro // 1000)
+
+
+def _budget_error(step: StepSpec, tokens: TokenUsage, duration_ms: int) -> str | None:
+    budget = step.budget
+    if budget is None:
+        return None
+    if budget.tokens is not None and tokens.total > budget.tokens:
+        return f"token budget exceeded: used {tokens.total}, budget {budget.tokens}"
+    if budget.duration_ms is not None and duration_ms > budget.duration_ms:
+        return f"duration budget exceeded: took {duration_ms} ms, budget {budget.duration_ms} ms"
+    return None

@@ -1,0 +1,102 @@
+"""Where a run's files live (SPEC §2), and the fence that keeps every path inside runs_dir."""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+from swarm_runtime.errors import StorageError
+
+__all__ = [
+    "AGENT_KEY_RE",
+    "FLOW_KEY_RE",
+    "RUN_ID_RE",
+    "STEP_ID_RE",
+    "RunLayout",
+    "new_run_id",
+]
+
+STEP_ID_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+AGENT_KEY_RE = re.compile(r"^[a-z][a-z0-9-]*$")
+FLOW_KEY_RE = re.compile(r"^[a-z][a-z0-9_-]*$")
+RUN_ID_RE = re.compile(r"^run-\d{8}-\d{6}-[a-z0-9]{6}$")
+ENGINE_SHORT_RE = re.compile(r"^[a-z][a-z0-9_-]*$")
+_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
+
+
+def new_run_id(moment: datetime, rand: Callable[[int], str] | None = None) -> str:
+    """``run-YYYYMMDD-HHMMSS-xxxxxx`` from a UTC moment and six random characters."""
+    suffix = rand(6) if rand else "".join(secrets.choice(_ALPHABET) for _ in range(6))
+    return f"run-{moment.strftime('%Y%m%d-%H%M%S')}-{suffix}"
+
+
+def _check(value: str, pattern: re.Pattern[str], what: str) -> str:
+    if not pattern.match(value):
+        raise StorageError(
+            f"refusing to build a path from {what} {value!r}: it must match {pattern.pattern}"
+        )
+    return value
+
+
+class RunLayout:
+    """Paths of one run directory; every path is validated to stay inside ``runs_dir``."""
+
+    def __init__(self, runs_dir: Path, run_id: str) -> None:
+        self.runs_dir = runs_dir.resolve()
+        self.run_id = _check(run_id, RUN_ID_RE, "run id")
+        self.root = self._fenced(self.runs_dir / run_id)
+
+    def _fenced(self, path: Path) -> Path:
+        resolved = Path(os.path.abspath(path))
+        if resolved != self.runs_dir and self.runs_dir not in resolved.parents:
+            raise StorageError(f"path {path} escapes the runs dir {self.runs_dir}")
+        return resolved
+
+    @property
+    def spec(self) -> Path:
+        """The RunSpec, written once."""
+        return self.root / "spec.json"
+
+    @property
+    def meta(self) -> Path:
+        """The RunSummary, rewritten on every status change."""
+        return self.root / "meta.json"
+
+    @property
+    def events(self) -> Path:
+        """The append-only event log."""
+        return self.root / "events.jsonl"
+
+    @property
+    def checkpoint(self) -> Path:
+        """Routing state after the last completed step."""
+        return self.root / "checkpoint.json"
+
+    def flow_base(self, flow_key: str) -> Path:
+        """A flow's ``run_base``: ``<run>/<flow_key>``."""
+        return self._fenced(self.root / _check(flow_key, FLOW_KEY_RE, "flow key"))
+
+    def receipt(self, flow_key: str, step_id: str, agent_key: str) -> Path:
+        """``<flow>/receipts/<step>-<agent>.json``."""
+        step = _check(step_id, STEP_ID_RE, "step id")
+        name = f"{step}-{_check(agent_key, AGENT_KEY_RE, 'agent key')}"
+        return self._fenced(self.flow_base(flow_key) / "receipts" / f"{name}.json")
+
+    def transcript(self, flow_key: str, step_id: str, agent_key: str, engine_short: str) -> Path:
+        """``<flow>/llm/<step>-<agent>-<engine_short>.jsonl``."""
+        name = "-".join(
+            (
+                _check(step_id, STEP_ID_RE, "step id"),
+                _check(agent_key, AGENT_KEY_RE, "agent key"),
+                _check(engine_short, ENGINE_SHORT_RE, "engine name"),
+            )
+        )
+        return self._fenced(self.flow_base(flow_key) / "llm" / f"{name}.jsonl")
+
+    def artifacts(self, flow_key: str) -> Path:
+        """``<flow>/artifacts/``: files a step produced."""
+        return self._fenced(self.flow_base(flow_key) / "artifacts")
