@@ -16,7 +16,9 @@ __all__ = ["TIMESTAMP_RE", "Clock", "format_ts", "monotonic_ms", "parse_ts", "sy
 Clock = Callable[[], datetime]
 """A callable returning the current time as a timezone-aware UTC datetime."""
 
-TIMESTAMP_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$")
+TIMESTAMP_RE = re.compile(
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?Z$"
+)
 """What a valid timestamp looks like: UTC, one ``Z``, no offset."""
 
 
@@ -34,7 +36,7 @@ def format_ts(moment: datetime) -> str:
 
 def parse_ts(text: str) -> datetime:
     """Parse a timestamp written by :func:`format_ts`; raise ValueError otherwise."""
-    if not TIMESTAMP_RE.match(text):
+    if not TIMESTAMP_RE.fullmatch(text):
         raise ValueError(
             f"timestamp {text!r} is not RFC 3339 UTC with exactly one trailing 'Z' "
             "(expected e.g. 2025-12-09T10:20:43.186199Z)"

@@ -1,7 +1,5 @@
-"""The ``swarm`` command line; :func:`main` is the console script."""
+"""The ``swarm`` command line; ``swarm_runtime.cli.main:main`` is the console script."""
 
 from __future__ import annotations
 
-from swarm_runtime.cli.main import main
-
-__all__ = ["main"]
+__all__: list[str] = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -129,7 +130,23 @@ def handle(args: argparse.Namespace) -> int:
         start_step=args.start_step,
         end_step=args.end_step,
     )
-    outcome = orchestrator.run(spec)
+    previous = signal.getsignal(signal.SIGINT)
+
+    def on_sigint(_signum: int, _frame: object) -> None:
+        # First Ctrl-C: stop at the next step boundary. Second: abort the step under way.
+        if orchestrator.interrupt():
+            raise KeyboardInterrupt
+        print(
+            "swarm: stopping after the current step (Ctrl-C again to abort it)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    signal.signal(signal.SIGINT, on_sigint)
+    try:
+        outcome = orchestrator.run(spec)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     wall_ms = int((time.monotonic() - began) * 1000)
     print(run_table(outcome.summary, wall_ms))
     print(f"run {outcome.run_id}: {outcome.status} ({outcome.path})")

@@ -68,11 +68,15 @@ def load_yaml_nodes(path: Path, text: str) -> yaml.Node | None:
         node: yaml.Node | None = yaml.compose(text, Loader=_Loader)
         return node
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
+        # An unclosed bracket or quote is best found where it was opened (the context);
+        # the problem mark is where the parser gave up, said in the message too.
+        mark = exc.context_mark or exc.problem_mark
         line = int(mark.line) + 1 if mark is not None else None
-        raise FlowDefinitionError(
-            f"invalid YAML: {exc.problem or exc}", file=str(path), line=line
-        ) from None
+        message = str(exc.problem or exc)
+        if exc.context and exc.problem_mark is not None:
+            message = f"{message} ({exc.context} at line {line}; noticed at line "
+            message += f"{exc.problem_mark.line + 1})"
+        raise FlowDefinitionError(f"invalid YAML: {message}", file=str(path), line=line) from None
     except yaml.YAMLError as exc:
         raise FlowDefinitionError(f"invalid YAML: {exc}", file=str(path)) from None
 
@@ -198,7 +202,7 @@ class _FileReader:
         text = self.string(node, step=step, field=field)
         if text is None:
             return None
-        if not pattern.match(text):
+        if not pattern.fullmatch(text):
             self.error(
                 f"{what} {text!r} is invalid: it must match {pattern.pattern}",
                 node,
@@ -417,7 +421,7 @@ class _FileReader:
         else:
             agents = self.strings(fields["agents"], step=name, field="agents")
             for item in fields["agents"].value if agents else ():
-                if not AGENT_KEY_RE.match(str(item.value)):
+                if not AGENT_KEY_RE.fullmatch(str(item.value)):
                     self.error(
                         f"agent key {item.value!r} is invalid: it must match "
                         f"{AGENT_KEY_RE.pattern}",

@@ -31,7 +31,7 @@ from swarm_runtime.flow.spec import FlowSpec, StepSpec
 from swarm_runtime.orchestrator.history import HistoryBudget, HistoryItem, render_history
 from swarm_runtime.orchestrator.prompt import build_prompt
 from swarm_runtime.orchestrator.routing import Decision, decide, loop_key
-from swarm_runtime.storage.layout import RunLayout, new_run_id
+from swarm_runtime.storage.layout import AGENT_KEY_RE, RunLayout, new_run_id
 from swarm_runtime.storage.store import (
     EventLog,
     preserve_previous,
@@ -149,6 +149,21 @@ class Orchestrator:
         self.observer = observer
         self._engine_cache: dict[str, StepEngine] = {}
         self._personas: dict[str, str | None] = {}
+        self._stop_requested = False
+        self._abort_requested = False
+        self._in_engine = False
+
+    def interrupt(self) -> bool:
+        """Ask the run to stop; call it from a SIGINT handler or another thread.
+
+        The first call stops the run before its next step. A second call also aborts the
+        engine call under way: it returns True when one is, so a signal handler raises
+        KeyboardInterrupt there. Nothing is interrupted mid-write, so files stay whole.
+        """
+        if self._stop_requested:
+            self._abort_requested = True
+        self._stop_requested = True
+        return self._abort_requested and self._in_engine
 
     # -- public API ----------------------------------------------------------------------
 
@@ -173,6 +188,7 @@ class Orchestrator:
 
     def run(self, spec: RunSpec) -> RunOutcome:
         """Validate, create the run directory, and execute every flow of ``spec`` in order."""
+        self._stop_requested = self._abort_requested = False
         plan = self._plan(spec)
         run = _Run(self, spec, plan)
         return run.execute()
@@ -229,6 +245,8 @@ class Orchestrator:
 
     def persona(self, agent_key: str) -> str | None:
         """The agent's persona text from ``<flows_dir>/agents/<agent>.md``, if any."""
+        if not AGENT_KEY_RE.fullmatch(agent_key):
+            return None  # never read a path built from an unchecked key
         if agent_key not in self._personas:
             path = self.flows.flows_dir / "agents" / f"{agent_key}.md"
             try:
@@ -443,6 +461,8 @@ class _Run:
         """Run one flow; False when the run failed and must not go on."""
         current: str | None = start or flow.steps[0].id
         while current is not None:
+            if self.o._stop_requested:
+                raise _Interrupted()
             step = flow.step(current)
             decision = self._run_step(flow, step, end)
             if decision is None:
@@ -504,11 +524,16 @@ class _Run:
         error: str | None = None
         outcome: StepOutcome | None = None
         try:
+            self.o._in_engine = True
+            if self.o._abort_requested:  # asked while the step was being prepared
+                raise KeyboardInterrupt
             outcome = engine.run_step(ctx)
         except KeyboardInterrupt:
             raise _Interrupted() from None
         except Exception as exc:  # an engine bug must still end the step and the run
             error = f"engine '{engine.engine_id}' raised {type(exc).__name__}: {exc}"
+        finally:
+            self.o._in_engine = False
         completed = self.clock()
         for event in outcome.events if outcome else ():
             self.emit(

@@ -23,7 +23,7 @@ __all__ = [
 STEP_ID_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 AGENT_KEY_RE = re.compile(r"^[a-z][a-z0-9-]*$")
 FLOW_KEY_RE = re.compile(r"^[a-z][a-z0-9_-]*$")
-RUN_ID_RE = re.compile(r"^run-\d{8}-\d{6}-[a-z0-9]{6}$")
+RUN_ID_RE = re.compile(r"^run-[0-9]{8}-[0-9]{6}-[a-z0-9]{6}$")
 ENGINE_SHORT_RE = re.compile(r"^[a-z][a-z0-9_-]*$")
 _ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
 
@@ -35,7 +35,7 @@ def new_run_id(moment: datetime, rand: Callable[[int], str] | None = None) -> st
 
 
 def _check(value: str, pattern: re.Pattern[str], what: str) -> str:
-    if not pattern.match(value):
+    if not pattern.fullmatch(value):
         raise StorageError(
             f"refusing to build a path from {what} {value!r}: it must match {pattern.pattern}"
         )

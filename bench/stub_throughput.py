@@ -1,0 +1,642 @@
+"""Stub throughput of the runtime against a floor that writes the same files (SPEC §13).
+
+Two measurements, both as ratios against a "floor" that does only the file work a step
+needs (SPEC §2): a receipt JSON written atomically (temp file in the same directory, then
+``os.replace``), a transcript JSONL written atomically, and three event lines appended to
+an open ``events.jsonl`` (one ``write`` + ``flush`` each).
+
+1. In one process, alternating rounds: the runtime's stub steps/s
+   (``Orchestrator.run`` of the SDLC flows) against the floor loop writing the same number
+   of steps with files of the same average sizes, on the working disk and on tmpfs
+   (``/dev/shm``). Targets: runtime >= 0.8x the floor on disk, >= 0.5x on tmpfs.
+2. As whole processes, alternating rounds: ``swarm run`` of the SDLC against a floor
+   process (same interpreter, ``json`` + ``os`` only) writing the same steps. Targets: wall
+   time ratio <= 3.5x, peak RSS of ``swarm run`` <= 40 MiB.
+
+Prints medians and the median of the per-round ratios. It is a measurement, not a gate:
+it exits 0 whether targets are met or missed, and 1 only when a run fails.
+
+    python bench/stub_throughput.py [--rounds N] [--process-rounds N] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_FLOWS_DIR = REPO_ROOT / "flows"
+
+TARGET_DISK = 0.8  # runtime steps/s >= 0.8x the floor on disk
+TARGET_TMPFS = 0.5  # ... and >= 0.5x on tmpfs
+TARGET_PROCESS = 3.5  # `swarm run` wall time <= 3.5x the floor process
+TARGET_RSS_MIB = 40.0  # peak RSS of `swarm run`
+
+# The floor, as source text so that the very same code runs in this process (exec'd once)
+# and as a child process (`python -c FLOOR_CODE ARGS_JSON`). json + os only, no project
+# imports. Per step, in the runtime's order: one event line, the transcript and the receipt
+# written atomically, two more event lines. Per run: spec.json once, meta.json three times
+# (pending, running, final) and three run-level events, like the runtime.
+FLOOR_CODE = r'''
+import json
+import os
+import sys
+
+
+def _atomic(path, data):
+    tmp = path + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def _pad(doc, size):
+    """Filler so that json.dumps(doc with "pad") is about `size` bytes."""
+    return "x" * max(0, size - len(json.dumps(doc)) - 1)
+
+
+def floor_run(run_dir, plan, receipt_bytes, transcript_bytes, transcript_lines, event_bytes):
+    """Write a run of sum(steps) steps into run_dir (created); return the step count."""
+    os.mkdir(run_dir)
+    line_bytes = max(1, transcript_bytes // max(1, transcript_lines))
+    receipt_pad = _pad({"seq": 0, "flow_key": "", "step": 0, "pad": ""}, receipt_bytes)
+    line_pad = _pad({"seq": 0, "role": "x", "line": 0, "content": ""}, line_bytes)
+    event_pad = _pad({"seq": 0, "kind": "step_start", "payload": ""}, event_bytes)
+    spec = json.dumps({"flows": [key for key, _ in plan]}) + "\n"
+    _atomic(os.path.join(run_dir, "spec.json"), spec.encode())
+    meta = os.path.join(run_dir, "meta.json")
+    _atomic(meta, b'{"status": "pending"}\n')
+    events = open(os.path.join(run_dir, "events.jsonl"), "a", encoding="utf-8")
+    seq = 0
+
+    def emit(kind):
+        nonlocal seq
+        seq += 1
+        events.write(json.dumps({"seq": seq, "kind": kind, "payload": event_pad}) + "\n")
+        events.flush()
+
+    done = 0
+    try:
+        emit("run_created")
+        _atomic(meta, b'{"status": "running"}\n')
+        emit("run_started")
+        for flow_key, steps in plan:
+            base = os.path.join(run_dir, flow_key)
+            receipts = os.path.join(base, "receipts")
+            llm = os.path.join(base, "llm")
+            os.makedirs(receipts)
+            os.makedirs(llm)
+            for step in range(steps):
+                done += 1
+                name = f"step{step:03d}-agent"
+                emit("step_start")
+                text = "".join(
+                    json.dumps({"seq": done, "role": "x", "line": n, "content": line_pad}) + "\n"
+                    for n in range(transcript_lines)
+                )
+                _atomic(os.path.join(llm, name + "-claude.jsonl"), text.encode())
+                receipt = {"seq": done, "flow_key": flow_key, "step": step, "pad": receipt_pad}
+                text = json.dumps(receipt) + "\n"
+                _atomic(os.path.join(receipts, name + ".json"), text.encode())
+                emit("step_end")
+                emit("route_decision")
+        emit("run_completed")
+    finally:
+        events.close()
+    _atomic(meta, b'{"status": "succeeded"}\n')
+    return done
+
+
+if __name__ == "__main__":
+    sys.exit(0 if floor_run(**json.loads(sys.argv[1])) >= 0 else 1)
+'''
+
+
+class BenchFailure(Exception):
+    """A run did not succeed: the numbers would mean nothing."""
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What one stub run of the SDLC writes, measured from a warm-up run."""
+
+    plan: list[tuple[str, int]]
+    """(flow_key, steps executed) in run order."""
+    receipt_bytes: int
+    transcript_bytes: int
+    transcript_lines: int
+    event_bytes: int
+
+    @property
+    def steps(self) -> int:
+        return sum(n for _, n in self.plan)
+
+    def floor_args(self, run_dir: Path) -> dict[str, Any]:
+        return {"run_dir": str(run_dir), **asdict(self)}
+
+
+def _load_floor() -> Callable[..., int]:
+    namespace: dict[str, Any] = {"__name__": "stub_bench_floor"}
+    exec(compile(FLOOR_CODE, "<floor>", "exec"), namespace)
+    return namespace["floor_run"]  # type: ignore[no-any-return]
+
+
+floor_run = _load_floor()
+
+
+# -- locations -------------------------------------------------------------------------------
+
+
+def filesystem_of(path: Path) -> tuple[str, str]:
+    """(fstype, mount point) of ``path`` from /proc/mounts; ("?", "?") when unknown."""
+    real = os.path.realpath(path)
+    best = ("?", "?")
+    best_len = -1
+    try:
+        lines = Path("/proc/mounts").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return best
+    for line in lines:
+        parts = line.split()
+        if len(parts) < 3:
+            continue
+        mount = parts[1].replace("\\040", " ")
+        inside = real == mount or real.startswith(mount.rstrip("/") + "/")
+        if inside and len(mount) > best_len:
+            best, best_len = (parts[2], mount), len(mount)
+    return best
+
+
+_MEMORY_FS = {"tmpfs", "ramfs"}
+
+
+def disk_temp_dir(explicit: Path | None) -> Path:
+    """A fresh temp dir on a real disk: --disk-dir, the system temp dir, else the cwd."""
+    if explicit is not None:
+        explicit.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix="stub-bench-", dir=explicit))
+    system = Path(tempfile.gettempdir())
+    if filesystem_of(system)[0] not in _MEMORY_FS:
+        return Path(tempfile.mkdtemp(prefix="stub-bench-", dir=system))
+    return Path(tempfile.mkdtemp(prefix=".stub-bench-", dir=Path.cwd()))
+
+
+def describe(kind: str, path: Path) -> str:
+    fstype, _ = filesystem_of(path)
+    warn = " NOT A DISK" if kind == "disk" and fstype in _MEMORY_FS else ""
+    return f"{kind}: {fstype} {path}{warn}"
+
+
+# -- in-process part -------------------------------------------------------------------------
+
+
+def measure_shape(run_root: Path, summary: dict[str, Any], flows: tuple[str, ...]) -> Shape:
+    """Average sizes of what the runtime wrote (every execution keeps its own file)."""
+    receipts = list(run_root.glob("*/receipts/*.json"))
+    transcripts = list(run_root.glob("*/llm/*.jsonl"))
+    events = (run_root / "events.jsonl").read_bytes()
+    steps = summary["total_steps_executed"]
+    if len(receipts) != steps or len(transcripts) != steps:
+        raise BenchFailure(
+            f"expected {steps} receipts and transcripts in {run_root}, "
+            f"found {len(receipts)} and {len(transcripts)}"
+        )
+    transcript_sizes = [p.stat().st_size for p in transcripts]
+    transcript_lines = sum(p.read_bytes().count(b"\n") for p in transcripts)
+    event_lines = events.count(b"\n")
+    totals = summary["flow_totals"]
+    return Shape(
+        plan=[(key, totals[key]["steps_executed"]) for key in flows if key in totals],
+        receipt_bytes=round(statistics.fmean(p.stat().st_size for p in receipts)),
+        transcript_bytes=round(statistics.fmean(transcript_sizes)),
+        transcript_lines=round(transcript_lines / steps),
+        event_bytes=round(len(events) / event_lines),
+    )
+
+
+class InProcess:
+    """The runtime and the floor, run alternately in this process at one location."""
+
+    def __init__(self, flows_dir: Path) -> None:
+        from swarm_runtime.errors import SwarmError
+        from swarm_runtime.flow.registry import FlowRegistry
+        from swarm_runtime.orchestrator.runner import Orchestrator, RunSpec
+
+        self._orchestrator = Orchestrator
+        self._swarm_error = SwarmError
+        # One registry for every round: its get() caches the parsed, validated flows, so
+        # after the warm-up the timed region is the per-step path (prompt, engine, routing,
+        # receipt/transcript/events writes), which is what the floor is compared with.
+        # Loading YAML is paid once per process and shows up in the whole-process part.
+        try:
+            self.registry = FlowRegistry(flows_dir)
+            self.order = tuple(self.registry.order())
+        except SwarmError as exc:
+            raise BenchFailure(f"flows: {exc}") from exc
+        self.spec = RunSpec(flows=self.order)
+
+    def runtime_round(self, runs_dir: Path) -> tuple[float, int, Path, dict[str, Any]]:
+        """One timed run: (seconds, steps, run dir, summary)."""
+        gc.collect()  # start each timed region with the same (empty) garbage
+        began = time.perf_counter()
+        try:
+            outcome = self._orchestrator(self.registry, runs_dir=runs_dir).run(self.spec)
+        except self._swarm_error as exc:
+            raise BenchFailure(f"runtime run: {type(exc).__name__}: {exc}") from exc
+        elapsed = time.perf_counter() - began
+        if outcome.status != "succeeded":
+            raise BenchFailure(f"runtime run {outcome.run_id}: {outcome.status}: {outcome.error}")
+        return elapsed, outcome.summary["total_steps_executed"], outcome.path, outcome.summary
+
+    @staticmethod
+    def floor_round(run_dir: Path, shape: Shape) -> tuple[float, int]:
+        gc.collect()
+        began = time.perf_counter()
+        steps = floor_run(**shape.floor_args(run_dir))
+        return time.perf_counter() - began, steps
+
+
+@dataclass
+class LocationResult:
+    label: str
+    runtime_rates: list[float]
+    floor_rates: list[float]
+    ratios: list[float]
+    target: float
+
+
+def bench_location(
+    bench: InProcess, kind: str, root: Path, rounds: int, target: float, shape: Shape | None
+) -> tuple[LocationResult, Shape]:
+    """Warm up, then ``rounds`` alternating rounds (the order flips every round)."""
+    _, steps, run_path, summary = bench.runtime_round(root)
+    if shape is None:
+        shape = measure_shape(run_path, summary, bench.order)
+    if steps != shape.steps:
+        raise BenchFailure(f"runtime executed {steps} steps, expected {shape.steps}")
+    bench.floor_round(root / "floor-warmup", shape)
+    result = LocationResult(describe(kind, root), [], [], [], target)
+    for n in range(rounds):
+        rates: dict[str, float] = {}
+        for which in ("runtime", "floor") if n % 2 == 0 else ("floor", "runtime"):
+            if which == "runtime":
+                elapsed, steps, run_path, _ = bench.runtime_round(root)
+                if steps != shape.steps:
+                    raise BenchFailure(f"runtime executed {steps} steps, expected {shape.steps}")
+            else:
+                run_path = root / f"floor-{n}"
+                elapsed, steps = bench.floor_round(run_path, shape)
+            rates[which] = steps / elapsed
+        result.runtime_rates.append(rates["runtime"])
+        result.floor_rates.append(rates["floor"])
+        result.ratios.append(rates["runtime"] / rates["floor"])
+    _empty(root)
+    return result, shape
+
+
+def _empty(root: Path) -> None:
+    """Delete the rounds' run directories.
+
+    Only once the rounds are done: deleting between rounds would put the file system's
+    delayed delete work (journal, discard) into the next timed round.
+    """
+    for child in root.iterdir():
+        shutil.rmtree(child)
+
+
+# -- whole-process part ----------------------------------------------------------------------
+
+
+@dataclass
+class ProcessResult:
+    label: str
+    command: str
+    runtime_s: list[float]
+    floor_s: list[float]
+    ratios: list[float]
+    runtime_rss_mib: list[float]
+    floor_rss_mib: list[float]
+    launcher_mib: list[float]
+
+
+def swarm_command() -> tuple[list[str], str]:
+    """The console script next to the interpreter (what users run), else ``-m``."""
+    script = Path(sys.executable).parent / "swarm"
+    if script.is_file() and os.access(script, os.X_OK):
+        return [str(script)], str(script)
+    import importlib.util
+
+    module = "swarm_runtime.cli.main"
+    if importlib.util.find_spec("swarm_runtime.__main__") is not None:
+        module = "swarm_runtime"
+    argv = [sys.executable, "-m", module]
+    return argv, " ".join(argv[1:]) + " (no console script next to the interpreter)"
+
+
+def child_env(pycache: Path | None) -> dict[str, str]:
+    """The environment of the measured processes.
+
+    SWARM_* settings are dropped so nothing changes what `swarm run` does. With
+    ``pycache``, bytecode is cached there (PYTHONPYCACHEPREFIX, PYTHONDONTWRITEBYTECODE
+    dropped), as for an installed package, whose .pyc files are written at install time;
+    without it a PYTHONDONTWRITEBYTECODE=1 environment makes every `swarm run` compile the
+    whole package from source. The prefix keeps the repository free of __pycache__ dirs.
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SWARM_")}
+    if pycache is not None:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(pycache)
+    return env
+
+
+# A child's ru_maxrss counts the memory of the process it was forked (vforked) from, so
+# children are not started from this process, which has imported the runtime: a small
+# launcher (`python -I -S`, os/sys/time only) starts one child, times it with perf_counter
+# around posix_spawn + wait4, and prints "wall_seconds maxrss_kib exit_code own_hwm_kib".
+# A child's RSS below the launcher's own (about 8 MiB) could not be told apart.
+LAUNCHER_CODE = r"""
+import os, sys, time
+cwd, log, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
+os.chdir(cwd)
+fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+actions = [(os.POSIX_SPAWN_DUP2, fd, 1), (os.POSIX_SPAWN_DUP2, fd, 2)]
+began = time.perf_counter()
+pid = os.posix_spawn(argv[0], argv, os.environ, file_actions=actions)
+_, status, usage = os.wait4(pid, 0)
+wall = time.perf_counter() - began
+scale = 1024 if sys.platform == "darwin" else 1
+own = -1
+if os.path.exists("/proc/self/status"):
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            if line.startswith("VmHWM:"):
+                own = int(line.split()[1])
+print(wall, usage.ru_maxrss // scale, os.waitstatus_to_exitcode(status), own)
+"""
+
+
+@dataclass(frozen=True)
+class ChildRun:
+    wall_s: float
+    rss_mib: float
+    exit_code: int
+    launcher_mib: float | None
+
+
+def run_child(argv: list[str], cwd: Path, log: Path, env: dict[str, str]) -> ChildRun:
+    """Run ``argv`` through the launcher: its wall time, peak RSS and exit code."""
+    launcher = [sys.executable, "-I", "-S", "-c", LAUNCHER_CODE, str(cwd), str(log), *argv]
+    done = subprocess.run(launcher, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise BenchFailure(f"launcher failed ({done.returncode}):\n{done.stderr}")
+    wall, rss_kib, code, own_kib = done.stdout.split()
+    return ChildRun(
+        float(wall),
+        int(rss_kib) / 1024,
+        int(code),
+        int(own_kib) / 1024 if int(own_kib) >= 0 else None,
+    )
+
+
+def bench_processes(
+    flows_dir: Path, label: str, root: Path, rounds: int, shape: Shape, env: dict[str, str]
+) -> ProcessResult:
+    """Warm up, then ``rounds`` alternating rounds of `swarm run` and the floor process."""
+    swarm, shown = swarm_command()
+    cwd = root / "cwd"  # an empty working directory: no ./swarm/config/runtime.yaml
+    cwd.mkdir()
+    log = root / "child.log"
+
+    def runtime_once(n: int | str) -> ChildRun:
+        runs_dir = root / f"runs-{n}"
+        argv = [*swarm, "run", "--flows-dir", str(flows_dir), "--runs-dir", str(runs_dir)]
+        child = run_child([*argv, "--progress", "never"], cwd, log, env)
+        metas = list(runs_dir.glob("run-*/meta.json"))
+        if child.exit_code != 0 or len(metas) != 1:
+            output = log.read_text(encoding="utf-8", errors="replace")
+            raise BenchFailure(f"`swarm run` exited {child.exit_code}:\n{output}")
+        meta = json.loads(metas[0].read_text(encoding="utf-8"))
+        if meta["status"] != "succeeded" or meta["total_steps_executed"] != shape.steps:
+            raise BenchFailure(
+                f"`swarm run`: {meta['status']}, {meta['total_steps_executed']} steps "
+                f"(expected succeeded, {shape.steps})"
+            )
+        return child
+
+    def floor_once(n: int | str) -> ChildRun:
+        run_dir = root / f"floor-{n}"
+        args = json.dumps(shape.floor_args(run_dir))
+        child = run_child([sys.executable, "-c", FLOOR_CODE, args], cwd, log, env)
+        if child.exit_code != 0:
+            output = log.read_text(encoding="utf-8", errors="replace")
+            raise BenchFailure(f"floor process exited {child.exit_code}:\n{output}")
+        return child
+
+    runtime_once("warmup")  # warms the page cache and writes the .pyc files (see child_env)
+    floor_once("warmup")
+    result = ProcessResult(label, shown, [], [], [], [], [], [])
+    for n in range(rounds):
+        runs: dict[str, ChildRun] = {}
+        for which in ("runtime", "floor") if n % 2 == 0 else ("floor", "runtime"):
+            runs[which] = runtime_once(n) if which == "runtime" else floor_once(n)
+        runtime, floor = runs["runtime"], runs["floor"]
+        result.runtime_s.append(runtime.wall_s)
+        result.floor_s.append(floor.wall_s)
+        result.ratios.append(runtime.wall_s / floor.wall_s)
+        result.runtime_rss_mib.append(runtime.rss_mib)
+        result.floor_rss_mib.append(floor.rss_mib)
+        if runtime.launcher_mib is not None:
+            result.launcher_mib.append(runtime.launcher_mib)
+    shutil.rmtree(root)
+    return result
+
+
+# -- report ----------------------------------------------------------------------------------
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+def spread(values: list[float], fmt: str) -> str:
+    return f"[{format(min(values), fmt)} .. {format(max(values), fmt)}]"
+
+
+def report_location(result: LocationResult, verbose: bool) -> None:
+    runtime = statistics.median(result.runtime_rates)
+    floor = statistics.median(result.floor_rates)
+    ratio = statistics.median(result.ratios)
+    head = f"stub steps/s ({result.label})"
+    print(
+        f"{head:<64} runtime {runtime:8.1f}  floor {floor:8.1f}  ratio {ratio:.2f} "
+        f"(target >= {result.target:.2f})  {verdict(ratio >= result.target)}"
+    )
+    if verbose:
+        print(
+            f"    per step: runtime {1e6 / runtime:.0f} us, floor {1e6 / floor:.0f} us; "
+            f"ratio per round {spread(result.ratios, '.2f')}: ",
+            end="",
+        )
+        print(" ".join(f"{r:.2f}" for r in result.ratios))
+
+
+def report_processes(result: ProcessResult, verbose: bool) -> None:
+    runtime = statistics.median(result.runtime_s) * 1000
+    floor = statistics.median(result.floor_s) * 1000
+    ratio = statistics.median(result.ratios)
+    head = f"swarm run process ({result.label})"
+    print(
+        f"{head:<64} runtime {runtime:6.1f} ms  floor {floor:6.1f} ms  ratio {ratio:.2f} "
+        f"(target <= {TARGET_PROCESS:.2f})  {verdict(ratio <= TARGET_PROCESS)}"
+    )
+    rss = statistics.median(result.runtime_rss_mib)
+    floor_rss = statistics.median(result.floor_rss_mib)
+    head = "  peak RSS (median of rounds)"
+    print(
+        f"{head:<64} runtime {rss:6.1f} MiB floor {floor_rss:6.1f} MiB "
+        f"(target <= {TARGET_RSS_MIB:.0f} MiB)  {verdict(rss <= TARGET_RSS_MIB)}"
+    )
+    if verbose:
+        print(f"    ratio per round {spread(result.ratios, '.2f')}: ", end="")
+        print(" ".join(f"{r:.2f}" for r in result.ratios))
+
+
+# -- main ------------------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, help="in-process rounds per location (15)")
+    parser.add_argument("--process-rounds", type=int, help="whole-process rounds (10)")
+    parser.add_argument("--quick", action="store_true", help="3 rounds of each: a smoke test")
+    parser.add_argument(
+        "--flows-dir", type=Path, default=DEFAULT_FLOWS_DIR, help="default: the repo's flows/"
+    )
+    parser.add_argument(
+        "--disk-dir", type=Path, help="where the disk runs go (default: the system temp dir)"
+    )
+    parser.add_argument(
+        "--keep-bytecode-env",
+        action="store_true",
+        help="run the processes with the environment's bytecode settings as they are "
+        "(default: bytecode cached in a temp PYTHONPYCACHEPREFIX, see child_env)",
+    )
+    parser.add_argument("--verbose", "-v", action="store_true", help="print every round's ratio")
+    args = parser.parse_args(argv)
+    if args.rounds is None:
+        args.rounds = 3 if args.quick else 15
+    if args.process_rounds is None:
+        args.process_rounds = 3 if args.quick else 10
+    if args.rounds < 1 or args.process_rounds < 1:
+        parser.error("rounds must be >= 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    flows_dir = args.flows_dir.resolve()
+    sys.dont_write_bytecode = True  # this process writes nothing into the repository
+    try:
+        bench = InProcess(flows_dir)
+    except ImportError as exc:
+        print(f"cannot import swarm_runtime ({exc}); run with the project's venv python")
+        return 1
+    except BenchFailure as exc:
+        print(f"run failed: {exc}", file=sys.stderr)
+        return 1
+    print(
+        f"python {platform.python_version()} ({sys.executable}), {os.cpu_count()} CPUs, "
+        f"flows {flows_dir} ({', '.join(bench.order)})"
+    )
+    print(
+        f"rounds: {args.rounds} in-process per location, {args.process_rounds} whole-process; "
+        "alternating, order flipped every round, one warm-up of each first"
+    )
+    temp_dirs: list[Path] = []
+    try:
+        locations: list[tuple[str, Path, float]] = []
+        disk = disk_temp_dir(args.disk_dir)
+        temp_dirs.append(disk)
+        locations.append(("disk", disk, TARGET_DISK))
+        if Path("/dev/shm").is_dir():
+            shm = Path(tempfile.mkdtemp(prefix="stub-bench-", dir="/dev/shm"))
+            temp_dirs.append(shm)
+            locations.append(("tmpfs", shm, TARGET_TMPFS))
+        results: list[LocationResult] = []
+        shape: Shape | None = None
+        for kind, root, target in locations:
+            result, shape = bench_location(bench, kind, root, args.rounds, target, shape)
+            results.append(result)
+            if len(results) == 1:
+                print(
+                    f"per run: {shape.steps} steps; per step: receipt ~{shape.receipt_bytes} B, "
+                    f"transcript ~{shape.transcript_bytes} B in {shape.transcript_lines} lines, "
+                    f"3 events ~{shape.event_bytes} B each (the floor writes the same)"
+                )
+        if len(locations) == 1:
+            print("no /dev/shm here: the tmpfs measurements are skipped")
+        assert shape is not None
+        pycache = None if args.keep_bytecode_env else Path(tempfile.mkdtemp(dir=disk))
+        env = child_env(pycache)
+        processes = [
+            bench_processes(
+                flows_dir,
+                describe(kind, root),
+                Path(tempfile.mkdtemp(prefix="proc-", dir=root)),
+                args.process_rounds,
+                shape,
+                env,
+            )
+            for kind, root, _ in locations
+        ]
+        print()
+        for result in results:
+            report_location(result, args.verbose)
+        for process in processes:
+            report_processes(process, args.verbose)
+        print(f"`swarm run` measured as: {processes[0].command} run --progress never")
+        if pycache is not None:
+            print(
+                "processes run with bytecode cached in a temp PYTHONPYCACHEPREFIX"
+                + (
+                    " (PYTHONDONTWRITEBYTECODE dropped)"
+                    if os.environ.get("PYTHONDONTWRITEBYTECODE")
+                    else ""
+                )
+                + "; --keep-bytecode-env measures with the environment as is"
+            )
+        launcher = [mib for process in processes for mib in process.launcher_mib]
+        if launcher:
+            print(
+                f"peak RSS is ru_maxrss of each child started by a {max(launcher):.1f} MiB "
+                "launcher, not by this process (a child inherits its parent's high-water mark)"
+            )
+    except BenchFailure as exc:
+        print(f"run failed: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        for path in temp_dirs:
+            shutil.rmtree(path, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

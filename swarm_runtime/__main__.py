@@ -1,0 +1,9 @@
+"""``python -m swarm_runtime`` is the ``swarm`` command."""
+
+from __future__ import annotations
+
+import sys
+
+from swarm_runtime.cli.main import main
+
+sys.exit(main())

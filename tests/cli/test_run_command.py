@@ -1,0 +1,159 @@
+"""``swarm run`` and friends as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.conftest import SHIPPED_FLOWS, CliResult
+from tests.runtime.helpers import step_yaml, write_flow
+
+
+def _only_run(tmp_path: Path) -> Path:
+    runs = list((tmp_path / "swarm" / "runs").iterdir())
+    assert len(runs) == 1
+    return runs[0]
+
+
+def test_default_run_is_the_sdlc_in_stub_mode(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    result = cli("run")
+    assert result.code == 0, result.err
+    header = result.out.splitlines()[0].split()
+    assert header == ["flow", "steps", "loops", "tokens", "time_ms"]
+    rows = [line.split()[0] for line in result.out.splitlines()[2:]]
+    assert rows[:7] == ["signal", "plan", "build", "review", "gate", "deploy", "wisdom"]
+    assert rows[7] == "total"
+    run_dir = _only_run(tmp_path)
+    assert f"run {run_dir.name}: succeeded" in result.out
+    spec = json.loads((run_dir / "spec.json").read_text())
+    assert spec["mode"] == "stub" and spec["initiator"] == "cli"
+    check = cli("runs", "validate", run_dir.name)
+    assert check.code == 0, check.out
+
+
+def test_progress_line_per_step_when_asked(cli: Callable[..., CliResult]) -> None:
+    result = cli("run", "signal", "--progress", "always")
+    assert result.code == 0
+    assert "[ ok ] signal/normalize_request" in result.out
+    assert "loop -> author_requirements (loop_iteration:1)" in result.out
+
+
+def test_no_progress_lines_when_not_a_terminal(cli: Callable[..., CliResult]) -> None:
+    result = cli("run", "signal")
+    assert "[ ok ]" not in result.out
+
+
+def test_failed_run_exits_1_and_says_why(cli: Callable[..., CliResult], tmp_path: Path) -> None:
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text("author_requirements:\n  result_code: fatal\n  error: out of ideas\n")
+    result = cli("run", "signal", "--scenario", str(scenario))
+    assert result.code == 1
+    assert "out of ideas" in result.err
+    assert ": failed" in result.out
+
+
+def test_usage_errors_exit_2_without_writing(cli: Callable[..., CliResult], tmp_path: Path) -> None:
+    for args, needle in [
+        (("run", "nosuchflow"), "no flow 'nosuchflow'"),
+        (("run", "signl"), "did you mean 'signal'"),
+        (("run", "--mode", "warp"), "mode 'warp' is not one of"),
+        (("run", "signal", "--from", "nope"), "--from nope"),
+        (("run", "--backend", "other"), "--backend"),
+        (("run", "--param", "novalue"), "KEY=VALUE"),
+        (("run", "--flows-dir", str(tmp_path / "absent")), "does not exist"),
+    ]:
+        result = cli(*args)
+        assert result.code == 2, (args, result.err)
+        assert needle in result.err, (args, result.err)
+        assert "Traceback" not in result.err
+    assert not (tmp_path / "swarm" / "runs").exists() or not any(
+        (tmp_path / "swarm" / "runs").iterdir()
+    )
+
+
+def test_bad_scenario_file_is_a_usage_error(cli: Callable[..., CliResult], tmp_path: Path) -> None:
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text("author_requirements:\n  resut_code: fatal\n")
+    result = cli("run", "signal", "--scenario", str(scenario))
+    assert result.code == 2
+    assert "unknown key 'resut_code'" in result.err and str(scenario) in result.err
+
+
+def test_env_runs_dir_and_flag_precedence(
+    cli: Callable[..., CliResult], tmp_path: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("SWARM_RUNS_DIR", str(tmp_path / "from-env"))
+    assert cli("run", "stepwise-demo").code == 0
+    assert len(list((tmp_path / "from-env").iterdir())) == 1
+    assert cli("run", "stepwise-demo", "--runs-dir", str(tmp_path / "from-flag")).code == 0
+    assert len(list((tmp_path / "from-flag").iterdir())) == 1
+    assert len(list((tmp_path / "from-env").iterdir())) == 1
+
+
+def test_runtime_yaml_sets_mode_and_bad_value_names_the_file(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    config = tmp_path / "swarm" / "config" / "runtime.yaml"
+    config.parent.mkdir(parents=True)
+    config.write_text("engines:\n  claude:\n    mode: turbo\n")
+    result = cli("run", "stepwise-demo")
+    assert result.code == 2
+    assert "runtime.yaml: engines.claude.mode" in result.err and "'turbo'" in result.err
+    config.write_text("enignes: {}\n")
+    result = cli("run", "stepwise-demo")
+    assert result.code == 2 and "unknown key 'enignes'" in result.err
+
+
+def test_users_own_flows_dir_without_flows_yaml(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    mine = tmp_path / "mine"
+    write_flow(mine, "beta", [step_yaml("one")])
+    write_flow(mine, "alpha", [step_yaml("first"), step_yaml("second")])
+    result = cli("run", "--flows-dir", str(mine))
+    assert result.code == 0, result.err
+    rows = [line.split()[0] for line in result.out.splitlines()[2:4]]
+    assert rows == ["alpha", "beta"]  # sorted when there is no flows.yaml
+    listing = cli("flows", "list", "--flows-dir", str(mine))
+    assert "alpha" in listing.out and "beta" in listing.out
+
+
+def test_flows_show_and_list(cli: Callable[..., CliResult]) -> None:
+    shown = cli("flows", "show", "signal")
+    assert shown.code == 0
+    assert "microloop -> author_requirements until status in VERIFIED" in shown.out
+    listed = cli("flows", "list")
+    assert listed.code == 0 and "stepwise-demo" in listed.out
+
+
+def test_runs_list_and_show(cli: Callable[..., CliResult], tmp_path: Path) -> None:
+    assert cli("run", "signal").code == 0
+    run_dir = _only_run(tmp_path)
+    listed = cli("runs", "list")
+    assert run_dir.name in listed.out and "succeeded" in listed.out
+    shown = cli("runs", "show", run_dir.name)
+    assert shown.code == 0
+    assert "signal/critique_requirements" in shown.out
+    assert "loop -> author_requirements (loop_iteration:1)" in shown.out
+
+
+def test_schema_prints_json_schema(cli: Callable[..., CliResult]) -> None:
+    result = cli("schema", "receipt")
+    schema = json.loads(result.out)
+    assert "tokens" in schema["properties"] and "engine" in schema["required"]
+    event = json.loads(cli("schema", "event").out)
+    assert "run_completed" in json.dumps(event)
+    assert cli("schema", "nope").code == 2
+
+
+def test_packaged_flows_are_used_outside_a_project(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    shutil.rmtree(tmp_path / "flows")
+    result = cli("flows", "list")
+    assert result.code == 0 and "signal" in result.out
+    assert SHIPPED_FLOWS.is_dir()

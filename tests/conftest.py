@@ -1,0 +1,92 @@
+"""Shared fixtures: a pinned clock, a copy of the shipped flows, and CLI runners."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from swarm_runtime.cli.main import main
+
+REPO = Path(__file__).resolve().parent.parent
+SHIPPED_FLOWS = REPO / "flows"
+
+
+class StepClock:
+    """A clock that advances by a fixed step on every reading."""
+
+    def __init__(self, start: datetime | None = None, step_ms: int = 1) -> None:
+        self.now = start or datetime(2025, 1, 15, 10, 0, 0, tzinfo=UTC)
+        self.step = timedelta(milliseconds=step_ms)
+
+    def __call__(self) -> datetime:
+        self.now += self.step
+        return self.now
+
+
+@pytest.fixture
+def clock() -> StepClock:
+    return StepClock()
+
+
+@pytest.fixture
+def flows_copy(tmp_path: Path) -> Path:
+    """A writable copy of the shipped flows."""
+    target = tmp_path / "flows"
+    shutil.copytree(SHIPPED_FLOWS, target)
+    return target
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def cli(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Callable[..., CliResult]:
+    """Run ``swarm`` in-process from ``tmp_path`` (with the shipped flows as ./flows)."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("SWARM_RUNS_DIR", "SWARM_FLOWS_DIR", "SWARM_CLAUDE_STEP_ENGINE_MODE"):
+        monkeypatch.delenv(name, raising=False)
+    if not (tmp_path / "flows").exists():
+        shutil.copytree(SHIPPED_FLOWS, tmp_path / "flows")
+
+    def run(*args: str) -> CliResult:
+        capsys.readouterr()
+        try:
+            code = main(list(args))
+        except SystemExit as exc:  # argparse usage errors
+            code = int(exc.code or 0)
+        captured = capsys.readouterr()
+        return CliResult(code, captured.out, captured.err)
+
+    return run
+
+
+@pytest.fixture
+def swarm_process(tmp_path: Path) -> Iterator[Callable[..., subprocess.CompletedProcess[str]]]:
+    """Run ``swarm`` as a real process (for exit codes, tracebacks and signals)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SWARM_")}
+
+    def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "swarm_runtime.cli.main", *args],
+            cwd=cwd or tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    yield run

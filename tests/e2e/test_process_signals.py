@@ -1,0 +1,154 @@
+"""A real ``swarm run`` process killed or interrupted mid-run leaves a readable run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from swarm_runtime.contracts.check import validate_run_dir
+from swarm_runtime.storage.store import read_event_log
+from tests.conftest import REPO
+
+
+def _start(tmp_path: Path, delayed_step: str) -> subprocess.Popen[str]:
+    scenario = tmp_path / "scenario.yaml"
+    # Long enough that the process is certainly inside this step when it is signalled.
+    scenario.write_text(f"{delayed_step}:\n  delay_ms: 600000\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SWARM_")}
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "swarm_runtime.cli.main",
+            "run",
+            "--flows-dir",
+            str(REPO / "flows"),
+            "--runs-dir",
+            str(tmp_path / "runs"),
+            "--scenario",
+            str(scenario),
+            "--progress",
+            "always",
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _wait_for_line(proc: subprocess.Popen[str], needle: str) -> None:
+    assert proc.stdout is not None
+    for line in proc.stdout:  # blocks until the process prints; no sleeping
+        if needle in line:
+            return
+    raise AssertionError(
+        f"process ended before printing {needle!r}: {proc.stderr and proc.stderr.read()}"
+    )
+
+
+def _run_dir(tmp_path: Path) -> Path:
+    (run_dir,) = list((tmp_path / "runs").iterdir())
+    return run_dir
+
+
+def test_sigkill_mid_run_leaves_parseable_files(tmp_path: Path) -> None:
+    proc = _start(tmp_path, "plan/compare_design_options")
+    try:
+        # The step before the delayed one has ended: the process is on its way into the delay.
+        _wait_for_line(proc, "[ ok ] plan/load_signal_context")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+    assert proc.returncode == -signal.SIGKILL
+    run_dir = _run_dir(tmp_path)
+    for path in run_dir.rglob("*.json"):
+        json.loads(path.read_text(encoding="utf-8"))  # every JSON document is whole
+    assert not list(run_dir.rglob("*.tmp"))
+    result = read_event_log(run_dir / "events.jsonl")  # at most a torn last line
+    kinds = [event["kind"] for event in result.events]
+    assert kinds[0] == "run_created" and "run_completed" not in kinds
+    assert any(
+        e["step_id"] == "load_signal_context" and e["kind"] == "step_end" for e in result.events
+    )
+    meta = json.loads((run_dir / "meta.json").read_text())
+    assert meta["status"] == "running"
+    # The validator names what the crash left undone.
+    assert any("no run_completed" in str(v) for v in validate_run_dir(run_dir))
+
+
+def test_ctrl_c_twice_aborts_the_step_exits_130_with_run_completed(tmp_path: Path) -> None:
+    proc = _start(tmp_path, "plan/compare_design_options")
+    try:
+        _wait_for_line(proc, "[ ok ] plan/load_signal_context")
+        proc.send_signal(signal.SIGINT)
+        assert proc.stderr is not None
+        first = proc.stderr.readline()  # the process says it heard the first Ctrl-C
+        assert "stopping after the current step" in first
+        proc.send_signal(signal.SIGINT)  # the step sleeps for minutes: abort it
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    run_dir = _run_dir(tmp_path)
+    events = read_event_log(run_dir / "events.jsonl").events
+    assert [e["kind"] for e in events][-2:] == ["step_error", "run_completed"]
+    assert events[-2]["step_id"] == "compare_design_options"
+    assert events[-2]["payload"]["error"] == "interrupted"
+    assert events[-1]["payload"]["status"] == "stopped"
+    assert validate_run_dir(run_dir) == []
+    assert json.loads((run_dir / "meta.json").read_text())["status"] == "stopped"
+
+
+def test_ctrl_c_once_stops_at_the_next_step_boundary(tmp_path: Path) -> None:
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text("plan/compare_design_options:\n  delay_ms: 1500\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SWARM_")}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "swarm_runtime.cli.main",
+            "run",
+            "--flows-dir",
+            str(REPO / "flows"),
+            "--runs-dir",
+            str(tmp_path / "runs"),
+            "--scenario",
+            str(scenario),
+            "--progress",
+            "always",
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _wait_for_line(proc, "[ ok ] plan/load_signal_context")
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    events = read_event_log(_run_dir(tmp_path) / "events.jsonl").events
+    assert events[-1]["kind"] == "run_completed"
+    assert events[-1]["payload"]["status"] == "stopped"
+    # Whichever step was under way finished normally; no step was aborted, none started after.
+    assert not [e for e in events if e["kind"] == "step_error"]
+    ended = [e["step_id"] for e in events if e["kind"] == "step_end" and e["flow_key"] == "plan"]
+    assert ended in (["load_signal_context"], ["load_signal_context", "compare_design_options"])
+    assert events[-2]["kind"] == "route_decision"
+    assert validate_run_dir(_run_dir(tmp_path)) == []

@@ -1,0 +1,98 @@
+"""Helpers for runtime tests: running flows in-process and reading what a run wrote."""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from swarm_runtime.engines.scenario import Scenario
+from swarm_runtime.flow.registry import FlowRegistry
+from swarm_runtime.orchestrator.runner import Orchestrator, RunOutcome, RunSpec
+from swarm_runtime.storage.store import read_event_log
+
+NOTES = """\
+    teaching_notes:
+      inputs: ["input of {id}"]
+      outputs: ["output of {id}"]
+      emphasizes: ["emphasis of {id}"]
+      constraints: ["constraint of {id}"]
+"""
+
+
+def step_yaml(step_id: str, routing: str = "", agent: str = "worker") -> str:
+    """A valid step block (indented for a flow's `steps:` list), optional routing lines."""
+    text = f'  - id: {step_id}\n    agents: [{agent}]\n    role: "Does {step_id}."\n'
+    text += NOTES.format(id=step_id)
+    if routing:
+        text += textwrap.indent(textwrap.dedent(routing).strip("\n"), "    ") + "\n"
+    return text
+
+
+def write_flow(flows_dir: Path, key: str, steps: list[str]) -> Path:
+    """Write a flow file made of step blocks from :func:`step_yaml`."""
+    flows_dir.mkdir(parents=True, exist_ok=True)
+    path = flows_dir / f"{key}.yaml"
+    path.write_text(
+        f'key: {key}\ntitle: "Flow {key}"\ndescription: "Test flow {key}."\nsteps:\n'
+        + "".join(steps),
+        encoding="utf-8",
+    )
+    return path
+
+
+def run_flows(
+    flows_dir: Path,
+    runs_dir: Path,
+    flows: tuple[str, ...] | None = None,
+    *,
+    scenario: dict[str, Any] | None = None,
+    **kwargs: Any,
+) -> RunOutcome:
+    registry = FlowRegistry(flows_dir)
+    orchestrator = Orchestrator(
+        registry,
+        runs_dir=runs_dir,
+        scenario=Scenario.from_mapping(scenario) if scenario is not None else None,
+        sleep=kwargs.pop("sleep", lambda _s: None),
+        **kwargs,
+    )
+    return orchestrator.run(RunSpec(flows=flows or tuple(registry.order())))
+
+
+def events_of(outcome: RunOutcome) -> list[dict[str, Any]]:
+    return read_event_log(outcome.path / "events.jsonl").events
+
+
+def kinds(outcome: RunOutcome) -> list[str]:
+    return [event["kind"] for event in events_of(outcome)]
+
+
+def receipt(outcome: RunOutcome, flow: str, step: str, agent: str) -> dict[str, Any]:
+    path = outcome.path / flow / "receipts" / f"{step}-{agent}.json"
+    value: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return value
+
+
+def route_decisions(outcome: RunOutcome, step: str | None = None) -> list[dict[str, Any]]:
+    return [
+        event["payload"]
+        for event in events_of(outcome)
+        if event["kind"] == "route_decision" and (step is None or event["step_id"] == step)
+    ]
+
+
+TS = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z")
+
+
+def normalised_tree(root: Path, run_id: str) -> dict[str, str]:
+    """Every file of a run with run id, timestamps and durations replaced by placeholders."""
+    files: dict[str, str] = {}
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        text = path.read_text(encoding="utf-8").replace(run_id, "<RUN_ID>")
+        text = TS.sub("<TS>", text)
+        text = re.sub(r'"duration_ms": \d+', '"duration_ms": "<MS>"', text)
+        files[str(path.relative_to(root))] = text
+    return files

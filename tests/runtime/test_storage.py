@@ -1,0 +1,130 @@
+"""Run storage: atomic writes, the event log reader, ~n renames, unique run ids."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from swarm_runtime.errors import StorageError
+from swarm_runtime.storage.layout import RUN_ID_RE, new_run_id
+from swarm_runtime.storage.store import (
+    EventLog,
+    preserve_previous,
+    read_event_log,
+    write_json_atomic,
+)
+from tests.conftest import StepClock
+
+
+def test_atomic_write_leaves_no_temp_file_and_replaces_whole(tmp_path: Path) -> None:
+    target = tmp_path / "doc.json"
+    write_json_atomic(target, {"a": 1})
+    write_json_atomic(target, {"b": [1, 2]})
+    assert json.loads(target.read_text()) == {"b": [1, 2]}
+    assert [p.name for p in tmp_path.iterdir()] == ["doc.json"]
+
+
+def test_failed_atomic_write_keeps_the_old_document(tmp_path: Path) -> None:
+    target = tmp_path / "doc.json"
+    write_json_atomic(target, {"ok": True})
+    with pytest.raises(TypeError):
+        write_json_atomic(target, {"bad": object()})
+    assert json.loads(target.read_text()) == {"ok": True}
+    with pytest.raises(StorageError, match="could not write"):
+        write_json_atomic(tmp_path / "missing-dir" / "doc.json", {"a": 1})
+
+
+def test_event_log_reader_reports_and_skips_torn_last_line(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    log = EventLog(path)
+    log.append({"seq": 1})
+    log.append({"seq": 2})
+    log.close()
+    with path.open("a") as handle:
+        handle.write('{"seq": 3, "kind": "step_')
+    result = read_event_log(path)
+    assert [e["seq"] for e in result.events] == [1, 2]
+    assert result.torn is not None and result.torn.line == 3
+    assert "torn last line" in result.torn.describe(path)
+
+
+def test_event_log_reader_refuses_a_torn_middle_line(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    path.write_text('{"seq": 1}\n{"seq": 2\n{"seq": 3}\n')
+    with pytest.raises(StorageError, match=r"events.jsonl:2: .*only the last line"):
+        read_event_log(path)
+
+
+def test_closed_event_log_refuses_appends(tmp_path: Path) -> None:
+    log = EventLog(tmp_path / "events.jsonl")
+    log.close()
+    with pytest.raises(StorageError, match="closed"):
+        log.append({"seq": 1})
+
+
+def test_preserve_previous_numbers_in_execution_order(tmp_path: Path) -> None:
+    path = tmp_path / "step-agent.json"
+    assert preserve_previous(path) is None
+    for n in range(3):
+        preserve_previous(path)
+        path.write_text(str(n))
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "step-agent.json",
+        "step-agent~1.json",
+        "step-agent~2.json",
+    ]
+    assert (tmp_path / "step-agent~1.json").read_text() == "0"
+    assert path.read_text() == "2"
+
+
+def test_run_id_shape() -> None:
+    run_id = new_run_id(StepClock()())
+    assert RUN_ID_RE.match(run_id)
+    assert run_id.startswith("run-20250115-100000-")
+
+
+def test_run_ids_unique_across_parallel_processes_in_the_same_second(tmp_path: Path) -> None:
+    # Every process gets the same clock second and a random source with few values, so ids
+    # collide often; the exclusive mkdir must still give each run its own directory.
+    script = f"""
+import sys, random
+from datetime import datetime, UTC
+from pathlib import Path
+sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
+from swarm_runtime.flow.registry import FlowRegistry
+from swarm_runtime.orchestrator.runner import Orchestrator, RunSpec
+from tests.runtime.helpers import write_flow, step_yaml
+flows = Path(sys.argv[1])
+rng = random.Random()
+orch = Orchestrator(FlowRegistry(flows), runs_dir=Path(sys.argv[2]),
+                    clock=lambda: datetime(2025, 1, 1, tzinfo=UTC),
+                    rand=lambda n: rng.choice(["aaaaaa", "bbbbbb", "cccccc", "dddddd", "eeeeee",
+                                               "ffffff", "gggggg", "hhhhhh"]))
+for _ in range(3):
+    print(orch.run(RunSpec(flows=("tiny",))).run_id)
+"""
+    from tests.runtime.helpers import step_yaml, write_flow
+
+    flows = tmp_path / "flows"
+    write_flow(flows, "tiny", [step_yaml("only")])
+    runs = tmp_path / "runs"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, str(flows), str(runs)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    ids = []
+    for proc in procs:
+        out, _ = proc.communicate(timeout=120)
+        assert proc.returncode == 0
+        ids.extend(out.split())
+    assert len(ids) == 6 and len(set(ids)) == 6
+    assert sorted(os.listdir(runs)) == sorted(ids)
