@@ -7,11 +7,17 @@ The clock is passed in wherever time matters, so tests can pin it.
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-__all__ = ["TIMESTAMP_RE", "Clock", "format_ts", "monotonic_ms", "parse_ts", "system_clock"]
+__all__ = [
+    "TIMESTAMP_RE",
+    "Clock",
+    "format_ts",
+    "interruptible_sleep",
+    "parse_ts",
+    "system_clock",
+]
 
 Clock = Callable[[], datetime]
 """A callable returning the current time as a timezone-aware UTC datetime."""
@@ -29,9 +35,11 @@ def system_clock() -> datetime:
 
 def format_ts(moment: datetime) -> str:
     """Format an aware datetime as ``YYYY-MM-DDTHH:MM:SS.ffffffZ``."""
-    if moment.tzinfo is None:
-        raise ValueError("timestamps must be timezone-aware")
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    if moment.tzinfo is not UTC:
+        if moment.tzinfo is None:
+            raise ValueError("timestamps must be timezone-aware")
+        moment = moment.astimezone(UTC)
+    return moment.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def parse_ts(text: str) -> datetime:
@@ -44,6 +52,17 @@ def parse_ts(text: str) -> datetime:
     return datetime.fromisoformat(text[:-1]).replace(tzinfo=UTC)
 
 
-def monotonic_ms() -> float:
-    """Milliseconds from a monotonic clock, for durations."""
-    return time.monotonic() * 1000.0
+def interruptible_sleep(seconds: float) -> None:
+    """Sleep in slices of at most 0.1 s, so a signal handler runs soon after its signal.
+
+    A signal that arrives just before a long ``time.sleep`` starts is otherwise handled
+    only when the sleep ends; between slices Python runs pending handlers.
+    """
+    import time
+
+    deadline = time.monotonic() + seconds
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        time.sleep(min(left, 0.1))

@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Literal
 
 __all__ = [
     "MAX_OUTPUT_BYTES",
+    "HistoryItem",
     "Prompt",
     "ResultCode",
     "RunEvent",
@@ -43,6 +44,37 @@ class Prompt:
 
 
 @dataclass(frozen=True, slots=True)
+class HistoryItem:
+    """The output of one earlier step execution, as the next steps see it."""
+
+    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}  # for the JSON Schema
+
+    flow_key: str
+    step_id: str
+    agent_key: str
+    iteration: int
+    output: str
+
+    @property
+    def header(self) -> str:
+        """The heading of the item in a prompt."""
+        return (
+            f"### {self.flow_key}/{self.step_id} ({self.agent_key}, execution {self.iteration + 1})"
+        )
+
+    def render(self, room: int) -> tuple[str, int, int]:
+        """The item within ``room`` chars: (text, chars used, chars cut)."""
+        text = self.output
+        if len(text) <= room:
+            return f"{self.header}\n{text}", len(text), 0
+        cut = len(text) - room
+        marked = (
+            f"{text[:room]}\n[CONTEXT_TRUNCATED: {cut} of {len(text)} chars of this output cut]"
+        )
+        return f"{self.header}\n{marked}", room, cut
+
+
+@dataclass(frozen=True, slots=True)
 class StepContext:
     """Everything an engine may know about the step it runs."""
 
@@ -60,7 +92,7 @@ class StepContext:
     flow_title: str
     step_role: str
     step_agents: tuple[str, ...]
-    history: tuple[dict[str, Any], ...]
+    history: tuple[HistoryItem, ...]
     """Outputs of earlier steps, newest first, as given to the prompt."""
     run_base: Path
     """The flow's directory inside the run: ``<runs_dir>/<run_id>/<flow_key>``."""

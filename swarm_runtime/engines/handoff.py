@@ -48,6 +48,5 @@ def _plain(value: Any) -> Any:
 
 
 def format_handoff(values: dict[str, Any]) -> str:
-    """A handoff block for ``values``, in the YAML form models are asked to write."""
-    lines = "\n".join(f"{key}: {json.dumps(value)}" for key, value in values.items())
-    return f"```handoff\n{lines}\n```"
+    """A handoff block for ``values`` (JSON, which is also YAML)."""
+    return f"```handoff\n{json.dumps(values, sort_keys=True)}\n```"

@@ -7,7 +7,6 @@ every routing kind is exercised. A :class:`Scenario` overrides that per step and
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Callable
 from typing import Any
@@ -23,6 +22,7 @@ from swarm_runtime.engines.base import (
 )
 from swarm_runtime.engines.handoff import format_handoff
 from swarm_runtime.engines.scenario import Outcome, Scenario
+from swarm_runtime.timeutil import interruptible_sleep
 
 __all__ = ["StubEngine", "estimate_tokens"]
 
@@ -65,7 +65,7 @@ class StubEngine(StepEngine):
         self.engine_id = engine_id
         self.engine_short = engine_short
         self.scenario = scenario or Scenario()
-        self._sleep = sleep
+        self._sleep = sleep or interruptible_sleep
 
     def _reply(self, ctx: StepContext, outcome: Outcome | None) -> tuple[str, dict[str, Any]]:
         handoff = _default_handoff(ctx)
@@ -75,14 +75,12 @@ class StubEngine(StepEngine):
             body = outcome.text
         else:
             prompt = ctx.prompt
-            digest = hashlib.sha256(
-                ((prompt.system + prompt.user) if prompt else "").encode("utf-8")
-            ).hexdigest()[:12]
+            size = len(prompt.system) + len(prompt.user) if prompt else 0
             body = (
                 f"[stub] {ctx.flow_key}/{ctx.step_id} (step {ctx.step_index} of "
                 f"{ctx.total_steps}, execution {ctx.iteration + 1})\n"
                 f"Role: {ctx.step_role}\n"
-                f"Prompt digest: {digest}\n"
+                f"Prompt: {size} chars, {len(ctx.history)} earlier output(s)\n"
                 f"Result: done."
             )
         text = body + "\n\n" + format_handoff(handoff) if handoff else body
@@ -94,12 +92,7 @@ class StubEngine(StepEngine):
 
         outcome = self.scenario.outcome_for(ctx.flow_key, ctx.step_id, ctx.iteration)
         if outcome is not None and outcome.delay_ms:
-            if self._sleep is None:
-                import time
-
-                time.sleep(outcome.delay_ms / 1000.0)
-            else:
-                self._sleep(outcome.delay_ms / 1000.0)
+            self._sleep(outcome.delay_ms / 1000.0)
         text, _ = self._reply(ctx, outcome)
         handoff = parse_handoff(text)
         events: list[RunEvent] = []

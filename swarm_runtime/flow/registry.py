@@ -9,6 +9,7 @@ import yaml
 from swarm_runtime.errors import FlowDefinitionError, SwarmUsageError
 from swarm_runtime.flow.loader import check_flow_file, load_yaml_nodes
 from swarm_runtime.flow.spec import FlowSpec
+from swarm_runtime.storage.layout import AGENT_KEY_RE
 
 __all__ = ["ORDER_FILE", "FlowRegistry", "packaged_flows_dir"]
 
@@ -40,6 +41,7 @@ class FlowRegistry:
             if path.name != ORDER_FILE
         }
         self._flows: dict[str, FlowSpec] = {}
+        self._personas: dict[str, str | None] = {}
 
     def keys(self) -> list[str]:
         """Every flow key in the directory, sorted."""
@@ -131,6 +133,18 @@ class FlowRegistry:
         assert flow is not None
         self._flows[key] = flow
         return flow
+
+    def persona(self, agent_key: str) -> str | None:
+        """The persona text of ``agents/<agent_key>.md``, or None when there is none."""
+        if not AGENT_KEY_RE.fullmatch(agent_key):
+            return None  # never read a path built from an unchecked key
+        if agent_key not in self._personas:
+            path = self.flows_dir / "agents" / f"{agent_key}.md"
+            try:
+                self._personas[agent_key] = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                self._personas[agent_key] = None
+        return self._personas[agent_key]
 
     def validate_all(self) -> list[FlowDefinitionError]:
         """Every error in every flow file and in the order file."""

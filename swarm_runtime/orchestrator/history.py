@@ -3,14 +3,18 @@
 Items are taken newest first. The most recent step may use ``recent_chars``, each older
 one ``older_chars``, all together ``total_chars``. Whatever is cut is marked in the text
 with ``[CONTEXT_TRUNCATED …]`` and counted, so the receipt can say what the step missed.
+
+Rendering happens before every step, so each item's text is rendered once and kept; when
+everything fits (the usual case) a prompt's history is one join.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-__all__ = ["HistoryBudget", "HistoryItem", "RenderedHistory", "render_history"]
+from swarm_runtime.engines.base import HistoryItem
+
+__all__ = ["History", "HistoryBudget", "HistoryItem", "RenderedHistory"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,82 +27,90 @@ class HistoryBudget:
 
 
 @dataclass(frozen=True, slots=True)
-class HistoryItem:
-    """The output of one earlier step execution."""
-
-    flow_key: str
-    step_id: str
-    agent_key: str
-    iteration: int
-    output: str
-
-    def as_dict(self) -> dict[str, Any]:
-        """A plain mapping for StepContext.history."""
-        return {
-            "flow_key": self.flow_key,
-            "step_id": self.step_id,
-            "agent_key": self.agent_key,
-            "iteration": self.iteration,
-            "output": self.output,
-        }
-
-
-@dataclass(frozen=True, slots=True)
 class RenderedHistory:
     """The history text for a prompt, and what was cut from it."""
 
     text: str
     items: tuple[HistoryItem, ...] = ()
+    """The items that appear in the text, newest first."""
     items_dropped: int = 0
     chars_dropped: int = 0
     truncation: dict[str, int] = field(default_factory=dict)
 
 
-def render_history(items_oldest_first: list[HistoryItem], budget: HistoryBudget) -> RenderedHistory:
-    """Render history newest first within ``budget``, marking every cut."""
-    parts: list[str] = []
-    used = 0
-    items_dropped = 0
-    chars_dropped = 0
-    dropped_chars_whole = 0
-    kept: list[HistoryItem] = []
-    newest_first = list(reversed(items_oldest_first))
-    for position, item in enumerate(newest_first):
-        limit = budget.recent_chars if position == 0 else budget.older_chars
-        room = min(limit, budget.total_chars - used)
-        if room <= 0:
-            items_dropped += 1
-            dropped_chars_whole += len(item.output)
-            continue
-        text = item.output
-        header = (
-            f"### {item.flow_key}/{item.step_id} ({item.agent_key}, execution {item.iteration + 1})"
-        )
-        if len(text) > room:
-            cut = len(text) - room
+class History:
+    """The outputs of a run so far, oldest first, rendered for prompts within a budget."""
+
+    def __init__(self, budget: HistoryBudget | None = None) -> None:
+        self.budget = budget or HistoryBudget()
+        self.items: list[HistoryItem] = []
+        self._older: list[str] = []
+        """Each item rendered within ``older_chars``, oldest first."""
+        self._older_chars = 0
+        self._cut: list[bool] = []
+        self._cut_count = 0
+        """How many items do not fit within ``older_chars`` whole."""
+
+    def add(self, item: HistoryItem) -> None:
+        """Append the output of a finished step execution."""
+        text, used, cut = item.render(self.budget.older_chars)
+        self.items.append(item)
+        self._older.append(text)
+        self._older_chars += used
+        self._cut.append(cut > 0)
+        self._cut_count += cut > 0
+
+    def render(self) -> RenderedHistory:
+        """The history text for the next step's prompt."""
+        budget = self.budget
+        items = self.items
+        if not items:
+            return RenderedHistory(text="")
+        newest = items[-1]
+        older_total = self._older_chars - min(len(newest.output), budget.older_chars)
+        if (
+            self._cut_count == int(self._cut[-1])
+            and len(newest.output) <= min(budget.recent_chars, budget.total_chars)
+            and len(newest.output) + older_total <= budget.total_chars
+        ):
+            parts = self._older[:-1]
+            parts.reverse()
+            text = "\n\n".join([newest.render(len(newest.output))[0], *parts])
+            return RenderedHistory(text=text, items=tuple(reversed(items)))
+        return self._render_slowly()
+
+    def _render_slowly(self) -> RenderedHistory:
+        budget = self.budget
+        parts: list[str] = []
+        kept: list[HistoryItem] = []
+        used = items_dropped = chars_dropped = dropped_whole = 0
+        for position, item in enumerate(reversed(self.items)):
+            limit = budget.recent_chars if position == 0 else budget.older_chars
+            room = min(limit, budget.total_chars - used)
+            if room <= 0:
+                items_dropped += 1
+                dropped_whole += len(item.output)
+                continue
+            text, took, cut = item.render(room)
+            used += took
             chars_dropped += cut
-            text = (
-                text[:room]
-                + f"\n[CONTEXT_TRUNCATED: {cut} of {len(item.output)} chars of this output cut]"
+            parts.append(text)
+            kept.append(item)
+        if items_dropped:
+            parts.append(
+                f"[CONTEXT_TRUNCATED: {items_dropped} older step output(s) dropped, "
+                f"{dropped_whole} chars]"
             )
-        used += min(len(item.output), room)
-        parts.append(f"{header}\n{text}")
-        kept.append(item)
-    if items_dropped:
-        parts.append(
-            f"[CONTEXT_TRUNCATED: {items_dropped} older step output(s) dropped, "
-            f"{dropped_chars_whole} chars]"
+        chars_dropped += dropped_whole
+        truncation = (
+            {"items_dropped": items_dropped, "chars_dropped": chars_dropped}
+            if items_dropped or chars_dropped
+            else {}
         )
-    chars_dropped += dropped_chars_whole
-    truncation = (
-        {"items_dropped": items_dropped, "chars_dropped": chars_dropped}
-        if items_dropped or chars_dropped
-        else {}
-    )
-    return RenderedHistory(
-        text="\n\n".join(parts),
-        items=tuple(kept),
-        items_dropped=items_dropped,
-        chars_dropped=chars_dropped,
-        truncation=truncation,
-    )
+        return RenderedHistory(
+            text="\n\n".join(parts),
+            items=tuple(kept),
+            items_dropped=items_dropped,
+            chars_dropped=chars_dropped,
+            truncation=truncation,
+        )

@@ -14,7 +14,7 @@ from typing import Any
 from swarm_runtime.engines.base import Prompt
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
 
-__all__ = ["build_prompt", "handoff_instructions"]
+__all__ = ["build_prompt", "handoff_instructions", "request_text", "system_prompt", "user_prompt"]
 
 SECTIONS = (
     ("Inputs", "inputs"),
@@ -43,15 +43,8 @@ def handoff_instructions(fields: dict[str, tuple[str, ...]]) -> str:
     return "\n".join(lines)
 
 
-def build_prompt(
-    flow: FlowSpec,
-    step: StepSpec,
-    *,
-    persona: str | None,
-    params: dict[str, Any],
-    history_text: str,
-) -> Prompt:
-    """The system and user prompt of one step execution."""
+def system_prompt(flow: FlowSpec, step: StepSpec, *, persona: str | None) -> str:
+    """The system part: persona, step header, role, teaching notes, handoff fields."""
     index = flow.index_of(step.id) + 1
     system: list[str] = []
     if persona:
@@ -65,7 +58,30 @@ def build_prompt(
         notes: tuple[str, ...] = getattr(step.teaching_notes, attr)
         system.append(f"## {heading}\n" + "\n".join(f"- {note}" for note in notes))
     system.append(handoff_instructions(step.handoff_fields()))
-    request = json.dumps(params, indent=2, sort_keys=True, ensure_ascii=False) if params else "{}"
-    user = [f"## Request\n{request}"]
-    user.append("## History (newest first)\n" + (history_text or "(no earlier steps)"))
-    return Prompt(system="\n\n".join(system), user="\n\n".join(user))
+    return "\n\n".join(system)
+
+
+def request_text(params: dict[str, Any]) -> str:
+    """The run's request as it appears in every user prompt."""
+    body = json.dumps(params, indent=2, sort_keys=True, ensure_ascii=False) if params else "{}"
+    return f"## Request\n{body}"
+
+
+def user_prompt(request: str, history_text: str) -> str:
+    """The user part: the request (from :func:`request_text`) and the history."""
+    return f"{request}\n\n## History (newest first)\n{history_text or '(no earlier steps)'}"
+
+
+def build_prompt(
+    flow: FlowSpec,
+    step: StepSpec,
+    *,
+    persona: str | None,
+    params: dict[str, Any],
+    history_text: str,
+) -> Prompt:
+    """The system and user prompt of one step execution."""
+    return Prompt(
+        system=system_prompt(flow, step, persona=persona),
+        user=user_prompt(request_text(params), history_text),
+    )

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from swarm_runtime.engines.base import (
+    HistoryItem,
+    Prompt,
     StepContext,
     StepEngine,
     StepOutcome,
@@ -28,10 +30,10 @@ from swarm_runtime.engines.scenario import Scenario
 from swarm_runtime.errors import RoutingError, StorageError, SwarmUsageError
 from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
-from swarm_runtime.orchestrator.history import HistoryBudget, HistoryItem, render_history
-from swarm_runtime.orchestrator.prompt import build_prompt
+from swarm_runtime.orchestrator.history import History, HistoryBudget
+from swarm_runtime.orchestrator.prompt import request_text, system_prompt, user_prompt
 from swarm_runtime.orchestrator.routing import Decision, decide, loop_key
-from swarm_runtime.storage.layout import AGENT_KEY_RE, RunLayout, new_run_id
+from swarm_runtime.storage.layout import RunLayout, new_run_id
 from swarm_runtime.storage.store import (
     EventLog,
     preserve_previous,
@@ -148,7 +150,7 @@ class Orchestrator:
         self.repo_root = repo_root or Path.cwd()
         self.observer = observer
         self._engine_cache: dict[str, StepEngine] = {}
-        self._personas: dict[str, str | None] = {}
+        self._system_prompts: dict[tuple[str, str], str] = {}
         self._stop_requested = False
         self._abort_requested = False
         self._in_engine = False
@@ -243,17 +245,18 @@ class Orchestrator:
             self._engine_cache[engine_id] = engine
         return engine
 
+    def system_prompt(self, flow: FlowSpec, step: StepSpec) -> str:
+        """The system part of a step's prompt (it never changes within a flow)."""
+        key = (flow.key, step.id)
+        text = self._system_prompts.get(key)
+        if text is None:
+            text = system_prompt(flow, step, persona=self.persona(step.primary_agent))
+            self._system_prompts[key] = text
+        return text
+
     def persona(self, agent_key: str) -> str | None:
         """The agent's persona text from ``<flows_dir>/agents/<agent>.md``, if any."""
-        if not AGENT_KEY_RE.fullmatch(agent_key):
-            return None  # never read a path built from an unchecked key
-        if agent_key not in self._personas:
-            path = self.flows.flows_dir / "agents" / f"{agent_key}.md"
-            try:
-                self._personas[agent_key] = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
-                self._personas[agent_key] = None
-        return self._personas[agent_key]
+        return self.flows.persona(agent_key)
 
 
 def _locate(ref: str, flows: list[FlowSpec], flag: str) -> tuple[int, str]:
@@ -292,7 +295,10 @@ class _Run:
         self.totals = _Totals()
         self.flow_totals: dict[str, _Totals] = {}
         self.seq = 0
-        self.history: list[HistoryItem] = []
+        self.history = History(owner.history_budget)
+        self.request = request_text(spec.params)
+        self.spec_dict = spec.as_dict(mode=owner.mode, engine=owner.engine_id)
+        self.flow_bases: dict[str, Path] = {}
         self.executions: dict[tuple[str, str], int] = {}
         self.loop_counts: dict[str, int] = {}
         self.open_step: tuple[str, str, str, datetime, str] | None = None
@@ -317,11 +323,7 @@ class _Run:
                 continue  # another process took this id in the same second
             except OSError as exc:
                 raise StorageError(f"cannot create {layout.root}: {exc.strerror}") from exc
-            write_json_atomic(
-                layout.spec,
-                self.spec.as_dict(mode=self.o.mode, engine=self.o.engine_id),
-                durable=self.o.durable,
-            )
+            write_json_atomic(layout.spec, self.spec_dict, durable=self.o.durable, pretty=True)
             return layout, EventLog(layout.events, durable=self.o.durable)
         raise StorageError(f"could not find a free run id in {runs_dir} after 100 tries")
 
@@ -381,7 +383,10 @@ class _Run:
     def set_status(self, status: str, *, completed_at: str | None = None) -> None:
         self.status = status
         write_json_atomic(
-            self.layout.meta, self.summary(completed_at=completed_at), durable=self.o.durable
+            self.layout.meta,
+            self.summary(completed_at=completed_at),
+            durable=self.o.durable,
+            pretty=True,
         )
 
     # -- the run -------------------------------------------------------------------------
@@ -476,14 +481,11 @@ class _Run:
         iteration = self.executions.get((flow.key, step.id), 0)
         self.executions[(flow.key, step.id)] = iteration + 1
         index = flow.index_of(step.id) + 1
-        rendered = render_history(self.history, self.o.history_budget)
-        prompt = build_prompt(
-            flow,
-            step,
-            persona=self.o.persona(agent),
-            params=self.spec.params,
-            history_text=rendered.text,
-        )
+        rendered = self.history.render()
+        prompt = Prompt(self.o.system_prompt(flow, step), user_prompt(self.request, rendered.text))
+        run_base = self.flow_bases.get(flow.key)
+        if run_base is None:
+            run_base = self.flow_bases[flow.key] = self.layout.flow_base(flow.key)
         ctx = StepContext(
             repo_root=self.o.repo_root,
             run_id=self.run_id,
@@ -491,12 +493,12 @@ class _Run:
             step_id=step.id,
             step_index=index,
             total_steps=len(flow.steps),
-            spec=self.spec.as_dict(mode=self.o.mode, engine=self.o.engine_id),
+            spec=self.spec_dict,
             flow_title=flow.title,
             step_role=step.role,
             step_agents=step.agents,
-            history=tuple(item.as_dict() for item in rendered.items),
-            run_base=self.layout.flow_base(flow.key),
+            history=rendered.items,
+            run_base=run_base,
             iteration=iteration,
             handoff_fields=step.handoff_fields(),
             prompt=prompt,
@@ -555,18 +557,34 @@ class _Run:
         if error is None and step.budget is not None:
             error = _budget_error(step, outcome.tokens, _ms_between(started, completed))
         handoff = outcome.handoff
-        receipt = self._receipt(
-            flow,
-            step,
-            engine,
-            outcome,
-            started_ts,
-            started,
-            completed,
-            iteration,
-            error,
-            rendered.truncation,
+        receipt_path, transcript_path = self.layout.step_files(
+            flow.key, step.id, agent, engine.engine_short
         )
+        completed_ts = format_ts(completed)
+        receipt: dict[str, Any] = {
+            "engine": engine.engine_id,
+            "mode": outcome.mode,
+            "provider": outcome.provider,
+            "model": outcome.model,
+            "step_id": step.id,
+            "flow_key": flow.key,
+            "run_id": self.run_id,
+            "agent_key": agent,
+            "started_at": started_ts,
+            "completed_at": completed_ts,
+            "duration_ms": _ms_between(started, completed),
+            "status": "succeeded",
+            "tokens": outcome.tokens.as_dict(),
+            "transcript_path": "llm/" + os.path.basename(transcript_path),
+            "iteration": iteration,
+            "result_code": outcome.result_code,
+        }
+        if handoff is not None:
+            receipt["handoff"] = handoff
+        if rendered.truncation:
+            receipt["context_truncation"] = rendered.truncation
+        if outcome.extra_receipt:
+            receipt.update(outcome.extra_receipt)
         decision: Decision | None = None
         if error is None:
             executions = self.loop_counts.get(loop_key(step), 0) + 1
@@ -598,9 +616,16 @@ class _Run:
         if error is not None:
             receipt["status"] = "failed"
             receipt["error"] = error
-        self._write_step_files(
-            flow, step, engine, receipt, prompt.system, prompt.user, outcome, started_ts, completed
-        )
+        if iteration:  # the step ran before in this run: keep its files as ~n
+            preserve_previous(receipt_path)
+            preserve_previous(transcript_path)
+        lines = [
+            {"timestamp": started_ts, "role": "system", "content": prompt.system},
+            {"timestamp": started_ts, "role": "user", "content": prompt.user},
+        ]
+        lines.extend({"timestamp": completed_ts, **line} for line in outcome.transcript)
+        write_jsonl_atomic(transcript_path, lines, durable=self.o.durable)
+        write_json_atomic(receipt_path, receipt, durable=self.o.durable)
         duration = receipt["duration_ms"]
         for totals in (self.totals, flow_totals):
             totals.prompt_tokens += outcome.tokens.prompt
@@ -634,7 +659,7 @@ class _Run:
             step_id=step.id,
             agent_key=agent,
         )
-        self.history.append(HistoryItem(flow.key, step.id, agent, iteration, outcome.result.output))
+        self.history.add(HistoryItem(flow.key, step.id, agent, iteration, outcome.result.output))
         loop_state: dict[str, int] = {}
         if step.routing.kind == "microloop" and code != "skipped":
             key = loop_key(step)
@@ -680,76 +705,6 @@ class _Run:
         if outcome.result.status == "failed":
             return outcome.result.error or "the engine reported a failure without a message"
         return None
-
-    def _receipt(
-        self,
-        flow: FlowSpec,
-        step: StepSpec,
-        engine: StepEngine,
-        outcome: StepOutcome,
-        started_ts: str,
-        started: datetime,
-        completed: datetime,
-        iteration: int,
-        error: str | None,
-        truncation: dict[str, int],
-    ) -> dict[str, Any]:
-        agent = step.primary_agent
-        transcript = self.layout.transcript(flow.key, step.id, agent, engine.engine_short)
-        receipt: dict[str, Any] = {
-            "engine": engine.engine_id,
-            "mode": outcome.mode,
-            "provider": outcome.provider,
-            "model": outcome.model,
-            "step_id": step.id,
-            "flow_key": flow.key,
-            "run_id": self.run_id,
-            "agent_key": agent,
-            "started_at": started_ts,
-            "completed_at": format_ts(completed),
-            "duration_ms": _ms_between(started, completed),
-            "status": "failed" if error else "succeeded",
-            "tokens": outcome.tokens.as_dict(),
-            "transcript_path": f"llm/{transcript.name}",
-            "iteration": iteration,
-            "result_code": outcome.result_code,
-        }
-        if outcome.handoff is not None:
-            receipt["handoff"] = outcome.handoff
-        if truncation:
-            receipt["context_truncation"] = truncation
-        if error:
-            receipt["error"] = error
-        receipt.update(outcome.extra_receipt)
-        return receipt
-
-    def _write_step_files(
-        self,
-        flow: FlowSpec,
-        step: StepSpec,
-        engine: StepEngine,
-        receipt: dict[str, Any],
-        system: str,
-        user: str,
-        outcome: StepOutcome,
-        started_ts: str,
-        completed: datetime,
-    ) -> None:
-        agent = step.primary_agent
-        receipt_path = self.layout.receipt(flow.key, step.id, agent)
-        transcript_path = self.layout.transcript(flow.key, step.id, agent, engine.engine_short)
-        receipt_path.parent.mkdir(parents=True, exist_ok=True)
-        transcript_path.parent.mkdir(parents=True, exist_ok=True)
-        preserve_previous(receipt_path)
-        preserve_previous(transcript_path)
-        done = format_ts(completed)
-        lines = [
-            {"timestamp": started_ts, "role": "system", "content": system},
-            {"timestamp": started_ts, "role": "user", "content": user},
-        ]
-        lines.extend({"timestamp": done, **line} for line in outcome.transcript)
-        write_jsonl_atomic(transcript_path, lines, durable=self.o.durable)
-        write_json_atomic(receipt_path, receipt, durable=self.o.durable)
 
 
 def _ms_between(start: datetime, end: datetime) -> int:

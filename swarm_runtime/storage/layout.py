@@ -49,10 +49,11 @@ class RunLayout:
         self.runs_dir = runs_dir.resolve()
         self.run_id = _check(run_id, RUN_ID_RE, "run id")
         self.root = self._fenced(self.runs_dir / run_id)
+        self._flow_dirs: dict[str, str] = {}
 
     def _fenced(self, path: Path) -> Path:
         resolved = Path(os.path.abspath(path))
-        if resolved != self.runs_dir and self.runs_dir not in resolved.parents:
+        if not resolved.is_relative_to(self.runs_dir):
             raise StorageError(f"path {path} escapes the runs dir {self.runs_dir}")
         return resolved
 
@@ -79,6 +80,31 @@ class RunLayout:
     def flow_base(self, flow_key: str) -> Path:
         """A flow's ``run_base``: ``<run>/<flow_key>``."""
         return self._fenced(self.root / _check(flow_key, FLOW_KEY_RE, "flow key"))
+
+    def step_files(
+        self, flow_key: str, step_id: str, agent_key: str, engine_short: str
+    ) -> tuple[str, str]:
+        """The receipt and transcript paths of a step, as strings, for the hot path.
+
+        Each part is checked against its pattern, so with the flow dir fenced once the
+        joined paths cannot leave it; the flow's ``receipts/`` and ``llm/`` dirs are
+        created on first use.
+        """
+        base = self._flow_dirs.get(flow_key)
+        if base is None:
+            base = str(self.flow_base(flow_key))
+            os.makedirs(os.path.join(base, "receipts"), exist_ok=True)
+            os.makedirs(os.path.join(base, "llm"), exist_ok=True)
+            self._flow_dirs[flow_key] = base
+        name = (
+            f"{_check(step_id, STEP_ID_RE, 'step id')}-"
+            f"{_check(agent_key, AGENT_KEY_RE, 'agent key')}"
+        )
+        engine = _check(engine_short, ENGINE_SHORT_RE, "engine name")
+        return (
+            f"{base}{os.sep}receipts{os.sep}{name}.json",
+            f"{base}{os.sep}llm{os.sep}{name}-{engine}.jsonl",
+        )
 
     def receipt(self, flow_key: str, step_id: str, agent_key: str) -> Path:
         """``<flow>/receipts/<step>-<agent>.json``."""

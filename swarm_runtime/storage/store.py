@@ -4,6 +4,9 @@ JSON documents are written to a temporary file in the same directory and moved i
 with ``os.replace``, so a reader never sees half a document. Event lines are written whole
 with one ``write`` each and flushed; ``durable`` adds an fsync. A reader tolerates a torn
 last line of ``events.jsonl`` (it reports and skips it), never a torn line in the middle.
+
+Receipts and lines are compact JSON with sorted keys (the C encoder; this is the hot
+path); the run-level documents (spec, meta, checkpoint) are indented for people.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ __all__ = [
     "EventLogReadResult",
     "TornLine",
     "dump_json",
+    "encode_line",
     "preserve_previous",
     "read_event_log",
     "write_json_atomic",
@@ -30,55 +34,73 @@ __all__ = [
 ]
 
 _tmp_counter = itertools.count()
+_COMPACT = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
+_PRETTY = json.JSONEncoder(ensure_ascii=False, sort_keys=True, indent=2)
+
+StrPath = str | os.PathLike[str]
 
 
-def dump_json(document: Any) -> str:
-    """The canonical JSON text of a run document: sorted keys, two-space indent, newline."""
-    return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+def encode_line(value: Any) -> str:
+    """One JSON line (compact, sorted keys, trailing newline)."""
+    return _COMPACT.encode(value) + "\n"
 
 
-def _write_atomic(path: Path, text: str, *, durable: bool) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{next(_tmp_counter)}.tmp")
+def dump_json(document: Any, *, pretty: bool = False) -> str:
+    """The JSON text of a run document with sorted keys and a trailing newline."""
+    return (_PRETTY if pretty else _COMPACT).encode(document) + "\n"
+
+
+def _write_atomic(path: StrPath, text: str, *, durable: bool) -> None:
+    target = os.fspath(path)
+    head, name = os.path.split(target)
+    tmp = os.path.join(head, f".{name}.{os.getpid()}.{next(_tmp_counter)}.tmp")
+    data = text.encode("utf-8")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
             if durable:
-                handle.flush()
-                os.fsync(handle.fileno())
-        os.replace(tmp, path)
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
     except OSError as exc:
         with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise StorageError(f"could not write {path}: {exc}") from exc
+            os.unlink(tmp)
+        raise StorageError(f"could not write {target}: {exc.strerror or exc}") from exc
 
 
-def write_json_atomic(path: Path, document: Any, *, durable: bool = False) -> None:
+def write_json_atomic(
+    path: StrPath, document: Any, *, durable: bool = False, pretty: bool = False
+) -> None:
     """Write ``document`` as JSON to ``path`` so that readers see all of it or none."""
-    _write_atomic(path, dump_json(document), durable=durable)
+    _write_atomic(path, dump_json(document, pretty=pretty), durable=durable)
 
 
-def write_jsonl_atomic(path: Path, lines: list[dict[str, Any]], *, durable: bool = False) -> None:
+def write_jsonl_atomic(
+    path: StrPath, lines: list[dict[str, Any]], *, durable: bool = False
+) -> None:
     """Write a whole JSON-lines file atomically (used for transcripts)."""
-    text = "".join(json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n" for line in lines)
-    _write_atomic(path, text, durable=durable)
+    _write_atomic(path, "".join(map(encode_line, lines)), durable=durable)
 
 
-def preserve_previous(path: Path) -> Path | None:
+def preserve_previous(path: StrPath) -> str | None:
     """If ``path`` exists, rename it to ``<stem>~<n><suffix>`` with the next free n.
 
     Called before a step's receipt or transcript is written again, so earlier executions
     are kept in execution order (``~1`` is the first).
     """
-    if not path.exists():
+    target = os.fspath(path)
+    if not os.path.exists(target):
         return None
+    stem, suffix = os.path.splitext(target)
     n = 1
-    while True:
-        candidate = path.with_name(f"{path.stem}~{n}{path.suffix}")
-        if not candidate.exists():
-            os.replace(path, candidate)
-            return candidate
+    while os.path.exists(f"{stem}~{n}{suffix}"):
         n += 1
+    os.replace(target, f"{stem}~{n}{suffix}")
+    return f"{stem}~{n}{suffix}"
 
 
 class EventLog:
@@ -87,17 +109,20 @@ class EventLog:
     def __init__(self, path: Path, *, durable: bool = False) -> None:
         self.path = path
         self.durable = durable
-        self._handle: IO[str] | None = open(path, "a", encoding="utf-8")  # noqa: SIM115
+        try:
+            self._handle: IO[str] | None = open(path, "a", encoding="utf-8")  # noqa: SIM115
+        except OSError as exc:
+            raise StorageError(f"cannot open event log {path}: {exc.strerror}") from exc
 
     def append(self, event: dict[str, Any]) -> None:
         """Write one event as one line."""
-        if self._handle is None:
+        handle = self._handle
+        if handle is None:
             raise StorageError(f"event log {self.path} is closed")
-        line = json.dumps(event, ensure_ascii=False, sort_keys=True) + "\n"
-        self._handle.write(line)
-        self._handle.flush()
+        handle.write(_COMPACT.encode(event) + "\n")
+        handle.flush()
         if self.durable:
-            os.fsync(self._handle.fileno())
+            os.fsync(handle.fileno())
 
     def close(self) -> None:
         """Close the file; further appends raise."""
@@ -136,11 +161,9 @@ def read_event_log(path: Path) -> EventLogReadResult:
     except (OSError, UnicodeDecodeError) as exc:
         raise StorageError(f"{path}: cannot read event log: {exc}") from exc
     lines = raw.split("\n")
-    complete_end = raw.endswith("\n")
-    events: list[dict[str, Any]] = []
-    torn: TornLine | None = None
     body = lines[:-1]  # the part after the last newline is '' or a torn tail
     tail = lines[-1]
+    events: list[dict[str, Any]] = []
     for number, text in enumerate(body, start=1):
         try:
             value = json.loads(text)
@@ -152,6 +175,5 @@ def read_event_log(path: Path) -> EventLogReadResult:
         if not isinstance(value, dict):
             raise StorageError(f"{path}:{number}: an event must be a JSON object")
         events.append(value)
-    if not complete_end and tail:
-        torn = TornLine(line=len(body) + 1, text=tail)
+    torn = TornLine(line=len(body) + 1, text=tail) if tail else None
     return EventLogReadResult(events=events, torn=torn)
