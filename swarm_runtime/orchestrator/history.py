@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from swarm_runtime.engines.base import HistoryItem
+from swarm_runtime.storage.store import json_escape
 
 __all__ = ["History", "HistoryBudget", "HistoryItem", "RenderedHistory"]
 
@@ -31,6 +32,8 @@ class RenderedHistory:
     """The history text for a prompt, and what was cut from it."""
 
     text: str
+    json_text: str | None = None
+    """``text`` escaped as the inside of a JSON string, when it came cheaply."""
     items: tuple[HistoryItem, ...] = ()
     """The items that appear in the text, newest first."""
     items_dropped: int = 0
@@ -46,6 +49,9 @@ class History:
         self.items: list[HistoryItem] = []
         self._older: list[str] = []
         """Each item rendered within ``older_chars``, oldest first."""
+        self._older_json: list[str] = []
+        """The same, escaped for a JSON string: escaping is per character, so the
+        escaped prompt is a join of escaped parts and is never escaped whole again."""
         self._older_chars = 0
         self._cut: list[bool] = []
         self._cut_count = 0
@@ -56,6 +62,7 @@ class History:
         text, used, cut = item.render(self.budget.older_chars)
         self.items.append(item)
         self._older.append(text)
+        self._older_json.append(json_escape(text))
         self._older_chars += used
         self._cut.append(cut > 0)
         self._cut_count += cut > 0
@@ -75,8 +82,18 @@ class History:
         ):
             parts = self._older[:-1]
             parts.reverse()
-            text = "\n\n".join([newest.render(len(newest.output))[0], *parts])
-            return RenderedHistory(text=text, items=tuple(reversed(items)))
+            escaped = self._older_json[:-1]
+            escaped.reverse()
+            if self._cut[-1]:  # the newest is cut as an older item, but not as the newest
+                first = newest.render(len(newest.output))[0]
+                first_json = json_escape(first)
+            else:
+                first, first_json = self._older[-1], self._older_json[-1]
+            return RenderedHistory(
+                text="\n\n".join([first, *parts]),
+                json_text="\\n\\n".join([first_json, *escaped]),
+                items=tuple(reversed(items)),
+            )
         return self._render_slowly()
 
     def _render_slowly(self) -> RenderedHistory:

@@ -36,6 +36,7 @@ from swarm_runtime.orchestrator.routing import Decision, decide, loop_key
 from swarm_runtime.storage.layout import RunLayout, new_run_id
 from swarm_runtime.storage.store import (
     EventLog,
+    json_escape,
     preserve_previous,
     write_json_atomic,
     write_jsonl_atomic,
@@ -150,7 +151,7 @@ class Orchestrator:
         self.repo_root = repo_root or Path.cwd()
         self.observer = observer
         self._engine_cache: dict[str, StepEngine] = {}
-        self._system_prompts: dict[tuple[str, str], str] = {}
+        self._system_prompts: dict[tuple[str, str], tuple[str, str]] = {}
         self._stop_requested = False
         self._abort_requested = False
         self._in_engine = False
@@ -245,14 +246,14 @@ class Orchestrator:
             self._engine_cache[engine_id] = engine
         return engine
 
-    def system_prompt(self, flow: FlowSpec, step: StepSpec) -> str:
-        """The system part of a step's prompt (it never changes within a flow)."""
+    def system_prompt(self, flow: FlowSpec, step: StepSpec) -> tuple[str, str]:
+        """A step's system prompt and its JSON-escaped form (fixed within a flow)."""
         key = (flow.key, step.id)
-        text = self._system_prompts.get(key)
-        if text is None:
+        cached = self._system_prompts.get(key)
+        if cached is None:
             text = system_prompt(flow, step, persona=self.persona(step.primary_agent))
-            self._system_prompts[key] = text
-        return text
+            cached = self._system_prompts[key] = (text, json_escape(text))
+        return cached
 
     def persona(self, agent_key: str) -> str | None:
         """The agent's persona text from ``<flows_dir>/agents/<agent>.md``, if any."""
@@ -297,6 +298,7 @@ class _Run:
         self.seq = 0
         self.history = History(owner.history_budget)
         self.request = request_text(spec.params)
+        self.user_json_head = json_escape(user_prompt(self.request, "x")[:-1])
         self.spec_dict = spec.as_dict(mode=owner.mode, engine=owner.engine_id)
         self.flow_bases: dict[str, Path] = {}
         self.executions: dict[tuple[str, str], int] = {}
@@ -482,7 +484,8 @@ class _Run:
         self.executions[(flow.key, step.id)] = iteration + 1
         index = flow.index_of(step.id) + 1
         rendered = self.history.render()
-        prompt = Prompt(self.o.system_prompt(flow, step), user_prompt(self.request, rendered.text))
+        system, system_json = self.o.system_prompt(flow, step)
+        prompt = Prompt(system, user_prompt(self.request, rendered.text))
         run_base = self.flow_bases.get(flow.key)
         if run_base is None:
             run_base = self.flow_bases[flow.key] = self.layout.flow_base(flow.key)
@@ -619,9 +622,14 @@ class _Run:
         if iteration:  # the step ran before in this run: keep its files as ~n
             preserve_previous(receipt_path)
             preserve_previous(transcript_path)
-        lines = [
-            {"timestamp": started_ts, "role": "system", "content": prompt.system},
-            {"timestamp": started_ts, "role": "user", "content": prompt.user},
+        if rendered.json_text is not None:
+            user_json = self.user_json_head + rendered.json_text
+        else:
+            user_json = json_escape(prompt.user)
+        lines: list[dict[str, Any] | str] = [
+            # The same bytes encode_line would write, from escapes made once per part.
+            f'{{"content": "{system_json}", "role": "system", "timestamp": "{started_ts}"}}\n',
+            f'{{"content": "{user_json}", "role": "user", "timestamp": "{started_ts}"}}\n',
         ]
         lines.extend({"timestamp": completed_ts, **line} for line in outcome.transcript)
         write_jsonl_atomic(transcript_path, lines, durable=self.o.durable)

@@ -15,6 +15,7 @@ import contextlib
 import itertools
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -27,6 +28,7 @@ __all__ = [
     "TornLine",
     "dump_json",
     "encode_line",
+    "json_escape",
     "preserve_previous",
     "read_event_log",
     "write_json_atomic",
@@ -34,26 +36,55 @@ __all__ = [
 ]
 
 _tmp_counter = itertools.count()
+_PID = os.getpid()
 _COMPACT = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
+_escape = json.encoder.encode_basestring  # what _COMPACT uses for strings
+
+
+def _line_encoder() -> Callable[[Any], str]:
+    # JSONEncoder.encode builds a new C encoder on every call, which costs more than
+    # encoding a small event does; build the same C encoder once (the arguments are the
+    # ones JSONEncoder.iterencode passes). Output is identical to _COMPACT.encode; where
+    # the C accelerator is missing or differs, _COMPACT.encode is used.
+    make = getattr(json.encoder, "c_make_encoder", None)
+    try:
+        encoder = make(None, _COMPACT.default, _escape, None, ": ", ", ", True, False, True)  # type: ignore[misc]
+        probe = {"b": [1, 2.5, None, True], "a": "\u00e9\n"}
+        if "".join(encoder(probe, 0)) != _COMPACT.encode(probe):
+            raise ValueError("C encoder output differs")
+    except (TypeError, ValueError):
+        return _COMPACT.encode
+
+    def encode(value: Any) -> str:
+        return "".join(encoder(value, 0))
+
+    return encode
+
+
+_encode = _line_encoder()
 _PRETTY = json.JSONEncoder(ensure_ascii=False, sort_keys=True, indent=2)
 
 StrPath = str | os.PathLike[str]
 
 
+def json_escape(text: str) -> str:
+    """``text`` as the inside of a JSON string, exactly as the line encoder writes it."""
+    return _escape(text)[1:-1]
+
+
 def encode_line(value: Any) -> str:
     """One JSON line (compact, sorted keys, trailing newline)."""
-    return _COMPACT.encode(value) + "\n"
+    return _encode(value) + "\n"
 
 
 def dump_json(document: Any, *, pretty: bool = False) -> str:
     """The JSON text of a run document with sorted keys and a trailing newline."""
-    return (_PRETTY if pretty else _COMPACT).encode(document) + "\n"
+    return (_PRETTY.encode(document) if pretty else _encode(document)) + "\n"
 
 
 def _write_atomic(path: StrPath, text: str, *, durable: bool) -> None:
     target = os.fspath(path)
-    head, name = os.path.split(target)
-    tmp = os.path.join(head, f".{name}.{os.getpid()}.{next(_tmp_counter)}.tmp")
+    tmp = f"{target}.{_PID}.{next(_tmp_counter)}.tmp"  # same directory, so replace is atomic
     data = text.encode("utf-8")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -80,10 +111,14 @@ def write_json_atomic(
 
 
 def write_jsonl_atomic(
-    path: StrPath, lines: list[dict[str, Any]], *, durable: bool = False
+    path: StrPath, lines: list[dict[str, Any] | str], *, durable: bool = False
 ) -> None:
-    """Write a whole JSON-lines file atomically (used for transcripts)."""
-    _write_atomic(path, "".join(map(encode_line, lines)), durable=durable)
+    """Write a whole JSON-lines file atomically (used for transcripts).
+
+    A line is a mapping, or a string that is already one encoded line.
+    """
+    text = "".join(line if isinstance(line, str) else encode_line(line) for line in lines)
+    _write_atomic(path, text, durable=durable)
 
 
 def preserve_previous(path: StrPath) -> str | None:
@@ -119,7 +154,7 @@ class EventLog:
         handle = self._handle
         if handle is None:
             raise StorageError(f"event log {self.path} is closed")
-        handle.write(_COMPACT.encode(event) + "\n")
+        handle.write(_encode(event) + "\n")
         handle.flush()
         if self.durable:
             os.fsync(handle.fileno())
