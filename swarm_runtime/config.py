@@ -9,11 +9,11 @@ says where it came from. The environment is passed in as a mapping, so only the 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from swarm_runtime.errors import ConfigError
+from swarm_runtime.record import Record, field
 
 __all__ = ["DEFAULT_CONFIG_PATH", "MODES", "Settings", "resolve_settings"]
 
@@ -25,8 +25,7 @@ _ENGINE_KEYS = {"claude": ("mode", "provider", "model", "env"), "gemini": ("mode
 _HISTORY_KEYS = ("total_chars", "recent_chars", "older_chars")
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(Record):
     """Resolved settings, each with the place it came from (for messages)."""
 
     mode: str = "stub"

@@ -1,30 +1,63 @@
 """JSON Schema of the engine-facing types StepContext and StepResult (SPEC §3.4).
 
-They are frozen dataclasses in :mod:`swarm_runtime.engines.base` so the run path does not
-pay for pydantic; pydantic reads them as they are to export their schema and validate.
+They are :class:`~swarm_runtime.record.Record` classes in :mod:`swarm_runtime.engines.base`
+so the run path does not pay for pydantic; here pydantic models are derived from their
+fields (unknown fields are errors) to export the schema and validate.
 """
 
 from __future__ import annotations
 
+import inspect
+import sys
+import typing
+from functools import cache
+from pathlib import Path
 from typing import Any
 
-from pydantic import TypeAdapter
+from pydantic import BaseModel, ConfigDict, create_model
 
-from swarm_runtime.engines.base import StepContext, StepResult
+from swarm_runtime.engines.base import HistoryItem, Prompt, StepContext, StepResult
+from swarm_runtime.record import MISSING, Record, record_fields
 
-__all__ = ["step_context_schema", "step_result_adapter", "step_result_schema"]
+__all__ = ["model_of", "step_context_schema", "step_result_schema"]
 
 
-def step_result_adapter() -> TypeAdapter[StepResult]:
-    """A validator for StepResult (unknown fields are errors)."""
-    return TypeAdapter(StepResult)
+@cache
+def model_of(cls: type[Record], nested: tuple[type[Record], ...] = ()) -> type[BaseModel]:
+    """A frozen pydantic model with the fields, types and defaults of a record class.
+
+    Records named in ``nested`` that appear in its field types become models too.
+    """
+    namespace: dict[str, Any] = {**vars(typing), "Path": Path}
+    namespace.update(vars(sys.modules[cls.__module__]))
+    for inner in nested:
+        namespace[inner.__name__] = model_of(inner)
+    own = inspect.get_annotations(cls)
+    hints = {
+        name: eval(own[name], namespace) if isinstance(own[name], str) else own[name]
+        for name in record_fields(cls)
+    }
+    fields: dict[str, Any] = {}
+    for name, (default, factory) in record_fields(cls).items():
+        if factory is not None:
+            fields[name] = (hints[name], factory())
+        elif default is MISSING:
+            fields[name] = (hints[name], ...)
+        else:
+            fields[name] = (hints[name], default)
+    return create_model(
+        cls.__name__,
+        __config__=ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True),
+        __doc__=cls.__doc__,
+        **fields,
+    )
 
 
 def step_result_schema() -> dict[str, Any]:
     """JSON Schema of StepResult."""
-    return step_result_adapter().json_schema()
+    return model_of(StepResult).model_json_schema()
 
 
 def step_context_schema() -> dict[str, Any]:
-    """JSON Schema of StepContext (the prompt and paths as strings)."""
-    return TypeAdapter(StepContext).json_schema()
+    """JSON Schema of StepContext (paths as strings)."""
+    return model_of(StepContext, (HistoryItem, Prompt)).model_json_schema()

@@ -9,9 +9,10 @@ transcript. The orchestrator alone writes files, so there is one place that does
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
+
+from swarm_runtime.record import Record, field
 
 __all__ = [
     "MAX_OUTPUT_BYTES",
@@ -35,19 +36,15 @@ RESULT_CODES: tuple[str, ...] = ("ok", "retryable", "fatal", "blocked", "skipped
 TRUNCATION_MARKER = "\n[OUTPUT_TRUNCATED: full text in the transcript]"
 
 
-@dataclass(frozen=True, slots=True)
-class Prompt:
+class Prompt(Record):
     """The two parts of a step's prompt (SPEC §6.1)."""
 
     system: str
     user: str
 
 
-@dataclass(frozen=True, slots=True)
-class HistoryItem:
+class HistoryItem(Record):
     """The output of one earlier step execution, as the next steps see it."""
-
-    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}  # for the JSON Schema
 
     flow_key: str
     step_id: str
@@ -74,11 +71,8 @@ class HistoryItem:
         return f"{self.header}\n{marked}", room, cut
 
 
-@dataclass(frozen=True, slots=True)
-class StepContext:
+class StepContext(Record):
     """Everything an engine may know about the step it runs."""
-
-    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}  # for the JSON Schema
 
     repo_root: Path
     run_id: str
@@ -104,11 +98,8 @@ class StepContext:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
-class StepResult:
+class StepResult(Record):
     """What a step produced (SPEC §3.4)."""
-
-    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}  # for the JSON Schema
 
     step_id: str
     status: Literal["succeeded", "failed", "skipped"]
@@ -135,8 +126,7 @@ def truncate_output(text: str) -> str:
     return data[:room].decode("utf-8", errors="ignore") + TRUNCATION_MARKER
 
 
-@dataclass(frozen=True, slots=True)
-class RunEvent:
+class RunEvent(Record):
     """An event an engine reports; the orchestrator adds run id, seq and timestamp."""
 
     kind: str
@@ -144,8 +134,7 @@ class RunEvent:
     ts: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class TokenUsage:
+class TokenUsage(Record):
     """Tokens of one call."""
 
     prompt: int = 0
@@ -161,8 +150,7 @@ class TokenUsage:
         return {"prompt": self.prompt, "completion": self.completion, "total": self.total}
 
 
-@dataclass(frozen=True, slots=True)
-class StepOutcome:
+class StepOutcome(Record):
     """An engine's answer for one step call."""
 
     result: StepResult

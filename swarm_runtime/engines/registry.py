@@ -9,12 +9,12 @@ among the built-in engines, so a plain run pays nothing for them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from swarm_runtime.engines.base import StepEngine
 from swarm_runtime.engines.scenario import Scenario
 from swarm_runtime.errors import EngineError
+from swarm_runtime.record import Record, field
 
 __all__ = ["ENTRY_POINT_GROUP", "EngineOptions", "EngineRegistry", "default_registry"]
 
@@ -22,8 +22,7 @@ ENTRY_POINT_GROUP = "swarm_runtime.engines"
 MODES = ("stub", "sdk", "cli", "replay", "record")
 
 
-@dataclass(frozen=True)
-class EngineOptions:
+class EngineOptions(Record):
     """What a factory may use to build an engine."""
 
     mode: str = "stub"

@@ -8,12 +8,12 @@ repeating). It comes from a YAML file or a dict; anything unknown is an error na
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from swarm_runtime.engines.base import RESULT_CODES
 from swarm_runtime.errors import ScenarioError
+from swarm_runtime.record import Record, field
 
 __all__ = ["Outcome", "Scenario", "ToolCall"]
 
@@ -30,8 +30,7 @@ OUTCOME_KEYS = (
 TOOL_KEYS = ("tool", "input", "output", "success")
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCall:
+class ToolCall(Record):
     """A tool call the stub pretends the model made."""
 
     tool: str
@@ -40,8 +39,7 @@ class ToolCall:
     success: bool = True
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
+class Outcome(Record):
     """What the stub does for one execution of a step."""
 
     handoff: dict[str, Any] | None = None
@@ -135,8 +133,7 @@ def _parse_outcome(raw: Any, where: str) -> Outcome:
     )
 
 
-@dataclass
-class Scenario:
+class Scenario(Record):
     """A parsed scenario; ``outcome_for`` answers per step and execution."""
 
     entries: dict[str, tuple[Outcome, ...]] = field(default_factory=dict)

@@ -8,7 +8,6 @@ All errors of a file are collected, so ``swarm flows validate`` can print every 
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -82,6 +81,8 @@ def load_yaml_nodes(path: Path, text: str) -> yaml.Node | None:
 
 
 def _suggest(word: str, allowed: tuple[str, ...]) -> str:
+    import difflib  # only on the error path
+
     close = difflib.get_close_matches(word, allowed, n=1)
     hint = f"; did you mean '{close[0]}'?" if close else ""
     return f"allowed: {', '.join(allowed)}{hint}"

@@ -1,10 +1,11 @@
-"""The in-memory shape of a flow: plain frozen dataclasses, built only by the loader."""
+"""The in-memory shape of a flow: immutable records, built only by the loader."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
+
+from swarm_runtime.record import Record, field
 
 __all__ = ["Budget", "FlowSpec", "RoutingSpec", "StepSpec", "TeachingNotes"]
 
@@ -13,8 +14,7 @@ RoutingKind = Literal["linear", "microloop", "branch"]
 DEFAULT_MAX_ITERATIONS = 5
 
 
-@dataclass(frozen=True, slots=True)
-class TeachingNotes:
+class TeachingNotes(Record):
     """The four lists a step's prompt teaches from."""
 
     inputs: tuple[str, ...]
@@ -27,8 +27,7 @@ class TeachingNotes:
         return self.inputs + self.outputs + self.emphasizes + self.constraints
 
 
-@dataclass(frozen=True, slots=True)
-class RoutingSpec:
+class RoutingSpec(Record):
     """How to pick the step after this one (SPEC §4)."""
 
     kind: RoutingKind = "linear"
@@ -44,8 +43,7 @@ class RoutingSpec:
     """Whether the flow file had a routing block at all."""
 
 
-@dataclass(frozen=True, slots=True)
-class Budget:
+class Budget(Record):
     """Per-step limits; exceeding one fails the step."""
 
     tokens: int | None = None
@@ -53,8 +51,7 @@ class Budget:
     duration_ms: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class StepSpec:
+class StepSpec(Record):
     """One step of a flow."""
 
     id: str
@@ -91,8 +88,7 @@ class StepSpec:
         return {}
 
 
-@dataclass(frozen=True, slots=True)
-class FlowSpec:
+class FlowSpec(Record):
     """A validated flow."""
 
     key: str

@@ -10,16 +10,14 @@ everything fits (the usual case) a prompt's history is one join.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from swarm_runtime.engines.base import HistoryItem
+from swarm_runtime.record import Record, field
 from swarm_runtime.storage.store import json_escape
 
 __all__ = ["History", "HistoryBudget", "HistoryItem", "RenderedHistory"]
 
 
-@dataclass(frozen=True, slots=True)
-class HistoryBudget:
+class HistoryBudget(Record):
     """Character budgets for the history part of a prompt."""
 
     total_chars: int = 200_000
@@ -27,8 +25,7 @@ class HistoryBudget:
     older_chars: int = 10_000
 
 
-@dataclass(frozen=True, slots=True)
-class RenderedHistory:
+class RenderedHistory(Record):
     """The history text for a prompt, and what was cut from it."""
 
     text: str

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from swarm_runtime.errors import RoutingError
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
+from swarm_runtime.record import Record
 
 __all__ = ["Decision", "decide", "loop_key"]
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(Record):
     """Where to go after a step, and why."""
 
     to_step: str | None

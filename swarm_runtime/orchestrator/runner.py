@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ from swarm_runtime.flow.spec import FlowSpec, StepSpec
 from swarm_runtime.orchestrator.history import History, HistoryBudget
 from swarm_runtime.orchestrator.prompt import request_text, system_prompt, user_prompt
 from swarm_runtime.orchestrator.routing import Decision, decide, loop_key
+from swarm_runtime.record import Record, field
 from swarm_runtime.storage.layout import RunLayout, new_run_id
 from swarm_runtime.storage.store import (
     EventLog,
@@ -48,8 +48,7 @@ __all__ = ["Orchestrator", "RunOutcome", "RunSpec"]
 EventObserver = Callable[[dict[str, Any]], None]
 
 
-@dataclass(frozen=True)
-class RunSpec:
+class RunSpec(Record):
     """What to run (SPEC §3): flows in order, the request, and an optional slice."""
 
     flows: tuple[str, ...]
@@ -75,8 +74,7 @@ class RunSpec:
         }
 
 
-@dataclass(frozen=True)
-class RunOutcome:
+class RunOutcome(Record):
     """How a run ended."""
 
     run_id: str
@@ -88,15 +86,23 @@ class RunOutcome:
     interrupted: bool = False
 
 
-@dataclass
 class _Totals:
-    steps_completed: int = 0
-    executed: int = 0
-    loops: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-    duration_ms: int = 0
+    """Counters of a run or of one flow in it."""
+
+    __slots__ = (
+        "completion_tokens",
+        "cost_usd",
+        "duration_ms",
+        "executed",
+        "loops",
+        "prompt_tokens",
+        "steps_completed",
+    )
+
+    def __init__(self) -> None:
+        self.steps_completed = self.executed = self.loops = 0
+        self.prompt_tokens = self.completion_tokens = self.duration_ms = 0
+        self.cost_usd = 0.0
 
     def as_flow_dict(self) -> dict[str, Any]:
         return {

@@ -16,11 +16,11 @@ import itertools
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from swarm_runtime.errors import StorageError
+from swarm_runtime.record import Record, field
 
 __all__ = [
     "EventLog",
@@ -166,8 +166,7 @@ class EventLog:
             self._handle = None
 
 
-@dataclass(frozen=True)
-class TornLine:
+class TornLine(Record):
     """A last line of ``events.jsonl`` that was cut off mid-write."""
 
     line: int
@@ -179,8 +178,7 @@ class TornLine:
         return f"{path}:{self.line}: torn last line ignored ({len(self.text)} chars: {preview!r})"
 
 
-@dataclass(frozen=True)
-class EventLogReadResult:
+class EventLogReadResult(Record):
     """Events read from a log, with the torn last line if there was one."""
 
     events: list[dict[str, Any]] = field(default_factory=list)

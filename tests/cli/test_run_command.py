@@ -148,6 +148,13 @@ def test_schema_prints_json_schema(cli: Callable[..., CliResult]) -> None:
     event = json.loads(cli("schema", "event").out)
     assert "run_completed" in json.dumps(event)
     assert cli("schema", "nope").code == 2
+    result_schema = json.loads(cli("schema", "step_result").out)
+    assert result_schema["additionalProperties"] is False
+    assert set(result_schema["required"]) == {"step_id", "status"}
+    context = json.loads(cli("schema", "step_context").out)
+    assert "history" in context["properties"] and "HistoryItem" in json.dumps(context)
+    for name in ("transcript", "run_spec", "run_summary"):
+        assert cli("schema", name).code == 0
 
 
 def test_packaged_flows_are_used_outside_a_project(
