@@ -164,3 +164,23 @@ def test_packaged_flows_are_used_outside_a_project(
     result = cli("flows", "list")
     assert result.code == 0 and "signal" in result.out
     assert SHIPPED_FLOWS.is_dir()
+
+
+def test_swarm_run_keeps_heavy_imports_off_the_run_path(tmp_path: Path) -> None:
+    """Start-up time is part of the product: a stub run loads no pydantic, no dataclasses."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from swarm_runtime.cli.main import main\n"
+        f"code = main(['run', 'stepwise-demo', '--flows-dir', {str(SHIPPED_FLOWS)!r},"
+        f" '--runs-dir', {str(tmp_path / 'runs')!r}])\n"
+        "heavy = sorted(m for m in ('pydantic', 'dataclasses', 'inspect', 'secrets', 'difflib')"
+        " if m in sys.modules)\n"
+        "print('HEAVY', heavy)\n"
+        "sys.exit(code)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "HEAVY []" in result.stdout

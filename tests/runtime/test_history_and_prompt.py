@@ -1,0 +1,115 @@
+"""History within budgets (SPEC §6.2–§6.3) and what a prompt holds (SPEC §6.1)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from swarm_runtime.engines.base import HistoryItem, truncate_output
+from swarm_runtime.orchestrator.history import History, HistoryBudget
+from swarm_runtime.storage.store import encode_line
+from tests.runtime.helpers import receipt, run_flows, step_yaml, write_flow
+
+
+def _item(n: int, size: int) -> HistoryItem:
+    return HistoryItem("f", f"s{n}", "a", 0, str(n % 10) * size)
+
+
+def _history(budget: HistoryBudget, sizes: list[int]) -> History:
+    history = History(budget)
+    for n, size in enumerate(sizes):
+        history.add(_item(n, size))
+    return history
+
+
+def test_everything_fits_newest_first() -> None:
+    rendered = _history(HistoryBudget(), [5, 6, 7]).render()
+    assert (
+        rendered.text.index("### f/s2")
+        < rendered.text.index("### f/s1")
+        < rendered.text.index("### f/s0")
+    )
+    assert "[CONTEXT_TRUNCATED" not in rendered.text
+    assert rendered.truncation == {}
+    assert [i.step_id for i in rendered.items] == ["s2", "s1", "s0"]
+
+
+def test_recent_and_older_budgets_cut_with_a_visible_marker() -> None:
+    budget = HistoryBudget(total_chars=1000, recent_chars=50, older_chars=20)
+    rendered = _history(budget, [30, 30, 80]).render()
+    assert "2" * 50 + "\n[CONTEXT_TRUNCATED: 30 of 80 chars of this output cut]" in rendered.text
+    assert "1" * 20 + "\n[CONTEXT_TRUNCATED: 10 of 30 chars" in rendered.text
+    assert rendered.truncation == {"items_dropped": 0, "chars_dropped": 30 + 10 + 10}
+
+
+def test_total_budget_drops_oldest_items_and_says_so() -> None:
+    budget = HistoryBudget(total_chars=100, recent_chars=60, older_chars=40)
+    rendered = _history(budget, [40, 40, 40, 60]).render()
+    # newest 60, then 40 fits exactly, the rest is dropped
+    assert [i.step_id for i in rendered.items] == ["s3", "s2"]
+    assert rendered.text.endswith("[CONTEXT_TRUNCATED: 2 older step output(s) dropped, 80 chars]")
+    assert rendered.truncation == {"items_dropped": 2, "chars_dropped": 80}
+
+
+def test_fast_and_slow_rendering_agree() -> None:
+    budget = HistoryBudget(total_chars=10_000, recent_chars=300, older_chars=100)
+    sizes = [50, 120, 90, 250, 30]
+    history = _history(budget, sizes)
+    fast = history.render()
+    slow = history._render_slowly()
+    assert fast.text == slow.text
+    assert fast.truncation == slow.truncation
+    if fast.json_text is not None:
+        assert json.dumps(fast.text, ensure_ascii=False)[1:-1] == fast.json_text
+
+
+def test_truncation_reaches_the_receipt(tmp_path: Path) -> None:
+    flows = tmp_path / "flows"
+    write_flow(flows, "long", [step_yaml("talk"), step_yaml("listen")])
+    outcome = run_flows(
+        flows,
+        tmp_path / "runs",
+        ("long",),
+        scenario={"talk": {"text": "word " * 20_000}},
+        history_budget=HistoryBudget(recent_chars=1000),
+    )
+    listen = receipt(outcome, "long", "listen", "worker")
+    # History carries the StepResult output, itself cut below 50 KB with a marker.
+    output = truncate_output("word " * 20_000)
+    assert output.endswith("[OUTPUT_TRUNCATED: full text in the transcript]")
+    assert listen["context_truncation"] == {"items_dropped": 0, "chars_dropped": len(output) - 1000}
+    assert "context_truncation" not in receipt(outcome, "long", "talk", "worker")
+    lines = (outcome.path / "long/llm/listen-worker-claude.jsonl").read_text().splitlines()
+    assert "[CONTEXT_TRUNCATED:" in json.loads(lines[1])["content"]
+
+
+def test_prompt_lines_are_byte_identical_to_the_line_encoder(tmp_path: Path) -> None:
+    flows = tmp_path / "flows"
+    write_flow(flows, "esc", [step_yaml("one"), step_yaml("two"), step_yaml("three")])
+    outcome = run_flows(
+        flows,
+        tmp_path / "runs",
+        ("esc",),
+        scenario={"one": {"text": 'quote " backslash \\ tab \t nl \n ctrl \x01 é ☃'}},
+    )
+    for name in ("one", "two", "three"):
+        path = outcome.path / "esc" / "llm" / f"{name}-worker-claude.jsonl"
+        for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
+            assert encode_line(json.loads(line)) == line
+
+
+def test_prompt_has_role_notes_sections_and_handoff_fields(tmp_path: Path) -> None:
+    flows = tmp_path / "flows"
+    loop = "routing:\n  kind: microloop\n  loop_target: one\n  loop_condition_field: verdict\n  loop_success_values: [PASS, OK]\n"
+    write_flow(flows, "p", [step_yaml("one"), step_yaml("two", loop)])
+    (flows / "agents").mkdir()
+    (flows / "agents" / "worker.md").write_text("You are the worker persona.\n")
+    outcome = run_flows(flows, tmp_path / "runs", ("p",))
+    line = json.loads((outcome.path / "p/llm/two-worker-claude.jsonl").read_text().splitlines()[0])
+    system = line["content"]
+    assert system.startswith("You are the worker persona.")
+    assert "## Step 2 of 2: two" in system and "Role: Does two." in system
+    for heading in ("## Inputs", "## Outputs", "## Emphasizes", "## Constraints"):
+        assert heading in system
+    assert "- verdict: one of PASS, OK" in system
+    assert "- can_further_iteration_help: one of yes, no" in system
