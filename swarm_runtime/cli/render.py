@@ -54,20 +54,28 @@ def run_table(summary: dict[str, Any], wall_ms: int) -> str:
 
 
 class ProgressPrinter:
-    """Prints one line per step as it finishes (used when stdout is a terminal)."""
+    """Prints a line per step as it starts and as it finishes.
 
-    def __init__(self, stream: TextIO) -> None:
+    On a terminal the start line ("[ .. ] flow/step") is replaced by the finish line, so
+    the screen shows what is running now and one line per finished step.
+    """
+
+    def __init__(self, stream: TextIO, *, live: bool | None = None) -> None:
         self.stream = stream
+        self.live = stream.isatty() if live is None else live
 
     def __call__(self, event: dict[str, Any]) -> None:
         kind = event["kind"]
         payload = event["payload"]
         where = f"{event['flow_key']}/{event['step_id']}"
-        if kind == "step_end":
+        clear = "\r\x1b[K" if self.live else ""
+        if kind == "step_start":
+            self.stream.write(f"[ .. ] {where}" + ("" if self.live else "\n"))
+        elif kind == "step_end":
             mark = "skip" if payload["status"] == "skipped" else " ok "
-            self.stream.write(f"[{mark}] {where} ({payload['duration_ms']} ms)\n")
+            self.stream.write(f"{clear}[{mark}] {where} ({payload['duration_ms']} ms)\n")
         elif kind == "step_error":
-            self.stream.write(f"[FAIL] {where}: {payload['error']}\n")
+            self.stream.write(f"{clear}[FAIL] {where}: {payload['error']}\n")
         elif kind == "route_decision" and payload["decision"] == "loop":
             self.stream.write(f"       loop -> {payload['to_step']} ({payload['reason']})\n")
         else:

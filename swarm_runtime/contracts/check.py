@@ -24,7 +24,14 @@ from swarm_runtime.contracts.transcript import parse_transcript_line
 from swarm_runtime.errors import StorageError
 from swarm_runtime.storage.store import read_event_log
 
-__all__ = ["Violation", "check_event_sequence", "validate_run_dir"]
+__all__ = [
+    "Violation",
+    "check_event_sequence",
+    "check_events_file",
+    "check_receipt_file",
+    "check_transcript_file",
+    "validate_run_dir",
+]
 
 STEP_EVENTS = ("step_start", "step_end", "step_error", "tool_start", "tool_end", "route_decision")
 
@@ -94,7 +101,8 @@ def _check_document(
     return [], value
 
 
-def _check_receipt(path: Path, root: Path) -> list[Violation]:
+def check_receipt_file(path: Path, root: Path) -> list[Violation]:
+    """Violations in one file of the run at ``root`` (paths in findings are relative)."""
     found, value = _check_document(path, root, Receipt)
     if value is None:
         return found
@@ -116,7 +124,8 @@ def _check_receipt(path: Path, root: Path) -> list[Violation]:
     return found
 
 
-def _check_transcript(path: Path, root: Path) -> list[Violation]:
+def check_transcript_file(path: Path, root: Path) -> list[Violation]:
+    """Violations in one file of the run at ``root`` (paths in findings are relative)."""
     rel = str(path.relative_to(root))
     found: list[Violation] = []
     try:
@@ -260,7 +269,8 @@ def check_event_sequence(events: Sequence[tuple[int, dict[str, Any]]], rel: str)
     return found
 
 
-def _check_events(path: Path, root: Path) -> list[Violation]:
+def check_events_file(path: Path, root: Path) -> list[Violation]:
+    """Violations in one file of the run at ``root`` (paths in findings are relative)."""
     rel = str(path.relative_to(root))
     try:
         result = read_event_log(path)
@@ -298,9 +308,9 @@ def validate_run_dir(root: Path | str) -> list[Violation]:
     found: list[Violation] = []
     found.extend(_check_document(root / "spec.json", root, RunSpecDocument)[0])
     found.extend(_check_document(root / "meta.json", root, RunSummary)[0])
-    found.extend(_check_events(root / "events.jsonl", root))
+    found.extend(check_events_file(root / "events.jsonl", root))
     for path in _walk(root, "*/receipts/*.json"):
-        found.extend(_check_receipt(path, root))
+        found.extend(check_receipt_file(path, root))
     for path in _walk(root, "*/llm/*.jsonl"):
-        found.extend(_check_transcript(path, root))
+        found.extend(check_transcript_file(path, root))
     return sorted(found, key=lambda v: (v.file, v.line or 0, v.message))

@@ -70,6 +70,11 @@ class StubEngine(StepEngine):
     def _reply(self, ctx: StepContext, outcome: Outcome | None) -> tuple[str, dict[str, Any]]:
         handoff = _default_handoff(ctx)
         if outcome is not None and outcome.handoff is not None:
+            if "can_further_iteration_help" in handoff and (
+                set(outcome.handoff) & set(ctx.handoff_fields)
+            ):
+                # The scenario drives this loop: do not let the default end it early.
+                handoff["can_further_iteration_help"] = "yes"
             handoff.update(outcome.handoff)
         if outcome is not None and outcome.text is not None:
             body = outcome.text

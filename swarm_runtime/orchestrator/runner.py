@@ -141,6 +141,7 @@ class Orchestrator:
         history_budget: HistoryBudget | None = None,
         repo_root: Path | None = None,
         observer: EventObserver | None = None,
+        result_observer: Callable[[str, StepResult], None] | None = None,
     ) -> None:
         self.flows = flows
         self.runs_dir = Path(runs_dir)
@@ -156,6 +157,7 @@ class Orchestrator:
         self.history_budget = history_budget or HistoryBudget()
         self.repo_root = repo_root or Path.cwd()
         self.observer = observer
+        self.result_observer = result_observer
         self._engine_cache: dict[str, StepEngine] = {}
         self._system_prompts: dict[tuple[str, str], tuple[str, str]] = {}
         self._stop_requested = False
@@ -308,7 +310,7 @@ class _Run:
         self.spec_dict = spec.as_dict(mode=owner.mode, engine=owner.engine_id)
         self.flow_bases: dict[str, Path] = {}
         self.executions: dict[tuple[str, str], int] = {}
-        self.loop_counts: dict[str, int] = {}
+        self.loop_counts: dict[tuple[str, str], int] = {}
         self.open_step: tuple[str, str, str, datetime, str] | None = None
         self.created_at = format_ts(self.clock())
         self.layout, self.log = self._create()
@@ -560,6 +562,8 @@ class _Run:
                 result=StepResult(step_id=step.id, status="failed", error=error),
                 mode=engine.mode,
             )
+        if self.o.result_observer is not None:
+            self.o.result_observer(flow.key, outcome.result)
         code = outcome.result_code
         if error is None:
             error = self._outcome_error(step, outcome)
@@ -596,7 +600,7 @@ class _Run:
             receipt.update(outcome.extra_receipt)
         decision: Decision | None = None
         if error is None:
-            executions = self.loop_counts.get(loop_key(step), 0) + 1
+            executions = self.loop_counts.get((flow.key, loop_key(step)), 0) + 1
             try:
                 decision = decide(
                     flow,
@@ -677,14 +681,14 @@ class _Run:
         loop_state: dict[str, int] = {}
         if step.routing.kind == "microloop" and code != "skipped":
             key = loop_key(step)
-            executions = self.loop_counts.get(key, 0) + 1
+            executions = self.loop_counts.get((flow.key, key), 0) + 1
             loop_state[key] = executions
             if decision.decision == "loop":
-                self.loop_counts[key] = executions
+                self.loop_counts[(flow.key, key)] = executions
                 self.totals.loops += 1
                 flow_totals.loops += 1
             else:
-                self.loop_counts.pop(key, None)
+                self.loop_counts.pop((flow.key, key), None)
         self.emit(
             "route_decision",
             {

@@ -184,3 +184,17 @@ def test_swarm_run_keeps_heavy_imports_off_the_run_path(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert "HEAVY []" in result.stdout
+
+
+def test_progress_on_a_terminal_replaces_the_running_line() -> None:
+    import io
+
+    from swarm_runtime.cli.render import ProgressPrinter
+
+    stream = io.StringIO()
+    printer = ProgressPrinter(stream, live=True)
+    base = {"flow_key": "f", "step_id": "s"}
+    printer({**base, "kind": "step_start", "payload": {}})
+    assert stream.getvalue() == "[ .. ] f/s"
+    printer({**base, "kind": "step_end", "payload": {"status": "succeeded", "duration_ms": 3}})
+    assert stream.getvalue() == "[ .. ] f/s\r\x1b[K[ ok ] f/s (3 ms)\n"

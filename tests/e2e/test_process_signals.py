@@ -88,7 +88,8 @@ def test_sigkill_mid_run_leaves_parseable_files(tmp_path: Path) -> None:
 def test_ctrl_c_twice_aborts_the_step_exits_130_with_run_completed(tmp_path: Path) -> None:
     proc = _start(tmp_path, "plan/compare_design_options")
     try:
-        _wait_for_line(proc, "[ ok ] plan/load_signal_context")
+        # Printed after step_start is logged: the step is under way, past the boundary.
+        _wait_for_line(proc, "[ .. ] plan/compare_design_options")
         proc.send_signal(signal.SIGINT)
         assert proc.stderr is not None
         first = proc.stderr.readline()  # the process says it heard the first Ctrl-C

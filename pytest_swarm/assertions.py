@@ -1,0 +1,294 @@
+"""The contract assertions of SPEC §10.3, as plain functions over a :class:`RunRecord`.
+
+Each raises ``AssertionError`` listing every problem it found, one per line, each naming
+the run file, the line and the step. :func:`assert_run` runs them all. They hold in every
+mode, so one contract suite serves the stub, replayed cassettes and live runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_swarm.run_record import RunRecord
+    from swarm_runtime.flow.registry import FlowRegistry
+
+__all__ = [
+    "assert_event_sequence",
+    "assert_mode_parity",
+    "assert_receipt_contract",
+    "assert_routing",
+    "assert_run",
+    "assert_step_results",
+    "assert_teaching_notes",
+    "assert_transcript_contract",
+]
+
+MAX_OUTPUT_BYTES = 50 * 1024
+
+
+def _fail(what: str, record: RunRecord, problems: Iterable[str]) -> None:
+    found = list(problems)
+    if found:
+        lines = "\n".join(f"  {problem}" for problem in found)
+        raise AssertionError(f"{what} broken in run {record.run_id} ({record.path}):\n{lines}")
+
+
+def _step_of(file: str) -> str:
+    # "<flow>/receipts/<step>-<agent>.json" -> "<flow>/<step>-<agent>"
+    parts = file.split("/")
+    if len(parts) >= 3:
+        return f"{parts[0]}/{parts[-1].split('.')[0].split('~')[0]}"
+    return "-"
+
+
+def assert_receipt_contract(record: RunRecord) -> None:
+    """Every receipt matches §3.1 and belongs to this run and its flow directory."""
+    from swarm_runtime.contracts.check import check_receipt_file
+
+    problems: list[str] = []
+    for path in sorted(record.path.glob("*/receipts/*.json")):
+        for violation in check_receipt_file(path, record.path):
+            problems.append(f"{violation} (step {_step_of(violation.file)})")
+    for (flow, step), runs in record.executions.items():
+        for receipt in runs:
+            where = f"{flow}/receipts/{step}-{receipt.get('agent_key')}.json"
+            if receipt.get("run_id") != record.run_id:
+                problems.append(
+                    f"{where}: step '{flow}/{step}': run_id is {receipt.get('run_id')!r}, "
+                    f"the run is {record.run_id!r}"
+                )
+            if receipt.get("flow_key") != flow:
+                problems.append(
+                    f"{where}: step '{flow}/{step}': flow_key is {receipt.get('flow_key')!r} "
+                    f"but the receipt lies in {flow}/"
+                )
+    _fail("receipt contract", record, problems)
+
+
+def assert_transcript_contract(record: RunRecord) -> None:
+    """Every transcript matches §3.2 and a succeeded step has its assistant line."""
+    from swarm_runtime.contracts.check import check_transcript_file
+
+    problems: list[str] = []
+    for path in sorted(record.path.glob("*/llm/*.jsonl")):
+        for violation in check_transcript_file(path, record.path):
+            problems.append(f"{violation} (step {_step_of(violation.file)})")
+    for (flow, step), receipt in record.receipts.items():
+        lines = record.transcripts.get((flow, step))
+        where = f"{flow}/{receipt.get('transcript_path')}"
+        if lines is None:
+            problems.append(
+                f"{where}: step '{flow}/{step}': transcript named by its receipt is missing"
+            )
+        elif receipt.get("status") == "succeeded" and not any(
+            line.get("role") == "assistant" for line in lines
+        ):
+            problems.append(f"{where}: step '{flow}/{step}': succeeded but has no assistant line")
+    _fail("transcript contract", record, problems)
+
+
+def assert_event_sequence(record: RunRecord) -> None:
+    """Every event is a known kind with its payload, and the §3.3 invariants hold."""
+    from swarm_runtime.contracts.check import check_events_file
+
+    problems = [str(v) for v in check_events_file(record.path / "events.jsonl", record.path)]
+    _fail("event sequence", record, problems)
+
+
+def _registry(record: RunRecord) -> FlowRegistry:
+    if record.flows is None:
+        raise AssertionError(
+            f"run {record.run_id}: routing and teaching notes need the flows; "
+            "build the RunRecord with flows=FlowRegistry(...)"
+        )
+    return record.flows
+
+
+def assert_routing(record: RunRecord) -> None:
+    """Each route_decision is what the flow's routing gives for the step's handoff/receipt.
+
+    The decision is recomputed from the flow definition, the receipt of that execution
+    and the loop counters replayed from the event log (§4).
+    """
+    from swarm_runtime.orchestrator.routing import decide, loop_key
+
+    flows = _registry(record)
+    problems: list[str] = []
+    events = record.event_dicts
+    seen: dict[tuple[str, str], int] = {}
+    loops: dict[tuple[str, str], int] = {}
+    for index, event in enumerate(events):
+        kind = event.get("kind")
+        if kind not in ("step_end", "step_error"):
+            continue
+        flow_key, step_id = str(event.get("flow_key")), str(event.get("step_id"))
+        number = seen.get((flow_key, step_id), 0)
+        seen[(flow_key, step_id)] = number + 1
+        if kind == "step_error":
+            continue
+        line = index + 1
+        where = f"events.jsonl:{line}: step '{flow_key}/{step_id}'"
+        runs = record.executions.get((flow_key, step_id), [])
+        if number >= len(runs):
+            problems.append(f"{where}: no receipt for execution {number + 1}")
+            continue
+        receipt = runs[number]
+        nxt = events[index + 1] if index + 1 < len(events) else {}
+        if nxt.get("kind") != "route_decision":
+            problems.append(f"{where}: step_end is not followed by a route_decision")
+            continue
+        flow = flows.get(flow_key)
+        step = flow.step(step_id)
+        key = (flow_key, loop_key(step))
+        executions = loops.get(key, 0) + 1
+        skipped = (event.get("payload") or {}).get("status") == "skipped"
+        try:
+            expected = decide(
+                flow,
+                step,
+                handoff=receipt.get("handoff"),
+                receipt=receipt,
+                executions=executions,
+                linear_only=skipped,
+            )
+        except Exception as exc:  # a routing error should have been a step_error
+            problems.append(f"{where}: routed although routing fails: {exc}")
+            continue
+        got = nxt.get("payload") or {}
+        if str(got.get("reason", "")).startswith("end_step:") and expected.decision != "loop":
+            want_to, want_decision = None, "terminate"
+        else:
+            want_to, want_decision = expected.to_step, expected.decision
+        handoff = receipt.get("handoff")
+        if (got.get("to_step"), got.get("decision")) != (want_to, want_decision):
+            problems.append(
+                f"events.jsonl:{line + 1}: step '{flow_key}/{step_id}': route_decision "
+                f"{got.get('decision')} -> {got.get('to_step')!r}, but {step.routing.kind} "
+                f"routing with handoff {handoff} gives {want_decision} -> {want_to!r} "
+                f"({expected.reason})"
+            )
+        elif got.get("routing_source") != expected.source:
+            problems.append(
+                f"events.jsonl:{line + 1}: step '{flow_key}/{step_id}': routing_source "
+                f"{got.get('routing_source')!r}, expected {expected.source!r}"
+            )
+        routing = receipt.get("routing") or {}
+        if routing.get("decision") != got.get("decision"):
+            problems.append(
+                f"{flow_key}/receipts/{step_id}-{receipt.get('agent_key')}.json: step "
+                f"'{flow_key}/{step_id}': receipt routing.decision {routing.get('decision')!r} "
+                f"differs from its route_decision {got.get('decision')!r}"
+            )
+        if step.routing.kind == "microloop" and not skipped:
+            if got.get("decision") == "loop":
+                loops[key] = executions
+            else:
+                loops.pop(key, None)
+    _fail("routing", record, problems)
+
+
+def assert_teaching_notes(record: RunRecord) -> None:
+    """A step's notes are in its own prompt and in no other step's prompt (§6.1)."""
+    flows = _registry(record)
+    prompts: dict[tuple[str, str], str] = {}
+    for key, lines in record.transcripts.items():
+        prompts[key] = "\n".join(
+            str(line.get("content", "")) for line in lines if line.get("role") in ("system", "user")
+        )
+    notes: dict[str, tuple[str, str]] = {}
+    for flow_key in {flow for flow, _ in prompts}:
+        for step in flows.get(flow_key).steps:
+            for note in step.teaching_notes.all_notes():
+                notes.setdefault(note, (flow_key, step.id))
+    problems: list[str] = []
+    for (flow_key, step_id), text in prompts.items():
+        receipt = record.receipts[(flow_key, step_id)]
+        where = f"{flow_key}/{receipt.get('transcript_path')}"
+        own = flows.get(flow_key).step(step_id).teaching_notes.all_notes()
+        for note in own:
+            if note not in text:
+                problems.append(
+                    f"{where}:1: step '{flow_key}/{step_id}': its note {note!r} is missing "
+                    "from its prompt"
+                )
+        for note, owner in notes.items():
+            if owner != (flow_key, step_id) and note not in own and note in text:
+                problems.append(
+                    f"{where}: step '{flow_key}/{step_id}': the note {note!r} of step "
+                    f"'{owner[0]}/{owner[1]}' leaks into its prompt"
+                )
+    _fail("teaching notes", record, problems)
+
+
+def assert_step_results(record: RunRecord) -> None:
+    """Each engine result satisfies §3.4: its step, a known status, a duration, a bounded output."""
+    problems: list[str] = []
+    executed = record.steps_executed()
+    for number, (flow_key, result) in enumerate(record.results):
+        expected = executed[number] if number < len(executed) else None
+        where = f"result {number + 1} (step '{flow_key}/{result.step_id}')"
+        if expected is not None and expected != (flow_key, result.step_id):
+            problems.append(f"{where}: step_id does not match the step that ran ('{expected[1]}')")
+        if result.status not in ("succeeded", "failed", "skipped"):
+            problems.append(f"{where}: status {result.status!r} is not succeeded|failed|skipped")
+        if result.duration_ms < 0:
+            problems.append(f"{where}: negative duration_ms {result.duration_ms}")
+        if len(result.output.encode("utf-8")) >= MAX_OUTPUT_BYTES:
+            problems.append(f"{where}: output is 50 KB or more")
+        if result.status == "failed" and not result.error:
+            problems.append(f"{where}: failed without an error")
+    _fail("step results", record, problems)
+
+
+def _skeleton(record: RunRecord) -> list[tuple[Any, ...]]:
+    return [(e.get("kind"), e.get("flow_key"), e.get("step_id")) for e in record.event_dicts]
+
+
+def assert_mode_parity(record: RunRecord, reference: RunRecord) -> None:
+    """Same files, same receipt fields and the same event skeleton as ``reference`` (the stub)."""
+    problems: list[str] = []
+    mine, theirs = set(record.files()), set(reference.files())
+    for name in sorted(theirs - mine):
+        problems.append(f"{name}: missing (the {reference.mode} run has it)")
+    for name in sorted(mine - theirs):
+        problems.append(f"{name}: extra (the {reference.mode} run has no such file)")
+    optional = {"cassette", "cost", "timing", "context_truncation", "handoff"}
+    for key, receipt in record.receipts.items():
+        other = reference.receipts.get(key)
+        if other is None:
+            continue
+        fields = set(receipt) - optional
+        want = set(other) - optional
+        if fields != want:
+            problems.append(
+                f"{key[0]}/receipts/{key[1]}-{receipt.get('agent_key')}.json: step "
+                f"'{key[0]}/{key[1]}': fields differ: extra {sorted(fields - want)}, "
+                f"missing {sorted(want - fields)}"
+            )
+    a, b = _skeleton(record), _skeleton(reference)
+    for number, (mine_event, their_event) in enumerate(zip(a, b, strict=False), start=1):
+        if mine_event != their_event:
+            problems.append(
+                f"events.jsonl:{number}: step '{mine_event[1]}/{mine_event[2]}': "
+                f"{mine_event[0]} where the {reference.mode} run has {their_event[0]} of "
+                f"'{their_event[1]}/{their_event[2]}'"
+            )
+            break
+    if len(a) != len(b):
+        problems.append(f"events.jsonl: {len(a)} events, the {reference.mode} run has {len(b)}")
+    _fail("mode parity", record, problems)
+
+
+def assert_run(record: RunRecord, *, reference: RunRecord | None = None) -> None:
+    """Every assertion of the contract; mode parity too when ``reference`` is given."""
+    assert_receipt_contract(record)
+    assert_transcript_contract(record)
+    assert_event_sequence(record)
+    if record.flows is not None:
+        assert_routing(record)
+        assert_teaching_notes(record)
+    assert_step_results(record)
+    if reference is not None:
+        assert_mode_parity(record, reference)

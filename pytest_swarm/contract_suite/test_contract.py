@@ -1,0 +1,60 @@
+"""The contract suite (SPEC §10.3), written once and run unchanged in every mode.
+
+Every flow of the flows dir, and the whole run, in the current mode, checked by every
+assertion.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_swarm.fixtures import FlowRunner, SwarmContract
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """One case per flow of ``--swarm-flows-dir``, in run order, then the rest."""
+    if "contract_flow" in metafunc.fixturenames:
+        from pytest_swarm.fixtures import OPTIONS_KEY
+        from swarm_runtime.flow.registry import FlowRegistry
+
+        registry = FlowRegistry(metafunc.config.stash[OPTIONS_KEY].flows_dir)
+        order = registry.order()
+        keys = order + [key for key in registry.keys() if key not in order]  # noqa: SIM118
+        metafunc.parametrize("contract_flow", keys)
+
+
+def test_flow_honours_the_contract(
+    contract_flow: str, flow_runner: FlowRunner, swarm_contract: SwarmContract
+) -> None:
+    record = flow_runner(contract_flow)
+    assert record.status == "succeeded", record.summary.get("error")
+    swarm_contract.assert_run(record)
+
+
+def test_whole_run_honours_the_contract(
+    flow_runner: FlowRunner, swarm_contract: SwarmContract
+) -> None:
+    record = flow_runner()
+    assert record.status == "succeeded", record.summary.get("error")
+    swarm_contract.assert_run(record)
+
+
+def test_mode_parity_with_the_stub(
+    contract_flow: str, flow_runner: FlowRunner, swarm_contract: SwarmContract
+) -> None:
+    record = flow_runner(contract_flow)
+    reference = flow_runner.stub(contract_flow)
+    swarm_contract.assert_mode_parity(record, reference)
+
+
+def test_every_step_ran_with_receipt_and_transcript(
+    contract_flow: str, flow_runner: FlowRunner, swarm_flows: Any
+) -> None:
+    record = flow_runner(contract_flow)
+    executed = {step for flow, step in record.steps_executed() if flow == contract_flow}
+    assert executed, f"flow {contract_flow} ran no step"
+    for step in executed:
+        assert (contract_flow, step) in record.receipts
+        assert (contract_flow, step) in record.transcripts

@@ -1,0 +1,259 @@
+"""The plugin's fixtures (SPEC §10.2). The runtime is imported inside them, on first use."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_swarm.options import SwarmOptions
+from pytest_swarm.run_record import RunRecord
+
+if TYPE_CHECKING:
+    from swarm_runtime.engines.base import StepResult
+    from swarm_runtime.engines.registry import EngineRegistry
+    from swarm_runtime.engines.scenario import Scenario
+    from swarm_runtime.flow.registry import FlowRegistry
+
+__all__ = [
+    "FlowRunner",
+    "IsolatedRunsEnv",
+    "StubScenario",
+    "SwarmContract",
+    "SwarmEngine",
+    "flow_runner",
+    "isolated_runs_env",
+    "stub_scenario",
+    "swarm_contract",
+    "swarm_engine",
+    "swarm_flows",
+    "swarm_mode",
+    "swarm_options",
+]
+
+OPTIONS_KEY = pytest.StashKey[SwarmOptions]()
+
+
+@pytest.fixture(scope="session")
+def swarm_options(pytestconfig: pytest.Config) -> SwarmOptions:
+    """The resolved ``--swarm-*`` options."""
+    return pytestconfig.stash[OPTIONS_KEY]
+
+
+@pytest.fixture(scope="session")
+def swarm_mode(swarm_options: SwarmOptions) -> str:
+    """The active mode: stub, replay, record, sdk or cli."""
+    return swarm_options.mode
+
+
+@pytest.fixture(scope="session")
+def swarm_flows(swarm_options: SwarmOptions) -> FlowRegistry:
+    """The flows of ``--swarm-flows-dir``, validated on first use."""
+    from swarm_runtime.flow.registry import FlowRegistry
+
+    return FlowRegistry(swarm_options.flows_dir)
+
+
+class SwarmEngine:
+    """The engine registry (with engines from ``pytest_swarm_register_engines``) and mode."""
+
+    def __init__(self, registry: EngineRegistry, mode: str, engine_id: str = "claude-step"):
+        self.registry = registry
+        self.mode = mode
+        self.engine_id = engine_id
+
+    def __repr__(self) -> str:
+        return f"SwarmEngine({self.engine_id!r}, mode={self.mode!r}, ids={self.registry.ids()})"
+
+
+@pytest.fixture(scope="session")
+def swarm_engine(pytestconfig: pytest.Config, swarm_mode: str) -> SwarmEngine:
+    """Engines for this session, after every ``pytest_swarm_register_engines`` hook ran."""
+    from swarm_runtime.engines.registry import default_registry
+
+    registry = default_registry()
+    pytestconfig.hook.pytest_swarm_register_engines(registry=registry)
+    return SwarmEngine(registry, swarm_mode)
+
+
+class IsolatedRunsEnv:
+    """Temporary runs and examples directories, with ``SWARM_RUNS_DIR`` pointing at them."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.runs_dir = root / "runs"
+        self.examples_dir = root / "examples"
+
+
+@pytest.fixture
+def isolated_runs_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> IsolatedRunsEnv:
+    """A fresh runs dir and examples dir for one test; the environment is restored after."""
+    env = IsolatedRunsEnv(tmp_path / "swarm")
+    env.runs_dir.mkdir(parents=True)
+    env.examples_dir.mkdir()
+    monkeypatch.setenv("SWARM_RUNS_DIR", str(env.runs_dir))
+    return env
+
+
+class StubScenario:
+    """Sets the stub scenario (SPEC §5.5) for later ``flow_runner`` calls in the test."""
+
+    def __init__(self) -> None:
+        self.scenario: Scenario | None = None
+        self.strict = True
+        self.ran = False
+
+    def __call__(self, scenario: Mapping[str, Any] | str | Path, *, strict: bool = True) -> None:
+        """Use ``scenario`` (a mapping or a YAML file); ``strict=False`` allows unused entries."""
+        from swarm_runtime.engines.scenario import Scenario
+
+        if isinstance(scenario, str | Path):
+            self.scenario = Scenario.from_file(scenario)
+        else:
+            self.scenario = Scenario.from_mapping(scenario, source="stub_scenario(...)")
+        self.strict = strict
+
+    def check_used(self) -> None:
+        """Fail when a scripted step never ran: a scenario that tests nothing."""
+        if self.scenario is not None and self.strict and self.ran:
+            unused = self.scenario.unused()
+            if unused:
+                pytest.fail(
+                    f"stub_scenario: entries never used by any run in this test: "
+                    f"{', '.join(unused)}; remove them or pass strict=False",
+                    pytrace=False,
+                )
+
+
+@pytest.fixture
+def stub_scenario() -> Iterator[StubScenario]:
+    """``stub_scenario(mapping_or_path)`` scripts the stub for this test's runs."""
+    holder = StubScenario()
+    yield holder
+    holder.check_used()
+
+
+class FlowRunner:
+    """``flow_runner(*flow_keys, scenario=None, start_step=None, end_step=None, **params)``."""
+
+    def __init__(
+        self,
+        *,
+        options: SwarmOptions,
+        engine: SwarmEngine,
+        flows: FlowRegistry,
+        runs_dir: Path,
+        scenario: StubScenario,
+        default_flow: str | None,
+        on_run: Callable[[RunRecord], None],
+    ) -> None:
+        self.options = options
+        self.engine = engine
+        self.flows = flows
+        self.runs_dir = runs_dir
+        self.scenario = scenario
+        self.default_flow = default_flow
+        self.on_run = on_run
+
+    def __call__(
+        self,
+        *flow_keys: str,
+        scenario: Mapping[str, Any] | str | Path | None = None,
+        start_step: str | None = None,
+        end_step: str | None = None,
+        **params: Any,
+    ) -> RunRecord:
+        """Run flows (default: the ``swarm_flow`` marker's, else every flow in order)."""
+        if scenario is not None:
+            self.scenario(scenario)
+        return self._run(flow_keys, self.engine.mode, start_step, end_step, params)
+
+    def stub(self, *flow_keys: str, **params: Any) -> RunRecord:
+        """The same flows in stub mode, as the reference for mode parity."""
+        return self._run(flow_keys, "stub", None, None, params)
+
+    def _run(
+        self,
+        flow_keys: tuple[str, ...],
+        mode: str,
+        start_step: str | None,
+        end_step: str | None,
+        params: dict[str, Any],
+    ) -> RunRecord:
+        from swarm_runtime.orchestrator.runner import Orchestrator, RunSpec
+
+        self.scenario.ran = self.scenario.ran or self.scenario.scenario is not None
+        keys = flow_keys or (
+            (self.default_flow,) if self.default_flow else tuple(self.flows.order())
+        )
+        results: list[tuple[str, StepResult]] = []
+        orchestrator = Orchestrator(
+            self.flows,
+            runs_dir=self.runs_dir,
+            engines=self.engine.registry,
+            engine_id=self.engine.engine_id,
+            mode=mode,
+            scenario=self.scenario.scenario,
+            result_observer=lambda flow, result: results.append((flow, result)),
+        )
+        outcome = orchestrator.run(
+            RunSpec(
+                flows=keys,
+                params=params,
+                initiator="pytest",
+                start_step=start_step,
+                end_step=end_step,
+            )
+        )
+        record = RunRecord(outcome.path, flows=self.flows, results=results, mode=mode)
+        self.on_run(record)
+        return record
+
+
+@pytest.fixture
+def flow_runner(
+    request: pytest.FixtureRequest,
+    swarm_options: SwarmOptions,
+    swarm_engine: SwarmEngine,
+    swarm_flows: FlowRegistry,
+    isolated_runs_env: IsolatedRunsEnv,
+    stub_scenario: StubScenario,
+) -> FlowRunner:
+    """Run flows in the current mode and get a :class:`RunRecord` back."""
+    from pytest_swarm.plugin import TOTALS_KEY
+
+    marker = request.node.get_closest_marker("swarm_flow")
+    totals = request.config.stash[TOTALS_KEY]
+    return FlowRunner(
+        options=swarm_options,
+        engine=swarm_engine,
+        flows=swarm_flows,
+        runs_dir=swarm_options.runs_dir or isolated_runs_env.runs_dir,
+        scenario=stub_scenario,
+        default_flow=marker.args[0] if marker else None,
+        on_run=lambda record: totals.add_run(record.summary),
+    )
+
+
+class SwarmContract:
+    """The assertions of ``pytest_swarm.assertions`` as methods."""
+
+    def __init__(self) -> None:
+        from pytest_swarm import assertions
+
+        self.assert_run = assertions.assert_run
+        self.assert_receipt_contract = assertions.assert_receipt_contract
+        self.assert_transcript_contract = assertions.assert_transcript_contract
+        self.assert_event_sequence = assertions.assert_event_sequence
+        self.assert_routing = assertions.assert_routing
+        self.assert_teaching_notes = assertions.assert_teaching_notes
+        self.assert_step_results = assertions.assert_step_results
+        self.assert_mode_parity = assertions.assert_mode_parity
+
+
+@pytest.fixture
+def swarm_contract() -> SwarmContract:
+    """``swarm_contract.assert_run(record)`` checks every contract assertion."""
+    return SwarmContract()

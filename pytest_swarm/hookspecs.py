@@ -1,0 +1,26 @@
+"""Hooks the plugin adds to pytest (registered with ``pytest_addhooks``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pytest_swarm.run_record import RunRecord
+    from swarm_runtime.engines.registry import EngineRegistry
+
+__all__ = ["pytest_swarm_normalize", "pytest_swarm_register_engines"]
+
+
+def pytest_swarm_register_engines(registry: EngineRegistry) -> None:
+    """Add engines to the registry the plugin's fixtures run with.
+
+    Called once per session. ``registry.register("my-step", factory)`` adds an engine;
+    ``replace=True`` overrides a built-in one.
+    """
+
+
+def pytest_swarm_normalize(record: RunRecord) -> None:
+    """Add volatile fields of your own to the normalisation of a run before it is compared.
+
+    Call ``record.add_volatile(path_or_key)`` for each field that differs between runs.
+    """

@@ -1,0 +1,139 @@
+"""The plugin's options, and their precedence: CLI > environment > ini > default.
+
+Every option is declared once in ``OPTIONS``; :func:`resolve` applies the precedence in
+this one place and remembers where each value came from, for the report header and for
+error messages.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pytest
+
+__all__ = ["MODES", "OPTIONS", "Option", "SwarmOptions", "add_options", "resolve"]
+
+MODES = ("stub", "replay", "record", "sdk", "cli")
+
+
+class Option:
+    """One setting: its flag, environment variable, ini key, default and help."""
+
+    __slots__ = ("default", "env", "flag", "help", "ini", "name")
+
+    def __init__(self, name: str, env: str, default: str, help: str) -> None:
+        self.name = name
+        self.flag = "--swarm-" + name.replace("_", "-")
+        self.env = env
+        self.ini = "swarm_" + name
+        self.default = default
+        self.help = help
+
+
+OPTIONS = (
+    Option(
+        "mode",
+        "SWARM_MODE",
+        "stub",
+        "engine mode: stub (no network), replay (cassettes only), record, sdk, cli",
+    ),
+    Option("flows_dir", "SWARM_FLOWS_DIR", "flows", "flows directory"),
+    Option("golden_dir", "SWARM_GOLDEN_DIR", "golden", "golden runs directory"),
+    Option("cassette_dir", "SWARM_CASSETTE_DIR", "golden/cassettes", "cassettes directory"),
+    Option(
+        "runs_dir",
+        "SWARM_RUNS_DIR",
+        "",
+        "where test runs are written (default: a temporary directory per test)",
+    ),
+)
+
+
+class SwarmOptions:
+    """Resolved option values with the source of each (``cli``, ``env``, ``ini``, ``default``)."""
+
+    __slots__ = (
+        "cassette_dir",
+        "contract",
+        "flows_dir",
+        "golden_dir",
+        "mode",
+        "runs_dir",
+        "sources",
+    )
+
+    def __init__(
+        self, values: Mapping[str, str], sources: Mapping[str, str], *, contract: bool
+    ) -> None:
+        self.mode = values["mode"]
+        self.flows_dir = Path(values["flows_dir"])
+        self.golden_dir = Path(values["golden_dir"])
+        self.cassette_dir = Path(values["cassette_dir"])
+        self.runs_dir = Path(values["runs_dir"]) if values["runs_dir"] else None
+        self.sources = dict(sources)
+        self.contract = contract
+
+    def describe(self) -> str:
+        """One line for the pytest report header."""
+        return f"swarm: mode={self.mode} ({self.sources['mode']}), flows={self.flows_dir}" + (
+            ", contract suite" if self.contract else ""
+        )
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Register the ``swarm`` option group and the ini keys."""
+    group = parser.getgroup("swarm", "swarm-stepwise: run and check agent flows")
+    for option in OPTIONS:
+        group.addoption(
+            option.flag,
+            dest="swarm_" + option.name,
+            default=None,
+            help=f"{option.help} (env {option.env}, ini {option.ini}, default "
+            f"{option.default or 'none'})",
+        )
+        parser.addini(
+            option.ini,
+            f"{option.help} (overridden by {option.env} and {option.flag})",
+            default=None,
+        )
+    group.addoption(
+        "--swarm-contract",
+        action="store_true",
+        default=False,
+        help="run the packaged contract suite against --swarm-flows-dir and your engines",
+    )
+
+
+def resolve(config: pytest.Config, env: Mapping[str, str] | None = None) -> SwarmOptions:
+    """Apply the precedence CLI > environment > ini > default to every option."""
+    environ = os.environ if env is None else env
+    values: dict[str, str] = {}
+    sources: dict[str, str] = {}
+    for option in OPTIONS:
+        cli_value: Any = config.getoption("swarm_" + option.name)
+        ini_value: Any = config.getini(option.ini)
+        if cli_value not in (None, ""):
+            values[option.name], sources[option.name] = str(cli_value), option.flag
+        elif environ.get(option.env):
+            values[option.name], sources[option.name] = environ[option.env], option.env
+        elif ini_value not in (None, ""):
+            values[option.name], sources[option.name] = str(ini_value), f"ini {option.ini}"
+        else:
+            values[option.name], sources[option.name] = option.default, "default"
+    if values["mode"] not in MODES:
+        import pytest
+
+        raise pytest.UsageError(
+            f"swarm: mode {values['mode']!r} from {sources['mode']} is not one of "
+            f"{', '.join(MODES)}"
+        )
+    for name in ("flows_dir", "golden_dir", "cassette_dir", "runs_dir"):
+        if values[name] and sources[name] == f"ini swarm_{name}":
+            values[name] = str(config.rootpath / values[name])  # ini paths: from the ini's dir
+        elif values[name] and not Path(values[name]).is_absolute():
+            values[name] = str(Path(config.invocation_params.dir) / values[name])
+    return SwarmOptions(values, sources, contract=bool(config.getoption("swarm_contract")))

@@ -1,0 +1,195 @@
+"""Each contract assertion fails on a deliberately broken run, naming file and step."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_swarm import assertions
+from pytest_swarm.run_record import RunRecord
+from swarm_runtime.flow.registry import FlowRegistry
+from swarm_runtime.orchestrator.runner import Orchestrator, RunSpec
+from tests.conftest import SHIPPED_FLOWS
+
+
+def _record(tmp_path: Path, flows: tuple[str, ...] = ("signal",)) -> RunRecord:
+    registry = FlowRegistry(SHIPPED_FLOWS)
+    results: list[Any] = []
+    outcome = Orchestrator(
+        registry,
+        runs_dir=tmp_path / "runs",
+        result_observer=lambda flow, result: results.append((flow, result)),
+    ).run(RunSpec(flows=flows))
+    return RunRecord(outcome.path, flows=registry, results=results)
+
+
+def _fresh(record: RunRecord) -> RunRecord:
+    return RunRecord(record.path, flows=record.flows, results=record.results)
+
+
+def _edit_events(record: RunRecord, change: Callable[[list[dict[str, Any]]], None]) -> RunRecord:
+    path = record.path / "events.jsonl"
+    events = [json.loads(line) for line in path.read_text().splitlines()]
+    change(events)
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    return _fresh(record)
+
+
+def _edit_receipt(
+    record: RunRecord, name: str, change: Callable[[dict[str, Any]], None]
+) -> RunRecord:
+    path = record.path / "signal" / "receipts" / name
+    value = json.loads(path.read_text())
+    change(value)
+    path.write_text(json.dumps(value, indent=2, sort_keys=True))
+    return _fresh(record)
+
+
+def _renumber(events: list[dict[str, Any]]) -> None:
+    for seq, event in enumerate(events, start=1):
+        event["seq"] = seq
+
+
+def test_a_good_run_passes_every_assertion(tmp_path: Path) -> None:
+    assertions.assert_run(_record(tmp_path))
+
+
+def test_missing_step_end(tmp_path: Path) -> None:
+    record = _record(tmp_path)
+
+    def drop(events: list[dict[str, Any]]) -> None:
+        index = next(i for i, e in enumerate(events) if e["kind"] == "step_end")
+        del events[index]
+        _renumber(events)
+
+    broken = _edit_events(record, drop)
+    with pytest.raises(AssertionError) as info:
+        assertions.assert_event_sequence(broken)
+    message = str(info.value)
+    assert "events.jsonl:4: route_decision without a step_end just before it" in message
+    assert (
+        "events.jsonl:5: step_start of 'frame_problem' while 'normalize_request' (line 3) is still open"
+        in message
+    )
+
+
+def test_two_run_completed(tmp_path: Path) -> None:
+    record = _record(tmp_path)
+
+    def twice(events: list[dict[str, Any]]) -> None:
+        events.append(dict(events[-1]))
+        _renumber(events)
+
+    broken = _edit_events(record, twice)
+    with pytest.raises(AssertionError, match=r"events\.jsonl:\d+: run_completed appears 2 times"):
+        assertions.assert_event_sequence(broken)
+
+
+def test_unknown_event_kind(tmp_path: Path) -> None:
+    record = _record(tmp_path)
+
+    def rename(events: list[dict[str, Any]]) -> None:
+        events[3]["kind"] = "step_teleported"
+
+    with pytest.raises(AssertionError) as info:
+        assertions.assert_event_sequence(_edit_events(record, rename))
+    assert "events.jsonl:4:" in str(info.value) and "step_teleported" in str(info.value)
+
+
+def test_negative_duration(tmp_path: Path) -> None:
+    record = _record(tmp_path)
+    name = "normalize_request-signal-normalizer.json"
+    broken = _edit_receipt(record, name, lambda r: r.update(duration_ms=-5))
+    with pytest.raises(AssertionError) as info:
+        assertions.assert_receipt_contract(broken)
+    message = str(info.value)
+    assert f"signal/receipts/{name}:" in message
+    assert "duration_ms" in message and "step signal/normalize_request" in message
+
+
+def test_total_not_prompt_plus_completion(tmp_path: Path) -> None:
+    record = _record(tmp_path)
+    name = "normalize_request-signal-normalizer.json"
+    broken = _edit_receipt(
+        record, name, lambda r: r["tokens"].update(total=r["tokens"]["total"] + 1)
+    )
+    with pytest.raises(AssertionError) as info:
+        assertions.assert_receipt_contract(broken)
+    message = str(info.value)
+    assert f"signal/receipts/{name}:" in message and "tokens.total" in message
+    assert "step signal/normalize_request" in message
+
+
+def test_route_decision_contradicting_the_handoff(tmp_path: Path) -> None:
+    record = _record(tmp_path)
+    line = 0
+
+    def contradict(events: list[dict[str, Any]]) -> None:
+        nonlocal line
+        # The critic's first verdict is a failing value: it must loop; claim it advanced.
+        index = next(
+            i
+            for i, e in enumerate(events)
+            if e["kind"] == "route_decision" and e["step_id"] == "critique_requirements"
+        )
+        events[index]["payload"].update(decision="advance", to_step="author_bdd_scenarios")
+        line = index + 1
+
+    broken = _edit_events(record, contradict)
+    with pytest.raises(AssertionError) as info:
+        assertions.assert_routing(broken)
+    message = str(info.value)
+    assert f"events.jsonl:{line}: step 'signal/critique_requirements'" in message
+    assert (
+        "advance -> 'author_bdd_scenarios'" in message
+        and "gives loop -> 'author_requirements'" in message
+    )
+
+
+def test_teaching_note_leaking_into_another_steps_prompt(tmp_path: Path) -> None:
+    record = _record(tmp_path)
+    flow = FlowRegistry(SHIPPED_FLOWS).get("signal")
+    leaked = flow.steps[0].teaching_notes.constraints[0]
+    victim = flow.steps[-1]
+    path = record.path / "signal" / "llm" / f"{victim.id}-{victim.primary_agent}-claude.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    lines[0]["content"] += f"\n- {leaked}"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    with pytest.raises(AssertionError) as info:
+        assertions.assert_teaching_notes(_fresh(record))
+    message = str(info.value)
+    assert f"signal/llm/{path.name}: step 'signal/{victim.id}'" in message
+    assert f"of step 'signal/{flow.steps[0].id}' leaks into its prompt" in message
+
+
+def test_missing_own_teaching_note(tmp_path: Path) -> None:
+    record = _record(tmp_path)
+    flow = FlowRegistry(SHIPPED_FLOWS).get("signal")
+    step = flow.steps[1]
+    note = step.teaching_notes.inputs[0]
+    path = record.path / "signal" / "llm" / f"{step.id}-{step.primary_agent}-claude.jsonl"
+    path.write_text(path.read_text().replace(json.dumps(note)[1:-1], "something else"))
+    with pytest.raises(AssertionError, match=f"step 'signal/{step.id}': its note .* is missing"):
+        assertions.assert_teaching_notes(_fresh(record))
+
+
+def test_step_result_invariants(tmp_path: Path) -> None:
+    from swarm_runtime.engines.base import StepResult
+
+    record = _record(tmp_path)
+    record.results[0] = ("signal", StepResult(step_id="other_step", status="succeeded"))
+    with pytest.raises(AssertionError, match="step_id does not match the step that ran"):
+        assertions.assert_step_results(record)
+
+
+def test_mode_parity_names_the_first_difference(tmp_path: Path) -> None:
+    reference = _record(tmp_path / "a")
+    record = _record(tmp_path / "b")
+    assertions.assert_mode_parity(record, reference)
+    (record.path / "signal" / "receipts" / "normalize_request-signal-normalizer.json").unlink()
+    with pytest.raises(AssertionError, match=r"normalize_request-signal-normalizer\.json: missing"):
+        assertions.assert_mode_parity(_fresh(record), reference)

@@ -1,0 +1,68 @@
+"""flow_runner: runs flows or slices in the current mode and returns a RunRecord."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def test_run_record_fields(swarm_pytester: pytest.Pytester) -> None:
+    swarm_pytester.makepyfile(
+        """
+        def test_record(flow_runner):
+            record = flow_runner("signal", request="add a slugify helper")
+            assert record.status == "succeeded"
+            assert record.run_id.startswith("run-") and record.path.name == record.run_id
+            assert record.events[0].kind == "run_created"
+            assert record.events[-1].payload.status == "succeeded"
+            receipt = record.receipts[("signal", "critique_requirements")]
+            assert receipt["routing"]["reason"] == "success_value:VERIFIED"
+            assert len(record.executions[("signal", "critique_requirements")]) == 2
+            lines = record.transcripts[("signal", "normalize_request")]
+            assert [l.get("role") for l in lines] == ["system", "user", "assistant"]
+            assert "add a slugify helper" in lines[1]["content"]
+            assert record.summary["total_steps_executed"] == len(record.steps_executed())
+        """
+    )
+    swarm_pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_slices_and_default_order(swarm_pytester: pytest.Pytester) -> None:
+    swarm_pytester.makepyfile(
+        """
+        def test_slice(flow_runner):
+            record = flow_runner("plan", start_step="write_adr", end_step="write_adr")
+            assert record.steps_executed() == [("plan", "write_adr")]
+
+        def test_everything(flow_runner):
+            record = flow_runner()
+            flows = [flow for flow, _ in record.steps_executed()]
+            assert list(dict.fromkeys(flows)) == [
+                "signal", "plan", "build", "review", "gate", "deploy", "wisdom"]
+        """
+    )
+    swarm_pytester.runpytest().assert_outcomes(passed=2)
+
+
+def test_failed_run_is_returned_not_raised(swarm_pytester: pytest.Pytester) -> None:
+    swarm_pytester.makepyfile(
+        """
+        def test_fatal(flow_runner):
+            record = flow_runner("signal", scenario={"author_requirements": {"result_code": "fatal",
+                                                                             "error": "nope"}})
+            assert record.status == "failed"
+            assert record.events[-2].kind == "step_error"
+        """
+    )
+    swarm_pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_unknown_flow_is_a_clear_error(swarm_pytester: pytest.Pytester) -> None:
+    swarm_pytester.makepyfile(
+        """
+        def test_typo(flow_runner):
+            flow_runner("signl")
+        """
+    )
+    result = swarm_pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*no flow 'signl'*did you mean 'signal'*"])

@@ -1,0 +1,34 @@
+"""swarm_engine and the pytest_swarm_register_engines hook."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def test_registered_engine_runs_the_steps(swarm_pytester: pytest.Pytester) -> None:
+    swarm_pytester.makeconftest(
+        """
+        from swarm_runtime.engines.stub import StubEngine
+
+        class Loud(StubEngine):
+            engine_id = "loud-step"
+            engine_short = "loud"
+
+        def pytest_swarm_register_engines(registry):
+            registry.register("loud-step", lambda options: Loud(
+                engine_id="loud-step", engine_short="loud", scenario=options.scenario))
+        """
+    )
+    swarm_pytester.makepyfile(
+        """
+        def test_engine(swarm_engine, flow_runner):
+            assert "loud-step" in swarm_engine.registry.ids()
+            assert swarm_engine.mode == "stub"
+            swarm_engine.engine_id = "loud-step"
+            record = flow_runner("stepwise-demo")
+            receipt = next(iter(record.receipts.values()))
+            assert receipt["engine"] == "loud-step"
+            assert receipt["transcript_path"].endswith("-loud.jsonl")
+        """
+    )
+    swarm_pytester.runpytest().assert_outcomes(passed=1)

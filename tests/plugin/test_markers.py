@@ -1,0 +1,64 @@
+"""swarm_flow(key) and swarm_modes(*modes): effect, and clear errors for bad arguments."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def test_swarm_flow_picks_the_flow(swarm_pytester: pytest.Pytester) -> None:
+    swarm_pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.swarm_flow("stepwise-demo")
+        def test_flow(flow_runner):
+            assert {f for f, _ in flow_runner().steps_executed()} == {"stepwise-demo"}
+        """
+    )
+    swarm_pytester.runpytest("--strict-markers").assert_outcomes(passed=1)
+
+
+def test_swarm_modes_skips_with_the_reason(swarm_pytester: pytest.Pytester) -> None:
+    swarm_pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.swarm_modes("replay", "sdk")
+        def test_live_only():
+            pass
+
+        @pytest.mark.swarm_modes("stub")
+        def test_stub_only():
+            pass
+        """
+    )
+    result = swarm_pytester.runpytest("-rs", "--strict-markers")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*runs only in swarm mode(s) replay, sdk; current mode is stub*"])
+
+
+@pytest.mark.parametrize(
+    ("marker", "message"),
+    [
+        ('swarm_flow("nope")', "swarm_flow('nope') names no flow in*"),
+        ("swarm_flow()", "swarm_flow takes one flow key*"),
+        ('swarm_flow("a", "b")', "swarm_flow takes one flow key*"),
+        ('swarm_modes("warp")', "swarm_modes takes one or more of stub, replay, record, sdk, cli*"),
+        ("swarm_modes()", "swarm_modes takes one or more of*"),
+    ],
+)
+def test_invalid_marker_arguments_are_a_clear_error(
+    swarm_pytester: pytest.Pytester, marker: str, message: str
+) -> None:
+    swarm_pytester.makepyfile(
+        f"""
+        import pytest
+
+        @pytest.mark.{marker}
+        def test_x():
+            pass
+        """
+    )
+    result = swarm_pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*invalid swarm marker*", f"*test_x: @pytest.mark.{message}"])
