@@ -56,6 +56,8 @@ def _load_yaml(path: Path) -> dict[str, Any]:
     for key in raw:
         if key not in _TOP_KEYS:
             raise ConfigError(f"{path}: unknown key '{key}' (allowed: {', '.join(_TOP_KEYS)})")
+    if "runs_dir" in raw and not isinstance(raw["runs_dir"], str):
+        raise ConfigError(f"{path}: 'runs_dir' must be a path (a string), got {raw['runs_dir']!r}")
     engines = raw.get("engines") or {}
     if not isinstance(engines, dict):
         raise ConfigError(f"{path}: 'engines' must be a mapping (claude, gemini)")

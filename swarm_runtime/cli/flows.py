@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from swarm_runtime.cli.main import EXIT_OK, EXIT_USAGE, default_flows_dir
+from swarm_runtime.errors import SwarmUsageError
 
 __all__ = ["add_parser"]
 
@@ -40,7 +41,11 @@ def handle_list(args: argparse.Namespace) -> int:
     keys = order + [key for key in registry.keys() if key not in order]  # noqa: SIM118
     rows: list[list[object]] = []
     for key in keys:
-        flow = registry.get(key)
+        try:
+            flow = registry.get(key)
+        except SwarmUsageError as exc:
+            rows.append([key, "-", "yes" if key in order else "no", f"INVALID: {exc}"])
+            continue
         rows.append([key, len(flow.steps), "yes" if key in order else "no", flow.title])
     print(format_table(["flow", "steps", "in_order", "title"], rows))
     return EXIT_OK

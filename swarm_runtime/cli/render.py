@@ -38,6 +38,7 @@ def run_table(summary: dict[str, Any], wall_ms: int) -> str:
                 totals["steps_executed"],
                 totals["loop_iterations"],
                 totals["tokens"],
+                f"{totals.get('cost_usd', 0.0):.4f}",
                 totals["duration_ms"],
             ]
         )
@@ -47,10 +48,11 @@ def run_table(summary: dict[str, Any], wall_ms: int) -> str:
             summary["total_steps_executed"],
             summary["loop_iterations"],
             summary["tokens"]["total"],
+            f"{summary.get('cost_usd', 0.0):.4f}",
             wall_ms,
         ]
     )
-    return format_table(["flow", "steps", "loops", "tokens", "time_ms"], rows)
+    return format_table(["flow", "steps", "loops", "tokens", "cost_usd", "time_ms"], rows)
 
 
 class ProgressPrinter:

@@ -68,6 +68,13 @@ def add_parser(commands: Any) -> None:
         default="auto",
         help="per-step lines: on a terminal (auto), always, or never",
     )
+    parser.add_argument(
+        "--max-steps",
+        type=int,
+        metavar="N",
+        help="step executions a run may make before it fails "
+        "(default: 10 per step of its flows, at least 100)",
+    )
     parser.set_defaults(handler=handle)
 
 
@@ -121,6 +128,7 @@ def handle(args: argparse.Namespace) -> int:
         durable=settings.durable,
         history_budget=HistoryBudget(**settings.history),
         observer=ProgressPrinter(sys.stdout) if show else None,
+        max_steps=args.max_steps,
     )
     spec = RunSpec(
         flows=flow_keys,
@@ -130,7 +138,7 @@ def handle(args: argparse.Namespace) -> int:
         start_step=args.start_step,
         end_step=args.end_step,
     )
-    previous = signal.getsignal(signal.SIGINT)
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
 
     def on_sigint(_signum: int, _frame: object) -> None:
         # First Ctrl-C: stop at the next step boundary. Second: abort the step under way.
@@ -142,16 +150,35 @@ def handle(args: argparse.Namespace) -> int:
             flush=True,
         )
 
+    def on_sigterm(_signum: int, _frame: object) -> None:
+        # Asked to end (timeout, CI cancel): abort the step under way, close the run.
+        orchestrator.interrupt()
+        if orchestrator.interrupt():
+            raise KeyboardInterrupt
+
     signal.signal(signal.SIGINT, on_sigint)
+    signal.signal(signal.SIGTERM, on_sigterm)
     try:
         outcome = orchestrator.run(spec)
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     wall_ms = int((time.monotonic() - began) * 1000)
-    print(run_table(outcome.summary, wall_ms))
-    print(f"run {outcome.run_id}: {outcome.status} ({outcome.path})")
+    if outcome.interrupted:
+        code = EXIT_INTERRUPTED
+    else:
+        code = EXIT_OK if outcome.status == "succeeded" else EXIT_FAILED
+    for warning in outcome.warnings:
+        print(f"swarm: warning: {warning}", file=sys.stderr)
     if outcome.error:
         print(f"error: {outcome.error}", file=sys.stderr)
-    if outcome.interrupted:
-        return EXIT_INTERRUPTED
-    return EXIT_OK if outcome.status == "succeeded" else EXIT_FAILED
+    try:
+        print(run_table(outcome.summary, wall_ms))
+        print(f"run {outcome.run_id}: {outcome.status} ({outcome.path})")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader of our output went away (`swarm run | head`); the run's outcome,
+        # not the pipe, decides the exit code.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return code

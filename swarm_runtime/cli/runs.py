@@ -52,6 +52,15 @@ def resolve_run_dir(ref: str, runs_dir: Path | None) -> Path:
     raise SwarmUsageError(f"no run {ref!r}: not a directory, and no such run in {base}")
 
 
+def _read_meta(run_dir: Path) -> dict[str, Any] | None:
+    """meta.json as a mapping, or None when it is missing, unreadable or not a mapping."""
+    try:
+        meta = json.loads((run_dir / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return meta if isinstance(meta, dict) else None
+
+
 def handle_list(args: argparse.Namespace) -> int:
     """One row per run with status, flows, steps and tokens."""
     from swarm_runtime.cli.render import format_table
@@ -59,18 +68,19 @@ def handle_list(args: argparse.Namespace) -> int:
     base = _runs_dir(args.runs_dir)
     rows: list[list[object]] = []
     for path in sorted(base.glob("run-*"), reverse=True):
-        try:
-            meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        meta = _read_meta(path)
+        if meta is None:
             rows.append([path.name, "unreadable", "", "", ""])
             continue
+        tokens = meta.get("tokens")
+        flows = meta.get("flows")
         rows.append(
             [
                 path.name,
-                meta.get("status", "?"),
-                ",".join(meta.get("flows", [])),
+                str(meta.get("status", "?")),
+                ",".join(map(str, flows)) if isinstance(flows, list) else "?",
                 meta.get("total_steps_executed", ""),
-                (meta.get("tokens") or {}).get("total", ""),
+                tokens.get("total", "") if isinstance(tokens, dict) else "?",
             ]
         )
     if not rows:
@@ -86,13 +96,12 @@ def handle_show(args: argparse.Namespace) -> int:
     from swarm_runtime.storage.store import read_event_log
 
     root = resolve_run_dir(args.run, args.runs_dir)
-    try:
-        meta = json.loads((root / "meta.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise SwarmUsageError(f"{root / 'meta.json'}: cannot read: {exc}") from None
-    print(
-        f"run {meta.get('run_id')}: {meta.get('status')}  flows: {', '.join(meta.get('flows', []))}"
-    )
+    meta = _read_meta(root)
+    if meta is None:
+        raise SwarmUsageError(f"{root / 'meta.json'}: missing, unreadable or not a JSON object")
+    flows = meta.get("flows")
+    flow_list = ", ".join(map(str, flows)) if isinstance(flows, list) else "?"
+    print(f"run {meta.get('run_id')}: {meta.get('status')}  flows: {flow_list}")
     if meta.get("error"):
         print(f"error: {meta['error']}")
     log = read_event_log(root / "events.jsonl")
@@ -100,7 +109,9 @@ def handle_show(args: argparse.Namespace) -> int:
         print(log.torn.describe(root / "events.jsonl"), file=sys.stderr)
     rows: list[list[object]] = []
     for event in log.events:
-        kind, payload = event.get("kind"), event.get("payload") or {}
+        kind, payload = event.get("kind"), event.get("payload")
+        if not isinstance(payload, dict):
+            payload = {}
         if kind in ("step_end", "step_error"):
             rows.append(
                 [

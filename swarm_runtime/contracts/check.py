@@ -22,7 +22,6 @@ from swarm_runtime.contracts.receipt import Receipt
 from swarm_runtime.contracts.run import RunSpecDocument, RunSummary
 from swarm_runtime.contracts.transcript import parse_transcript_line
 from swarm_runtime.errors import StorageError
-from swarm_runtime.storage.store import read_event_log
 
 __all__ = [
     "Violation",
@@ -121,7 +120,27 @@ def check_receipt_file(path: Path, root: Path) -> list[Violation]:
             found.append(Violation(rel, 1, f"transcript_path {transcript!r} leaves the flow dir"))
         elif not target.is_file():
             found.append(Violation(rel, 1, f"transcript_path {transcript!r} names no file"))
+        elif value.get("status") == "succeeded" and not _has_assistant_line(target):
+            found.append(
+                Violation(
+                    rel, 1, f"succeeded, but its transcript {transcript!r} has no assistant line"
+                )
+            )
     return found
+
+
+def _has_assistant_line(path: Path) -> bool:
+    try:
+        for text in path.read_text(encoding="utf-8").splitlines():
+            try:
+                line = json.loads(text)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(line, dict) and line.get("role") == "assistant":
+                return True
+    except (OSError, UnicodeDecodeError):
+        return True  # reported by the transcript check itself
+    return False
 
 
 def check_transcript_file(path: Path, root: Path) -> list[Violation]:
@@ -157,6 +176,11 @@ def check_transcript_file(path: Path, root: Path) -> list[Violation]:
     return found
 
 
+def _payload(event: dict[str, Any]) -> dict[str, Any]:
+    payload = event.get("payload")
+    return payload if isinstance(payload, dict) else {}
+
+
 def check_event_sequence(events: Sequence[tuple[int, dict[str, Any]]], rel: str) -> list[Violation]:
     """The §3.3 invariants over (line, event) pairs that already parsed."""
     found: list[Violation] = []
@@ -169,7 +193,7 @@ def check_event_sequence(events: Sequence[tuple[int, dict[str, Any]]], rel: str)
     first_line, first = events[0]
     if first.get("kind") != "run_created":
         at(first_line, f"the first event must be run_created, got {first.get('kind')}")
-    run_ids = {event.get("run_id") for _, event in events}
+    run_ids = {str(event.get("run_id")) for _, event in events}
     if len(run_ids) > 1:
         at(first_line, f"events carry several run ids: {sorted(map(str, run_ids))}")
     highest = 0
@@ -243,7 +267,7 @@ def check_event_sequence(events: Sequence[tuple[int, dict[str, Any]]], rel: str)
             if awaiting_route is None:
                 at(line, "route_decision without a step_end just before it")
             else:
-                payload = event.get("payload") or {}
+                payload = _payload(event)
                 if payload.get("from_step") != awaiting_route[1].get("step_id"):
                     at(
                         line,
@@ -273,25 +297,40 @@ def check_events_file(path: Path, root: Path) -> list[Violation]:
     """Violations in one file of the run at ``root`` (paths in findings are relative)."""
     rel = str(path.relative_to(root))
     try:
-        result = read_event_log(path)
-    except StorageError as exc:
-        message = str(exc)
-        match = re.match(r"^.*?:(\d+): (.*)$", message)
-        if match:
-            return [Violation(rel, int(match.group(1)), match.group(2))]
-        return [Violation(rel, None, message)]
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return [Violation(rel, None, "missing")]
+    except (OSError, UnicodeDecodeError) as exc:
+        return [Violation(rel, None, f"unreadable: {exc}")]
     found: list[Violation] = []
     parsed: list[tuple[int, dict[str, Any]]] = []
-    for number, event in enumerate(result.events, start=1):
+    lines = raw.split("\n")
+    tail = lines.pop()  # '' after a final newline, else a last line without one
+    for number, text in enumerate(lines, start=1):
+        try:
+            event = json.loads(text)
+        except json.JSONDecodeError as exc:
+            found.append(Violation(rel, number, f"not valid JSON ({exc.msg})"))
+            continue
+        if not isinstance(event, dict):
+            found.append(Violation(rel, number, "an event must be a JSON object"))
+            continue
         try:
             parse_event(event)
         except ValidationError as exc:
             found.extend(Violation(rel, number, msg) for _, msg in _pydantic_messages(exc))
         parsed.append((number, event))
-    if result.torn is not None:
-        found.append(
-            Violation(rel, result.torn.line, "torn last line (the writer was interrupted)")
-        )
+    if tail:
+        try:
+            event = json.loads(tail)
+        except json.JSONDecodeError:
+            found.append(
+                Violation(rel, len(lines) + 1, "torn last line (the writer was interrupted)")
+            )
+        else:
+            found.append(Violation(rel, len(lines) + 1, "the last line has no newline"))
+            if isinstance(event, dict):
+                parsed.append((len(lines) + 1, event))
     found.extend(check_event_sequence(parsed, rel))
     return found
 

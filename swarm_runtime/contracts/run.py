@@ -31,7 +31,9 @@ class FlowTotals(Contract):
     steps_executed: int = Field(ge=0)
     loop_iterations: int = Field(ge=0)
     tokens: int = Field(ge=0)
+    cost_usd: float = Field(default=0.0, ge=0)
     duration_ms: int = Field(ge=0)
+    """Wall time from the flow's first step start to its last step end."""
 
 
 class RunSummary(Contract):

@@ -13,7 +13,7 @@ from typing import Any
 
 from swarm_runtime.engines.base import StepEngine
 from swarm_runtime.engines.scenario import Scenario
-from swarm_runtime.errors import EngineError
+from swarm_runtime.errors import ConfigError, EngineError
 from swarm_runtime.record import Record, field
 
 __all__ = ["ENTRY_POINT_GROUP", "EngineOptions", "EngineRegistry", "default_registry"]
@@ -75,7 +75,7 @@ class EngineRegistry:
             self._load_entry_points()
         factory = self._factories.get(engine_id)
         if factory is None:
-            raise EngineError(
+            raise ConfigError(
                 f"no engine '{engine_id}' (registered: {', '.join(self.ids())}); "
                 "engines are added through the 'swarm_runtime.engines' entry points"
             )
@@ -93,7 +93,7 @@ def _builtin(engine_id: str, engine_short: str) -> EngineFactory:
                 scenario=options.scenario,
                 sleep=options.sleep,
             )
-        raise EngineError(
+        raise ConfigError(
             f"engine '{engine_id}' has no '{options.mode}' mode in this version (available: stub)"
         )
 

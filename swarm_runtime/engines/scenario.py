@@ -52,6 +52,19 @@ class Outcome(Record):
     delay_ms: int = 0
 
 
+def _check_json(value: Any, where: str) -> None:
+    # Values land in events and transcripts as JSON: YAML dates, sets or binary cannot.
+    import json
+
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ScenarioError(
+            f"{where}: holds a value JSON cannot carry ({exc}); quote dates and use plain "
+            "strings, numbers, booleans, lists and mappings"
+        ) from None
+
+
 def _parse_outcome(raw: Any, where: str) -> Outcome:
     if not isinstance(raw, Mapping):
         raise ScenarioError(
@@ -83,7 +96,9 @@ def _parse_outcome(raw: Any, where: str) -> Outcome:
             not isinstance(tokens, Mapping)
             or set(tokens) - {"prompt", "completion"}
             or not all(
-                isinstance(tokens.get(k, 0), int) and tokens.get(k, 0) >= 0
+                isinstance(tokens.get(k, 0), int)
+                and not isinstance(tokens.get(k, 0), bool)
+                and tokens.get(k, 0) >= 0
                 for k in ("prompt", "completion")
             )
         ):
@@ -121,6 +136,9 @@ def _parse_outcome(raw: Any, where: str) -> Outcome:
                 success=success,
             )
         )
+    for name in ("handoff", "tools"):
+        if raw.get(name) is not None:
+            _check_json(raw[name], f"{where}.{name}")
     return Outcome(
         handoff=dict(handoff) if handoff is not None else None,
         text=text,

@@ -88,6 +88,8 @@ class StubEngine(StepEngine):
                 f"Prompt: {size} chars, {len(ctx.history)} earlier output(s)\n"
                 f"Result: done."
             )
+        if outcome is not None and outcome.text is not None and "```handoff" in outcome.text:
+            return body, handoff  # the scripted text brings its own handoff block, as-is
         text = body + "\n\n" + format_handoff(handoff) if handoff else body
         return text, handoff
 

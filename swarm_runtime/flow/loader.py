@@ -23,7 +23,7 @@ from swarm_runtime.flow.spec import (
     StepSpec,
     TeachingNotes,
 )
-from swarm_runtime.storage.layout import AGENT_KEY_RE, STEP_ID_RE
+from swarm_runtime.storage.layout import AGENT_KEY_RE, FLOW_KEY_RE, STEP_ID_RE
 
 __all__ = ["check_flow_file", "load_flow", "load_yaml_nodes"]
 
@@ -78,6 +78,14 @@ def load_yaml_nodes(path: Path, text: str) -> yaml.Node | None:
         raise FlowDefinitionError(f"invalid YAML: {message}", file=str(path), line=line) from None
     except yaml.YAMLError as exc:
         raise FlowDefinitionError(f"invalid YAML: {exc}", file=str(path)) from None
+
+
+def _scalar_value(node: yaml.ScalarNode) -> Any:
+    """The value YAML gives a scalar (0x10, 1:30, .nan …), or None if it has none."""
+    try:
+        return yaml.load(node.value, Loader=_Loader)
+    except (yaml.YAMLError, ValueError):
+        return None
 
 
 def _suggest(word: str, allowed: tuple[str, ...]) -> str:
@@ -160,7 +168,10 @@ class _FileReader:
         if not isinstance(node, yaml.ScalarNode) or node.tag != "tag:yaml.org,2002:int":
             self.error(f"must be a whole number >= {minimum}", node, step=step, field=field)
             return None
-        value = int(node.value)
+        value = _scalar_value(node)
+        if not isinstance(value, int):
+            self.error(f"must be a whole number >= {minimum}", node, step=step, field=field)
+            return None
         if value < minimum:
             self.error(f"must be >= {minimum}, got {value}", node, step=step, field=field)
             return None
@@ -173,7 +184,18 @@ class _FileReader:
         ):
             self.error("must be a number >= 0", node, step=step, field=field)
             return None
-        value = float(node.value)
+        value = _scalar_value(node)
+        if (
+            not isinstance(value, int | float)
+            or value != value
+            or value
+            in (
+                float("inf"),
+                float("-inf"),
+            )
+        ):
+            self.error("must be a finite number >= 0", node, step=step, field=field)
+            return None
         if value < 0:
             self.error(f"must be >= 0, got {node.value}", node, step=step, field=field)
             return None
@@ -287,18 +309,40 @@ class _FileReader:
                 )
                 ok = False
             else:
+                seen_keys: dict[str, str] = {}
                 for key_node, target_node in branch_node.value:
+                    if not isinstance(key_node, yaml.ScalarNode) or not str(key_node.value):
+                        self.error(
+                            "branch keys must be plain values a handoff can declare",
+                            key_node,
+                            step=step,
+                            field="routing.branches",
+                        )
+                        ok = False
+                        continue
+                    key = str(key_node.value)
+                    if key.lower() in seen_keys:
+                        self.error(
+                            f"branch key '{key}' repeats '{seen_keys[key.lower()]}' (keys are "
+                            "compared case-insensitively)",
+                            key_node,
+                            step=step,
+                            field=f"routing.branches.{key}",
+                        )
+                        ok = False
+                        continue
+                    seen_keys[key.lower()] = key
                     target = self.identifier(
                         target_node,
                         STEP_ID_RE,
                         step=step,
-                        field=f"routing.branches.{key_node.value}",
+                        field=f"routing.branches.{key}",
                         what="step id",
                     )
-                    if target is None or not isinstance(key_node, yaml.ScalarNode):
+                    if target is None:
                         ok = False
                         continue
-                    branches.append((str(key_node.value), target))
+                    branches.append((key, target))
 
         node_of = fields.get
         if kind == "microloop":
@@ -490,7 +534,14 @@ class _FileReader:
             else:
                 values[name] = self.string(fields[name], step=None, field=name)
         key = values["key"]
-        if key is not None and key != self.path.stem:
+        if key is not None and not FLOW_KEY_RE.fullmatch(key):
+            self.error(
+                f"flow key {key!r} is invalid: it must match {FLOW_KEY_RE.pattern} "
+                "(it names a directory of every run)",
+                fields["key"],
+                field="key",
+            )
+        elif key is not None and key != self.path.stem:
             self.error(
                 f"flow key '{key}' differs from the file name '{self.path.name}'; "
                 f"rename the file or set key: {self.path.stem}",

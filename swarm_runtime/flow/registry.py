@@ -96,6 +96,16 @@ class FlowRegistry:
                 )
                 continue
             for item in value_node.value:
+                if not isinstance(item, yaml.ScalarNode):
+                    errors.append(
+                        FlowDefinitionError(
+                            "every item of 'order' must be a flow key",
+                            file=str(path),
+                            line=item.start_mark.line + 1,
+                            field="order",
+                        )
+                    )
+                    continue
                 key = str(item.value)
                 if key not in self._paths:
                     errors.append(

@@ -26,7 +26,7 @@ from swarm_runtime.engines.base import (
 )
 from swarm_runtime.engines.registry import EngineOptions, EngineRegistry, default_registry
 from swarm_runtime.engines.scenario import Scenario
-from swarm_runtime.errors import RoutingError, StorageError, SwarmUsageError
+from swarm_runtime.errors import ConfigError, RoutingError, StorageError, SwarmUsageError
 from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
 from swarm_runtime.orchestrator.history import History, HistoryBudget
@@ -84,6 +84,8 @@ class RunOutcome(Record):
     path: Path
     summary: dict[str, Any]
     interrupted: bool = False
+    warnings: tuple[str, ...] = ()
+    """Things that went wrong beside the run, e.g. a progress display that failed."""
 
 
 class _Totals:
@@ -109,6 +111,7 @@ class _Totals:
             "steps_executed": self.executed,
             "loop_iterations": self.loops,
             "tokens": self.prompt_tokens + self.completion_tokens,
+            "cost_usd": round(self.cost_usd, 6),
             "duration_ms": self.duration_ms,
         }
 
@@ -142,6 +145,7 @@ class Orchestrator:
         repo_root: Path | None = None,
         observer: EventObserver | None = None,
         result_observer: Callable[[str, StepResult], None] | None = None,
+        max_steps: int | None = None,
     ) -> None:
         self.flows = flows
         self.runs_dir = Path(runs_dir)
@@ -158,6 +162,8 @@ class Orchestrator:
         self.repo_root = repo_root or Path.cwd()
         self.observer = observer
         self.result_observer = result_observer
+        self.max_steps = max_steps
+        """Step executions a run may make (default: 10 per step of its flows, at least 100)."""
         self._engine_cache: dict[str, StepEngine] = {}
         self._system_prompts: dict[tuple[str, str], tuple[str, str]] = {}
         self._stop_requested = False
@@ -209,8 +215,21 @@ class Orchestrator:
     def _plan(self, spec: RunSpec) -> list[tuple[FlowSpec, str | None, str | None]]:
         """Load flows and resolve the slice before anything is written."""
         if not spec.flows:
-            raise SwarmUsageError("a run needs at least one flow")
+            raise SwarmUsageError(f"a run needs at least one flow (none in {self.flows.flows_dir})")
+        repeated = sorted({key for key in spec.flows if spec.flows.count(key) > 1})
+        if repeated:
+            raise SwarmUsageError(
+                f"flow(s) {', '.join(repeated)} listed more than once; a run runs each flow once"
+            )
         flows = [self.flows.get(key) for key in spec.flows]
+        for flow_key, steps in self.engine_strategy.items():
+            strategy_flow = self.flows.get(flow_key)  # an unknown flow is an error too
+            for step_id in steps:
+                if not strategy_flow.has_step(step_id):
+                    raise ConfigError(
+                        f"engine_strategy: flow '{flow_key}' has no step '{step_id}' "
+                        f"(steps: {', '.join(s.id for s in strategy_flow.steps)})"
+                    )
         start = _locate(spec.start_step, flows, "--from") if spec.start_step else None
         end = _locate(spec.end_step, flows, "--to") if spec.end_step else None
         first_flow = start[0] if start else 0
@@ -316,11 +335,16 @@ class _Run:
         self.layout, self.log = self._create()
         self.status = "pending"
         self.error: str | None = None
+        self.observer = owner.observer
+        self.observer_error: str | None = None
+        self.step_budget = owner.max_steps or _default_max_steps(plan)
 
     # -- files and events ----------------------------------------------------------------
 
     def _create(self) -> tuple[RunLayout, EventLog]:
         runs_dir = self.o.runs_dir
+        if runs_dir.exists() and not runs_dir.is_dir():
+            raise ConfigError(f"runs dir {runs_dir} exists and is not a directory")
         try:
             runs_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -351,10 +375,9 @@ class _Run:
         agent_key: str | None = None,
         ts: str | None = None,
     ) -> None:
-        self.seq += 1
         event = {
             "run_id": self.run_id,
-            "seq": self.seq,
+            "seq": self.seq + 1,
             "ts": ts or format_ts(self.clock()),
             "kind": kind,
             "flow_key": flow_key,
@@ -363,8 +386,14 @@ class _Run:
             "payload": payload,
         }
         self.log.append(event)
-        if self.o.observer is not None:
-            self.o.observer(event)
+        self.seq += 1  # only once the line is written: seq never skips
+        observer = self.observer
+        if observer is not None:
+            try:
+                observer(event)
+            except Exception as exc:  # a broken display must not break the run's record
+                self.observer = None
+                self.observer_error = f"{type(exc).__name__}: {exc}"
 
     def summary(self, *, completed_at: str | None = None) -> dict[str, Any]:
         t = self.totals
@@ -428,15 +457,21 @@ class _Run:
                 self._close_open_step(f"{type(exc).__name__}: {exc}")
                 self.status, self.error = "failed", f"{type(exc).__name__}: {exc}"
             final = self.status if self.status != "running" else "succeeded"
-            self.emit(
-                "run_completed",
-                {
-                    "status": final,
-                    "error": self.error,
-                    "steps_completed": self.totals.steps_completed,
-                    "total_steps_executed": self.totals.executed,
-                },
-            )
+            try:
+                self.emit(
+                    "run_completed",
+                    {
+                        "status": final,
+                        "error": self.error,
+                        "steps_completed": self.totals.steps_completed,
+                        "total_steps_executed": self.totals.executed,
+                    },
+                )
+            except Exception as exc:
+                # The log cannot be written (disk full, …): say so in meta.json at least.
+                self.status, self.error = "failed", f"{type(exc).__name__}: {exc}"
+                self.set_status("failed", completed_at=format_ts(self.clock()))
+                raise
             completed = format_ts(self.clock())
             self.set_status(final, completed_at=completed)
         finally:
@@ -451,6 +486,9 @@ class _Run:
             path=self.layout.root,
             summary=self.summary(completed_at=completed),
             interrupted=interrupted,
+            warnings=(f"progress display stopped: {self.observer_error}",)
+            if self.observer_error
+            else (),
         )
 
     def _close_open_step(self, error: str) -> None:
@@ -475,11 +513,22 @@ class _Run:
     def _run_flow(self, flow: FlowSpec, start: str | None, end: str | None) -> bool:
         """Run one flow; False when the run failed and must not go on."""
         current: str | None = start or flow.steps[0].id
+        began = self.clock()
+        flow_totals = self.flow_totals.setdefault(flow.key, _Totals())
         while current is not None:
             if self.o._stop_requested:
                 raise _Interrupted()
+            if self.totals.executed >= self.step_budget:
+                self.status = "failed"
+                self.error = (
+                    f"{flow.key}/{current}: the run reached its limit of {self.step_budget} "
+                    "step executions; a route loops without end (a next or branch back to an "
+                    "earlier step?) - fix the flow, or raise the limit with --max-steps"
+                )
+                return False
             step = flow.step(current)
             decision = self._run_step(flow, step, end)
+            flow_totals.duration_ms = _ms_between(began, self.clock())
             if decision is None:
                 return False
             current = decision.to_step
@@ -648,7 +697,6 @@ class _Run:
         for totals in (self.totals, flow_totals):
             totals.prompt_tokens += outcome.tokens.prompt
             totals.completion_tokens += outcome.tokens.completion
-            totals.duration_ms += duration
         self.open_step = None
         if error is not None or decision is None:
             self.emit(
@@ -723,6 +771,10 @@ class _Run:
         if outcome.result.status == "failed":
             return outcome.result.error or "the engine reported a failure without a message"
         return None
+
+
+def _default_max_steps(plan: list[tuple[FlowSpec, str | None, str | None]]) -> int:
+    return max(100, 10 * sum(len(flow.steps) for flow, _, _ in plan))
 
 
 def _ms_between(start: datetime, end: datetime) -> int:

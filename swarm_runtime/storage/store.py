@@ -154,10 +154,14 @@ class EventLog:
         handle = self._handle
         if handle is None:
             raise StorageError(f"event log {self.path} is closed")
-        handle.write(_encode(event) + "\n")
-        handle.flush()
-        if self.durable:
-            os.fsync(handle.fileno())
+        line = _encode(event) + "\n"
+        try:
+            handle.write(line)
+            handle.flush()
+            if self.durable:
+                os.fsync(handle.fileno())
+        except OSError as exc:
+            raise StorageError(f"could not append to {self.path}: {exc.strerror or exc}") from exc
 
     def close(self) -> None:
         """Close the file; further appends raise."""
@@ -208,5 +212,16 @@ def read_event_log(path: Path) -> EventLogReadResult:
         if not isinstance(value, dict):
             raise StorageError(f"{path}:{number}: an event must be a JSON object")
         events.append(value)
-    torn = TornLine(line=len(body) + 1, text=tail) if tail else None
+    torn = None
+    if tail:
+        # Lines are written whole with their newline; a tail without one was cut off,
+        # unless it is a whole event that only lost its newline.
+        try:
+            value = json.loads(tail)
+        except json.JSONDecodeError:
+            value = None
+        if isinstance(value, dict):
+            events.append(value)
+        else:
+            torn = TornLine(line=len(body) + 1, text=tail)
     return EventLogReadResult(events=events, torn=torn)

@@ -23,7 +23,7 @@ def test_default_run_is_the_sdlc_in_stub_mode(
     result = cli("run")
     assert result.code == 0, result.err
     header = result.out.splitlines()[0].split()
-    assert header == ["flow", "steps", "loops", "tokens", "time_ms"]
+    assert header == ["flow", "steps", "loops", "tokens", "cost_usd", "time_ms"]
     rows = [line.split()[0] for line in result.out.splitlines()[2:]]
     assert rows[:7] == ["signal", "plan", "build", "review", "gate", "deploy", "wisdom"]
     assert rows[7] == "total"

@@ -153,3 +153,20 @@ def test_ctrl_c_once_stops_at_the_next_step_boundary(tmp_path: Path) -> None:
     assert ended in (["load_signal_context"], ["load_signal_context", "compare_design_options"])
     assert events[-2]["kind"] == "route_decision"
     assert validate_run_dir(_run_dir(tmp_path)) == []
+
+
+def test_sigterm_mid_step_closes_the_run(tmp_path: Path) -> None:
+    proc = _start(tmp_path, "plan/compare_design_options")
+    try:
+        _wait_for_line(proc, "[ .. ] plan/compare_design_options")
+        proc.send_signal(signal.SIGTERM)  # what timeout(1) and CI cancellation send
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    run_dir = _run_dir(tmp_path)
+    events = read_event_log(run_dir / "events.jsonl").events
+    assert [e["kind"] for e in events][-2:] == ["step_error", "run_completed"]
+    assert events[-1]["payload"]["status"] == "stopped"
+    assert validate_run_dir(run_dir) == []

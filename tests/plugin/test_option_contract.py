@@ -40,5 +40,5 @@ def test_contract_suite_fails_for_a_broken_engine(swarm_pytester: pytest.Pyteste
     result = swarm_pytester.runpytest("--swarm-contract", "-k", "stepwise-demo and honours")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        ["*transcript contract broken*", "*succeeded but has no assistant line*"]
+        ["*receipt contract broken*", "*succeeded, but its transcript*has no assistant line*"]
     )

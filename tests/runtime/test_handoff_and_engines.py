@@ -12,7 +12,7 @@ import swarm_runtime
 from swarm_runtime.engines.handoff import HandoffError, format_handoff, parse_handoff
 from swarm_runtime.engines.registry import EngineOptions, EngineRegistry, default_registry
 from swarm_runtime.engines.scenario import Scenario
-from swarm_runtime.errors import EngineError, ScenarioError
+from swarm_runtime.errors import ConfigError, EngineError, ScenarioError
 
 
 def test_handoff_yaml_json_last_block_and_yes_no_words() -> None:
@@ -79,7 +79,7 @@ def test_registry_refuses_duplicates_and_names_known_engines() -> None:
     with pytest.raises(EngineError, match="already registered"):
         registry.register("claude-step", lambda options: registry.create("gemini-step", options))
     with pytest.raises(
-        EngineError, match=r"no engine 'warp-step' \(registered: claude-step, gemini-step"
+        ConfigError, match=r"no engine 'warp-step' \(registered: claude-step, gemini-step"
     ):
         registry.create("warp-step", EngineOptions())
     gemini = registry.create("gemini-step", EngineOptions())

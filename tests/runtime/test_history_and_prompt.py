@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from swarm_runtime.engines.base import HistoryItem, truncate_output
 from swarm_runtime.orchestrator.history import History, HistoryBudget
 from swarm_runtime.storage.store import encode_line
@@ -51,15 +53,24 @@ def test_total_budget_drops_oldest_items_and_says_so() -> None:
     assert rendered.truncation == {"items_dropped": 2, "chars_dropped": 80}
 
 
-def test_fast_and_slow_rendering_agree() -> None:
+@pytest.mark.parametrize(
+    "sizes",
+    [
+        [50, 80, 90, 30],  # everything fits: the fast path
+        [50, 80, 90, 250],  # the newest is too long for an older slot but fits as newest
+        [50, 120, 90, 30],  # an older item is cut: the slow path
+    ],
+)
+def test_fast_and_slow_rendering_agree(sizes: list[int]) -> None:
     budget = HistoryBudget(total_chars=10_000, recent_chars=300, older_chars=100)
-    sizes = [50, 120, 90, 250, 30]
     history = _history(budget, sizes)
     fast = history.render()
     slow = history._render_slowly()
     assert fast.text == slow.text
     assert fast.truncation == slow.truncation
-    if fast.json_text is not None:
+    assert fast.items == slow.items
+    if max(sizes[:-1]) <= budget.older_chars:
+        assert fast.json_text is not None  # the cached escapes were used
         assert json.dumps(fast.text, ensure_ascii=False)[1:-1] == fast.json_text
 
 

@@ -11,7 +11,7 @@ import pytest
 from swarm_runtime.contracts.check import validate_run_dir
 from swarm_runtime.engines.base import StepContext, StepEngine, StepOutcome
 from swarm_runtime.engines.registry import default_registry
-from swarm_runtime.errors import EngineError, ScenarioError, SwarmUsageError
+from swarm_runtime.errors import ConfigError, ScenarioError, SwarmUsageError
 from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.orchestrator.runner import Orchestrator, RunSpec
 from tests.conftest import SHIPPED_FLOWS, StepClock
@@ -256,7 +256,7 @@ def test_unknown_mode_is_refused_before_anything_is_written(
     loop_flows: Path, tmp_path: Path
 ) -> None:
     orchestrator = Orchestrator(FlowRegistry(loop_flows), runs_dir=tmp_path / "runs", mode="sdk")
-    with pytest.raises(EngineError, match="no 'sdk' mode"):
+    with pytest.raises(ConfigError, match="no 'sdk' mode"):
         orchestrator.run(RunSpec(flows=("loopy",)))
     assert not (tmp_path / "runs").exists()
 
