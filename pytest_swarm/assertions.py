@@ -190,13 +190,18 @@ def assert_routing(record: RunRecord) -> None:
 
 
 def assert_teaching_notes(record: RunRecord) -> None:
-    """A step's notes are in its own prompt and in no other step's prompt (§6.1)."""
+    """A step's notes are in its own prompt and in no other step's prompt (§6.1).
+
+    Notes are matched as the prompt renders them, one ``- note`` line each, so a short
+    note that is part of a longer sentence elsewhere is not taken for a leak.
+    """
     flows = _registry(record)
     prompts: dict[tuple[str, str], str] = {}
     for key, lines in record.transcripts.items():
-        prompts[key] = "\n".join(
+        text = "\n".join(
             str(line.get("content", "")) for line in lines if line.get("role") in ("system", "user")
         )
+        prompts[key] = f"\n{text}\n"
     notes: dict[str, tuple[str, str]] = {}
     for flow_key in {flow for flow, _ in prompts}:
         for step in flows.get(flow_key).steps:
@@ -208,13 +213,13 @@ def assert_teaching_notes(record: RunRecord) -> None:
         where = f"{flow_key}/{receipt.get('transcript_path')}"
         own = flows.get(flow_key).step(step_id).teaching_notes.all_notes()
         for note in own:
-            if note not in text:
+            if f"\n- {note}\n" not in text:
                 problems.append(
                     f"{where}:1: step '{flow_key}/{step_id}': its note {note!r} is missing "
                     "from its prompt"
                 )
         for note, owner in notes.items():
-            if owner != (flow_key, step_id) and note not in own and note in text:
+            if owner != (flow_key, step_id) and note not in own and f"\n- {note}\n" in text:
                 problems.append(
                     f"{where}: step '{flow_key}/{step_id}': the note {note!r} of step "
                     f"'{owner[0]}/{owner[1]}' leaks into its prompt"

@@ -1,0 +1,44 @@
+"""How a user tests their own flow with the swarm-stepwise pytest plugin.
+
+Run from this folder (its pytest.ini points the plugin at ./flows):
+
+    pytest                       # stub mode: no network, deterministic
+    pytest --swarm-mode=replay   # the same tests against recorded SDK calls
+"""
+
+import pytest
+
+
+def test_the_whole_flow_honours_the_contract(flow_runner, swarm_contract):
+    record = flow_runner("support-triage", ticket="I was charged twice in March.")
+    assert record.status == "succeeded"
+    swarm_contract.assert_run(record)  # receipts, transcripts, events, routing, notes
+
+
+def test_reviewer_rejections_loop_until_the_limit(flow_runner, stub_scenario):
+    stub_scenario({"review_reply": {"handoff": {"status": "NEEDS_FIXES"}}})
+    record = flow_runner("support-triage")
+    reviews = record.executions[("support-triage", "review_reply")]
+    assert len(reviews) == 3  # max_iterations
+    assert reviews[-1]["routing"]["reason"] == "max_iterations"
+
+
+@pytest.mark.parametrize(
+    ("queue", "handler"),
+    [("BILLING", "send_to_billing"), ("SECURITY", "send_to_security"), ("OTHER", None)],
+)
+def test_the_router_follows_the_declared_queue(flow_runner, stub_scenario, queue, handler):
+    stub_scenario({"route_case": {"handoff": {"queue": queue}}})
+    record = flow_runner("support-triage")
+    ran = [step for _, step in record.steps_executed()]
+    for candidate in ("send_to_billing", "send_to_security"):
+        assert (candidate in ran) == (candidate == handler)
+    assert ran[-1] == "close_case"
+
+
+@pytest.mark.swarm_flow("support-triage")
+def test_a_fatal_step_fails_the_run_cleanly(flow_runner):
+    record = flow_runner(scenario={"draft_reply": {"result_code": "fatal", "error": "model down"}})
+    assert record.status == "failed"
+    assert [e.kind for e in record.events][-2:] == ["step_error", "run_completed"]
+    assert "model down" in record.summary["error"]
