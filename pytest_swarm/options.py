@@ -8,6 +8,7 @@ error messages.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,7 +16,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pytest
 
-__all__ = ["MODES", "OPTIONS", "Option", "SwarmOptions", "add_options", "resolve"]
+__all__ = [
+    "MODES",
+    "OPTIONS",
+    "Option",
+    "SwarmOptions",
+    "add_options",
+    "check_credentials",
+    "resolve",
+]
 
 MODES = ("stub", "replay", "record", "sdk", "cli")
 
@@ -137,3 +146,33 @@ def resolve(config: pytest.Config, env: Mapping[str, str] | None = None) -> Swar
         elif values[name] and not Path(values[name]).is_absolute():
             values[name] = str(Path(config.invocation_params.dir) / values[name])
     return SwarmOptions(values, sources, contract=bool(config.getoption("swarm_contract")))
+
+
+def check_credentials(options: SwarmOptions) -> None:
+    """Stop at start-up when a live mode lacks what it needs, saying what to set."""
+    mode = options.mode
+    if mode in ("sdk", "record"):
+        if os.environ.get("ANTHROPIC_API_KEY"):
+            return
+        if mode == "record" and os.environ.get("ANTHROPIC_BASE_URL"):
+            return
+        extra = (
+            " (or ANTHROPIC_BASE_URL for a local Anthropic-compatible server)"
+            if mode == "record"
+            else ""
+        )
+        import pytest
+
+        raise pytest.UsageError(
+            f"swarm: --swarm-mode={mode} makes live API calls and needs ANTHROPIC_API_KEY{extra}; "
+            "set it, or use --swarm-mode=stub (no network) or --swarm-mode=replay (cassettes)"
+        )
+    if mode == "cli":
+        executable = os.environ.get("SWARM_CLAUDE_CLI", "claude")
+        if shutil.which(executable) is None:
+            import pytest
+
+            raise pytest.UsageError(
+                f"swarm: --swarm-mode=cli runs the Claude Code CLI, but {executable!r} is not on "
+                "PATH; install it or set SWARM_CLAUDE_CLI to its path"
+            )

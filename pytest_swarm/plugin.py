@@ -6,22 +6,16 @@ runtime is imported only by fixtures that run flows, so a plain ``pytest`` pays 
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_swarm.options import MODES, SwarmOptions, add_options, resolve
+from pytest_swarm.markers import marker_errors
+from pytest_swarm.options import add_options, check_credentials, resolve
 from pytest_swarm.summary import SwarmTotals
 
 TOTALS_KEY = pytest.StashKey[SwarmTotals]()
-
-_CREDENTIALS = {
-    "sdk": "ANTHROPIC_API_KEY",
-    "record": "ANTHROPIC_API_KEY",
-}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -36,31 +30,6 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
 
 
-def _check_credentials(options: SwarmOptions) -> None:
-    mode = options.mode
-    if mode in ("sdk", "record"):
-        if os.environ.get("ANTHROPIC_API_KEY"):
-            return
-        if mode == "record" and os.environ.get("ANTHROPIC_BASE_URL"):
-            return
-        extra = (
-            " (or ANTHROPIC_BASE_URL for a local Anthropic-compatible server)"
-            if mode == "record"
-            else ""
-        )
-        raise pytest.UsageError(
-            f"swarm: --swarm-mode={mode} makes live API calls and needs ANTHROPIC_API_KEY{extra}; "
-            "set it, or use --swarm-mode=stub (no network) or --swarm-mode=replay (cassettes)"
-        )
-    if mode == "cli":
-        executable = os.environ.get("SWARM_CLAUDE_CLI", "claude")
-        if shutil.which(executable) is None:
-            raise pytest.UsageError(
-                f"swarm: --swarm-mode=cli runs the Claude Code CLI, but {executable!r} is not on "
-                "PATH; install it or set SWARM_CLAUDE_CLI to its path"
-            )
-
-
 def pytest_configure(config: pytest.Config) -> None:
     """Resolve options, check credentials of live modes, register markers and fixtures."""
     from pytest_swarm import fixtures
@@ -73,7 +42,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "swarm_modes(*modes): run the test only in these swarm modes (skipped in others)",
     )
     options = resolve(config)
-    _check_credentials(options)
+    check_credentials(options)
     config.stash[fixtures.OPTIONS_KEY] = options
     config.stash[TOTALS_KEY] = SwarmTotals()
     config.pluginmanager.register(fixtures, "swarm-fixtures")
@@ -90,35 +59,6 @@ def pytest_report_header(config: pytest.Config) -> str:
     return config.stash[OPTIONS_KEY].describe()
 
 
-def _marker_errors(item: pytest.Item, options: SwarmOptions) -> list[str]:
-    errors: list[str] = []
-    for marker in item.iter_markers("swarm_flow"):
-        if len(marker.args) != 1 or marker.kwargs or not isinstance(marker.args[0], str):
-            errors.append(
-                f"{item.nodeid}: @pytest.mark.swarm_flow takes one flow key, got "
-                f"args={marker.args!r} kwargs={marker.kwargs!r}"
-            )
-            continue
-        key = marker.args[0]
-        flow_file = options.flows_dir / f"{key}.yaml"
-        if options.flows_dir.is_dir() and not flow_file.is_file():
-            known = sorted(
-                p.stem for p in options.flows_dir.glob("*.yaml") if p.name != "flows.yaml"
-            )
-            errors.append(
-                f"{item.nodeid}: @pytest.mark.swarm_flow({key!r}) names no flow in "
-                f"{options.flows_dir} (flows: {', '.join(known) or 'none'})"
-            )
-    for marker in item.iter_markers("swarm_modes"):
-        bad = [m for m in marker.args if m not in MODES]
-        if not marker.args or bad or marker.kwargs:
-            errors.append(
-                f"{item.nodeid}: @pytest.mark.swarm_modes takes one or more of "
-                f"{', '.join(MODES)}, got args={marker.args!r} kwargs={marker.kwargs!r}"
-            )
-    return errors
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Check swarm markers' arguments, and skip tests not meant for the current mode."""
     from pytest_swarm.fixtures import OPTIONS_KEY
@@ -126,7 +66,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     options = config.stash[OPTIONS_KEY]
     errors: list[str] = []
     for item in items:
-        found = _marker_errors(item, options)
+        found = marker_errors(item, options)
         errors.extend(found)
         if found:
             continue

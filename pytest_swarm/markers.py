@@ -1,0 +1,39 @@
+"""The plugin's markers: ``swarm_flow(key)`` and ``swarm_modes(*modes)``, and their checks."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_swarm.options import MODES, SwarmOptions
+
+__all__ = ["marker_errors"]
+
+
+def marker_errors(item: pytest.Item, options: SwarmOptions) -> list[str]:
+    """Every invalid swarm marker argument on ``item``, as a message naming the test."""
+    errors: list[str] = []
+    for marker in item.iter_markers("swarm_flow"):
+        if len(marker.args) != 1 or marker.kwargs or not isinstance(marker.args[0], str):
+            errors.append(
+                f"{item.nodeid}: @pytest.mark.swarm_flow takes one flow key, got "
+                f"args={marker.args!r} kwargs={marker.kwargs!r}"
+            )
+            continue
+        key = marker.args[0]
+        flow_file = options.flows_dir / f"{key}.yaml"
+        if options.flows_dir.is_dir() and not flow_file.is_file():
+            known = sorted(
+                p.stem for p in options.flows_dir.glob("*.yaml") if p.name != "flows.yaml"
+            )
+            errors.append(
+                f"{item.nodeid}: @pytest.mark.swarm_flow({key!r}) names no flow in "
+                f"{options.flows_dir} (flows: {', '.join(known) or 'none'})"
+            )
+    for marker in item.iter_markers("swarm_modes"):
+        bad = [m for m in marker.args if m not in MODES]
+        if not marker.args or bad or marker.kwargs:
+            errors.append(
+                f"{item.nodeid}: @pytest.mark.swarm_modes takes one or more of "
+                f"{', '.join(MODES)}, got args={marker.args!r} kwargs={marker.kwargs!r}"
+            )
+    return errors
