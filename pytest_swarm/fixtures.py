@@ -29,6 +29,7 @@ __all__ = [
     "swarm_contract",
     "swarm_engine",
     "swarm_flows",
+    "swarm_golden",
     "swarm_mode",
     "swarm_options",
 ]
@@ -257,3 +258,12 @@ class SwarmContract:
 def swarm_contract() -> SwarmContract:
     """``swarm_contract.assert_run(record)`` checks every contract assertion."""
     return SwarmContract()
+
+
+@pytest.fixture
+def swarm_golden(request: pytest.FixtureRequest, swarm_options: SwarmOptions) -> Any:
+    """``swarm_golden(record, scenario)``: compare a run with its golden (syrupy)."""
+    from pytest_swarm.golden import SwarmGolden
+
+    snapshot = request.getfixturevalue("snapshot")
+    return SwarmGolden(snapshot, swarm_options.golden_dir, request.config.hook)

@@ -36,7 +36,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole command tree."""
-    from swarm_runtime.cli import flows, runs, schema
+    from swarm_runtime.cli import flows, golden, runs, schema
     from swarm_runtime.cli import run as run_cmd
 
     parser = _Parser(
@@ -49,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     flows.add_parser(commands)
     runs.add_parser(commands)
     schema.add_parser(commands)
+    golden.add_parser(commands)
     return parser
 
 

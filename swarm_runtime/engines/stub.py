@@ -79,13 +79,13 @@ class StubEngine(StepEngine):
         if outcome is not None and outcome.text is not None:
             body = outcome.text
         else:
-            prompt = ctx.prompt
-            size = len(prompt.system) + len(prompt.user) if prompt else 0
+            # Nothing here depends on the prompt's text, so editing one step's teaching
+            # notes changes that step's files only, not every later step's history.
             body = (
                 f"[stub] {ctx.flow_key}/{ctx.step_id} (step {ctx.step_index} of "
                 f"{ctx.total_steps}, execution {ctx.iteration + 1})\n"
                 f"Role: {ctx.step_role}\n"
-                f"Prompt: {size} chars, {len(ctx.history)} earlier output(s)\n"
+                f"Earlier outputs seen: {len(ctx.history)}\n"
                 f"Result: done."
             )
         if outcome is not None and outcome.text is not None and "```handoff" in outcome.text:

@@ -19,6 +19,10 @@ def swarm_pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -
         "SWARM_RUNS_DIR",
         "ANTHROPIC_API_KEY",
         "ANTHROPIC_BASE_URL",
+        # An inner session must not take itself for one of our xdist workers.
+        "PYTEST_XDIST_WORKER",
+        "PYTEST_XDIST_WORKER_COUNT",
+        "PYTEST_XDIST_TESTRUNUID",
     ):
         monkeypatch.delenv(name, raising=False)
     shutil.copytree(SHIPPED_FLOWS, pytester.path / "flows")

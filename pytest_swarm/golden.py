@@ -1,0 +1,160 @@
+"""Golden runs compared through syrupy (SPEC §10.5).
+
+A golden is a run in the §2 layout under ``<golden dir>/<scenario>/``, normalised by
+:mod:`swarm_runtime.golden`. Each artefact is one snapshot file, stored under its own
+path, so ``--snapshot-update`` rewrites only the files that changed and deletes the ones
+no run produces any more; a drifted or missing golden fails with a per-file, per-step
+diff. syrupy is imported here, and this module only by the ``swarm_golden`` fixture.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from syrupy.data import Snapshot, SnapshotCollection
+from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+
+if TYPE_CHECKING:
+    from syrupy.assertion import SnapshotAssertion
+    from syrupy.location import PyTestLocation
+    from syrupy.types import SerializableData, SerializedData, SnapshotIndex
+
+    from pytest_swarm.run_record import RunRecord
+
+__all__ = ["GoldenRunExtension", "SwarmGolden", "golden_extension"]
+
+
+class GoldenRunExtension(SingleFileSnapshotExtension):
+    """One golden artefact per snapshot file, stored at ``<root>/<scenario>/<artefact>``."""
+
+    _write_mode = WriteMode.TEXT
+    file_extension = ""  # artefacts keep their own .json / .jsonl
+    golden_root: ClassVar[Path] = Path("golden")
+    scenario: ClassVar[str] = ""
+
+    @classmethod
+    def dirname(cls, *, test_location: PyTestLocation) -> str:
+        """The scenario's directory."""
+        return str(cls.golden_root / cls.scenario)
+
+    @classmethod
+    def discovery_dirname(cls, *, test_location: PyTestLocation) -> str:
+        """Only the scenario's own directory is scanned for its goldens."""
+        return cls.dirname(test_location=test_location)
+
+    @classmethod
+    def get_snapshot_name(cls, *, test_location: PyTestLocation, index: SnapshotIndex = 0) -> str:
+        """The artefact's path inside the run, e.g. ``signal/receipts/x-y.json``."""
+        return str(index)
+
+    @classmethod
+    def get_file_basename(cls, *, test_location: PyTestLocation, index: SnapshotIndex) -> str:
+        """The artefact's path (with its own extension)."""
+        return str(index)
+
+    def _inside(self, location: str) -> bool:
+        base = Path(self.golden_root / self.scenario).resolve()
+        return base in Path(location).resolve().parents
+
+    def is_snapshot_location(self, *, location: str) -> bool:
+        """Every file under the scenario's directory is one of its goldens."""
+        return self._inside(location)
+
+    def owns_snapshot_collection(self, *, filepath: str, test_location: PyTestLocation) -> bool:
+        """Claim the files of this scenario only."""
+        return self._inside(filepath)
+
+    @classmethod
+    def matches_test_location(
+        cls, *, test_location: PyTestLocation, snapshot_location: str
+    ) -> bool:
+        """A scenario's goldens belong to the test that asserts that scenario."""
+        base = Path(cls.golden_root / cls.scenario).resolve()
+        return base in Path(snapshot_location).resolve().parents
+
+    def read_snapshot_collection(self, *, snapshot_location: str) -> SnapshotCollection:
+        """A golden file holds one snapshot, named by its path inside the run."""
+        base = Path(self.golden_root / self.scenario).resolve()
+        name = Path(snapshot_location).resolve().relative_to(base).as_posix()
+        collection = SnapshotCollection(location=snapshot_location)
+        collection.add(Snapshot(name=name))
+        return collection
+
+    def serialize(self, data: SerializableData, **_kwargs: Any) -> SerializedData:
+        """Goldens are already text."""
+        return str(data)
+
+    @classmethod
+    def write_snapshot(cls, **kwargs: Any) -> None:
+        """Write as syrupy does, without its warning about names.
+
+        Goldens are named by the run's layout, not by the test, on purpose.
+        """
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r"\s*Can not relate snapshot")
+            super().write_snapshot(**kwargs)
+
+    @classmethod
+    def write_snapshot_collection(
+        cls, *, snapshot_collection: SnapshotCollection, name_order: dict[str, int] | None = None
+    ) -> None:
+        """Create the artefact's directories, then write it."""
+        Path(snapshot_collection.location).parent.mkdir(parents=True, exist_ok=True)
+        super().write_snapshot_collection(
+            snapshot_collection=snapshot_collection, name_order=name_order
+        )
+
+
+def golden_extension(golden_root: Path, scenario: str) -> type[GoldenRunExtension]:
+    """An extension class bound to one scenario's golden directory."""
+    return type(
+        "GoldenRunExtension_" + "".join(c if c.isalnum() else "_" for c in scenario),
+        (GoldenRunExtension,),
+        {"golden_root": Path(golden_root), "scenario": scenario},
+    )
+
+
+class SwarmGolden:
+    """``swarm_golden(record, scenario)`` compares a run with ``golden/<scenario>/``."""
+
+    def __init__(self, snapshot: SnapshotAssertion, golden_root: Path, hook: Any) -> None:
+        self.snapshot = snapshot
+        self.golden_root = Path(golden_root)
+        self.hook = hook
+        self.compared = 0
+
+    def __call__(self, record: RunRecord, scenario: str) -> None:
+        """Fail with a per-file, per-step diff when the run differs from its golden."""
+        from swarm_runtime.golden import diff_runs, golden_files, markdown_report
+        from swarm_runtime.storage.layout import FLOW_KEY_RE
+
+        if not FLOW_KEY_RE.fullmatch(scenario.replace("/", "-")) or ".." in scenario:
+            raise ValueError(f"golden scenario {scenario!r} must be a simple name like 'signal'")
+        self.hook.pytest_swarm_normalize(record=record)
+        current = golden_files(record.path, volatile=record.volatile)
+        target = self.golden_root / scenario
+        stored = golden_files(target) if target.is_dir() else {}
+        assertion = self.snapshot.use_extension(golden_extension(self.golden_root, scenario))
+        # syrupy records each comparison (and writes under --snapshot-update) in __eq__.
+        mismatched = [
+            name
+            for name, text in current.items()
+            if not assertion(name=name) == text  # noqa: SIM201
+        ]
+        self.compared += 1
+        if not mismatched:
+            return
+        if not stored:
+            raise AssertionError(
+                f"no golden for scenario '{scenario}' in {target}; run "
+                "'pytest --snapshot-update' to create it, then review and commit it"
+            )
+        changes = [c for c in diff_runs(stored, current) if c.path in mismatched]
+        report = markdown_report(changes, old_label=f"golden/{scenario}", new_label="this run")
+        raise AssertionError(
+            f"golden drift in scenario '{scenario}': {len(changes)} file(s) differ from "
+            f"{target}\n(accept with 'pytest --snapshot-update' after review)\n\n{report}"
+        )
