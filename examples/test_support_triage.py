@@ -3,7 +3,9 @@
 Run from this folder (its pytest.ini points the plugin at ./flows):
 
     pytest                       # stub mode: no network, deterministic
-    pytest --swarm-mode=replay   # the same tests against recorded SDK calls
+
+The same tests run unchanged in the other modes (--swarm-mode=replay against recorded SDK
+calls, sdk live) once those engines are installed.
 """
 
 import pytest

@@ -93,7 +93,16 @@ def assert_event_sequence(record: RunRecord) -> None:
     """Every event is a known kind with its payload, and the §3.3 invariants hold."""
     from swarm_runtime.contracts.check import check_events_file
 
-    problems = [str(v) for v in check_events_file(record.path / "events.jsonl", record.path)]
+    events = record.event_dicts
+    problems = []
+    for violation in check_events_file(record.path / "events.jsonl", record.path):
+        text = str(violation)
+        line = violation.line
+        if line is not None and 0 < line <= len(events):
+            event = events[line - 1]
+            if event.get("step_id"):
+                text += f" (step {event.get('flow_key')}/{event.get('step_id')})"
+        problems.append(text)
     _fail("event sequence", record, problems)
 
 
@@ -186,20 +195,51 @@ def assert_routing(record: RunRecord) -> None:
                 loops[key] = executions
             else:
                 loops.pop(key, None)
+        went = next((e for e in events[index + 2 :] if e.get("kind") == "step_start"), None)
+        to_step = got.get("to_step")
+        if (
+            to_step is not None
+            and (went is None or (went.get("flow_key"), went.get("step_id")) != (flow_key, to_step))
+            and not _stopped_after(events, index + 1)
+        ):
+            where_to = (
+                "nowhere" if went is None else f"{went.get('flow_key')}/{went.get('step_id')}"
+            )
+            problems.append(
+                f"events.jsonl:{line + 1}: step '{flow_key}/{step_id}': route_decision goes to "
+                f"'{to_step}', but the next step that ran is {where_to}"
+            )
+        elif to_step is None and went is not None and went.get("flow_key") == flow_key:
+            problems.append(
+                f"events.jsonl:{line + 1}: step '{flow_key}/{step_id}': route_decision ends the "
+                f"flow, but '{flow_key}/{went.get('step_id')}' ran next"
+            )
     _fail("routing", record, problems)
+
+
+def _stopped_after(events: list[dict[str, Any]], index: int) -> bool:
+    """Whether the run ended (stopped, failed, …) before another step could start."""
+    for event in events[index + 1 :]:
+        if event.get("kind") == "step_start":
+            return False
+        if event.get("kind") == "run_completed":
+            payload = event.get("payload")
+            return isinstance(payload, dict) and payload.get("status") != "succeeded"
+    return True
 
 
 def assert_teaching_notes(record: RunRecord) -> None:
     """A step's notes are in its own prompt and in no other step's prompt (§6.1).
 
-    Notes are matched as the prompt renders them, one ``- note`` line each, so a short
-    note that is part of a longer sentence elsewhere is not taken for a leak.
+    Notes are matched as the prompt renders them, one ``- note`` line each, in the part of
+    the prompt built from the step itself (the system prompt): the history that follows
+    holds earlier outputs, which may quote anything, and is not the step's to answer for.
     """
     flows = _registry(record)
     prompts: dict[tuple[str, str], str] = {}
     for key, lines in record.transcripts.items():
         text = "\n".join(
-            str(line.get("content", "")) for line in lines if line.get("role") in ("system", "user")
+            str(line.get("content", "")) for line in lines if line.get("role") == "system"
         )
         prompts[key] = f"\n{text}\n"
     notes: dict[str, tuple[str, str]] = {}
@@ -291,9 +331,8 @@ def assert_run(record: RunRecord, *, reference: RunRecord | None = None) -> None
     assert_receipt_contract(record)
     assert_transcript_contract(record)
     assert_event_sequence(record)
-    if record.flows is not None:
-        assert_routing(record)
-        assert_teaching_notes(record)
+    assert_routing(record)  # both need the flows: a record without them fails, loudly
+    assert_teaching_notes(record)
     assert_step_results(record)
     if reference is not None:
         assert_mode_parity(record, reference)

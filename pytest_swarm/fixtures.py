@@ -49,11 +49,24 @@ def swarm_mode(swarm_options: SwarmOptions) -> str:
     return swarm_options.mode
 
 
+def flows_dir_error(options: SwarmOptions) -> str | None:
+    """Why the flows dir cannot be used, naming the settings that choose it; or None."""
+    if options.flows_dir.is_dir():
+        return None
+    return (
+        f"swarm: flows dir {options.flows_dir} (from {options.sources['flows_dir']}) does not "
+        "exist; set --swarm-flows-dir, SWARM_FLOWS_DIR or the swarm_flows_dir ini key"
+    )
+
+
 @pytest.fixture(scope="session")
 def swarm_flows(swarm_options: SwarmOptions) -> FlowRegistry:
     """The flows of ``--swarm-flows-dir``, validated on first use."""
     from swarm_runtime.flow.registry import FlowRegistry
 
+    problem = flows_dir_error(swarm_options)
+    if problem:
+        pytest.fail(problem, pytrace=False)
     return FlowRegistry(swarm_options.flows_dir)
 
 
@@ -70,13 +83,21 @@ class SwarmEngine:
 
 
 @pytest.fixture(scope="session")
-def swarm_engine(pytestconfig: pytest.Config, swarm_mode: str) -> SwarmEngine:
-    """Engines for this session, after every ``pytest_swarm_register_engines`` hook ran."""
+def _swarm_engine_registry(pytestconfig: pytest.Config) -> EngineRegistry:
     from swarm_runtime.engines.registry import default_registry
 
     registry = default_registry()
     pytestconfig.hook.pytest_swarm_register_engines(registry=registry)
-    return SwarmEngine(registry, swarm_mode)
+    return registry
+
+
+@pytest.fixture
+def swarm_engine(_swarm_engine_registry: EngineRegistry, swarm_mode: str) -> SwarmEngine:
+    """Engines (with every ``pytest_swarm_register_engines`` hook's) and the mode.
+
+    Per test: setting ``swarm_engine.engine_id`` picks the engine of this test's runs only.
+    """
+    return SwarmEngine(_swarm_engine_registry, swarm_mode)
 
 
 class IsolatedRunsEnv:
@@ -183,31 +204,34 @@ class FlowRunner:
         end_step: str | None,
         params: dict[str, Any],
     ) -> RunRecord:
+        from swarm_runtime.errors import SwarmUsageError
         from swarm_runtime.orchestrator.runner import Orchestrator, RunSpec
 
-        self.scenario.ran = self.scenario.ran or self.scenario.scenario is not None
-        keys = flow_keys or (
-            (self.default_flow,) if self.default_flow else tuple(self.flows.order())
-        )
         results: list[tuple[str, StepResult]] = []
-        orchestrator = Orchestrator(
-            self.flows,
-            runs_dir=self.runs_dir,
-            engines=self.engine.registry,
-            engine_id=self.engine.engine_id,
-            mode=mode,
-            scenario=self.scenario.scenario,
-            result_observer=lambda flow, result: results.append((flow, result)),
-        )
-        outcome = orchestrator.run(
-            RunSpec(
-                flows=keys,
+        try:
+            default = (self.default_flow,) if self.default_flow else tuple(self.flows.order())
+            orchestrator = Orchestrator(
+                self.flows,
+                runs_dir=self.runs_dir,
+                engines=self.engine.registry,
+                engine_id=self.engine.engine_id,
+                mode=mode,
+                scenario=self.scenario.scenario,
+                result_observer=lambda flow, result: results.append((flow, result)),
+            )
+            spec = RunSpec(
+                flows=flow_keys or default,
                 params=params,
                 initiator="pytest",
                 start_step=start_step,
                 end_step=end_step,
             )
-        )
+            outcome = orchestrator.run(spec)
+        except SwarmUsageError as exc:
+            # What the test asked for is wrong (flow, slice, scenario, mode): say it plainly.
+            message = str(exc).replace("--from ", "start_step=").replace("--to ", "end_step=")
+            pytest.fail(f"swarm: {message}", pytrace=False)
+        self.scenario.ran = self.scenario.ran or self.scenario.scenario is not None
         record = RunRecord(outcome.path, flows=self.flows, results=results, mode=mode)
         self.on_run(record)
         return record
@@ -263,7 +287,12 @@ def swarm_contract() -> SwarmContract:
 @pytest.fixture
 def swarm_golden(request: pytest.FixtureRequest, swarm_options: SwarmOptions) -> Any:
     """``swarm_golden(record, scenario)``: compare a run with its golden (syrupy)."""
-    from pytest_swarm.golden import SwarmGolden
-
+    try:
+        from pytest_swarm.golden import SwarmGolden
+    except ImportError as exc:  # syrupy is an optional dependency
+        pytest.fail(
+            f"swarm_golden needs syrupy ({exc}); pip install 'swarm-stepwise[test]'",
+            pytrace=False,
+        )
     snapshot = request.getfixturevalue("snapshot")
     return SwarmGolden(snapshot, swarm_options.golden_dir, request.config.hook)

@@ -142,7 +142,8 @@ def resolve(config: pytest.Config, env: Mapping[str, str] | None = None) -> Swar
         )
     for name in ("flows_dir", "golden_dir", "cassette_dir", "runs_dir"):
         if values[name] and sources[name] == f"ini swarm_{name}":
-            values[name] = str(config.rootpath / values[name])  # ini paths: from the ini's dir
+            base = config.inipath.parent if config.inipath else config.rootpath
+            values[name] = str(base / values[name])  # ini paths: from the ini file's dir
         elif values[name] and not Path(values[name]).is_absolute():
             values[name] = str(Path(config.invocation_params.dir) / values[name])
     return SwarmOptions(values, sources, contract=bool(config.getoption("swarm_contract")))
@@ -164,7 +165,8 @@ def check_credentials(options: SwarmOptions) -> None:
         import pytest
 
         raise pytest.UsageError(
-            f"swarm: --swarm-mode={mode} makes live API calls and needs ANTHROPIC_API_KEY{extra}; "
+            f"swarm: mode {mode} (from {options.sources['mode']}) makes live API calls and "
+            f"needs ANTHROPIC_API_KEY{extra}; "
             "set it, or use --swarm-mode=stub (no network) or --swarm-mode=replay (cassettes)"
         )
     if mode == "cli":
@@ -173,6 +175,7 @@ def check_credentials(options: SwarmOptions) -> None:
             import pytest
 
             raise pytest.UsageError(
-                f"swarm: --swarm-mode=cli runs the Claude Code CLI, but {executable!r} is not on "
+                f"swarm: mode cli (from {options.sources['mode']}) runs the Claude Code CLI, but "
+                f"{executable!r} is not on "
                 "PATH; install it or set SWARM_CLAUDE_CLI to its path"
             )

@@ -42,7 +42,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "swarm_modes(*modes): run the test only in these swarm modes (skipped in others)",
     )
     options = resolve(config)
-    check_credentials(options)
+    if not (config.option.help or config.option.collectonly or config.option.showfixtures):
+        check_credentials(options)
     config.stash[fixtures.OPTIONS_KEY] = options
     config.stash[TOTALS_KEY] = SwarmTotals()
     config.pluginmanager.register(fixtures, "swarm-fixtures")
@@ -59,16 +60,20 @@ def pytest_report_header(config: pytest.Config) -> str:
     return config.stash[OPTIONS_KEY].describe()
 
 
+MARKER_ERRORS = pytest.StashKey[list[str]]()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Check swarm markers' arguments, and skip tests not meant for the current mode."""
     from pytest_swarm.fixtures import OPTIONS_KEY
 
     options = config.stash[OPTIONS_KEY]
-    errors: list[str] = []
     for item in items:
         found = marker_errors(item, options)
-        errors.extend(found)
         if found:
+            # Reported when the test sets up: a usage error raised here would be lost as
+            # an internal error under pytest-xdist, where workers collect.
+            item.stash[MARKER_ERRORS] = found
             continue
         marker = item.get_closest_marker("swarm_modes")
         if marker is not None and options.mode not in marker.args:
@@ -78,8 +83,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                     f"current mode is {options.mode}"
                 )
             )
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Fail a test whose swarm markers are invalid, saying what is allowed."""
+    errors = item.stash.get(MARKER_ERRORS, None)
     if errors:
-        raise pytest.UsageError("invalid swarm marker(s):\n  " + "\n  ".join(errors))
+        pytest.fail("invalid swarm marker:\n  " + "\n  ".join(errors), pytrace=False)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

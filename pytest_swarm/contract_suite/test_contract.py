@@ -16,10 +16,14 @@ from pytest_swarm.fixtures import FlowRunner, SwarmContract
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """One case per flow of ``--swarm-flows-dir``, in run order, then the rest."""
     if "contract_flow" in metafunc.fixturenames:
-        from pytest_swarm.fixtures import OPTIONS_KEY
+        from pytest_swarm.fixtures import OPTIONS_KEY, flows_dir_error
         from swarm_runtime.flow.registry import FlowRegistry
 
-        registry = FlowRegistry(metafunc.config.stash[OPTIONS_KEY].flows_dir)
+        options = metafunc.config.stash[OPTIONS_KEY]
+        problem = flows_dir_error(options)
+        if problem:
+            raise pytest.UsageError(problem)
+        registry = FlowRegistry(options.flows_dir)
         order = registry.order()
         keys = order + [key for key in registry.keys() if key not in order]  # noqa: SIM118
         metafunc.parametrize("contract_flow", keys)

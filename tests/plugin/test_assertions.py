@@ -193,3 +193,57 @@ def test_mode_parity_names_the_first_difference(tmp_path: Path) -> None:
     (record.path / "signal" / "receipts" / "normalize_request-signal-normalizer.json").unlink()
     with pytest.raises(AssertionError, match=r"normalize_request-signal-normalizer\.json: missing"):
         assertions.assert_mode_parity(_fresh(record), reference)
+
+
+def test_a_run_that_went_elsewhere_than_its_route_decision(tmp_path: Path) -> None:
+    record = _record(tmp_path)
+
+    def swap(events: list[dict[str, Any]]) -> None:
+        # The critic loops back to the author; claim the next step_start was another step.
+        index = next(
+            i
+            for i, e in enumerate(events)
+            if e["kind"] == "route_decision" and e["step_id"] == "critique_requirements"
+        )
+        following = next(e for e in events[index + 1 :] if e["kind"] == "step_start")
+        following["step_id"] = "normalize_request"
+
+    with pytest.raises(AssertionError) as info:
+        assertions.assert_routing(_edit_events(record, swap))
+    assert (
+        "route_decision goes to 'author_requirements', but the next step that ran is signal/normalize_request"
+        in str(info.value)
+    )
+
+
+def test_history_quoting_a_note_is_not_a_leak(tmp_path: Path) -> None:
+    registry = FlowRegistry(SHIPPED_FLOWS)
+    first = registry.get("signal").steps[0]
+    quoted = first.teaching_notes.constraints[0]
+    from swarm_runtime.engines.scenario import Scenario
+
+    outcome = Orchestrator(
+        registry,
+        runs_dir=tmp_path / "runs",
+        scenario=Scenario.from_mapping({first.id: {"text": f"Done.\n- {quoted}\n"}}),
+    ).run(RunSpec(flows=("signal",)))
+    assertions.assert_teaching_notes(RunRecord(outcome.path, flows=registry))
+
+
+def test_assert_run_without_flows_says_so_instead_of_skipping(tmp_path: Path) -> None:
+    record = _record(tmp_path)
+    with pytest.raises(AssertionError, match="need the flows"):
+        assertions.assert_run(RunRecord(record.path))
+
+
+def test_event_sequence_messages_name_the_step(tmp_path: Path) -> None:
+    record = _record(tmp_path)
+
+    def negative(events: list[dict[str, Any]]) -> None:
+        end = next(e for e in events if e["kind"] == "step_end")
+        end["payload"]["duration_ms"] = -1
+
+    with pytest.raises(AssertionError) as info:
+        assertions.assert_event_sequence(_edit_events(record, negative))
+    assert "step_end.payload.duration_ms" in str(info.value)
+    assert "(step signal/normalize_request)" in str(info.value)

@@ -32,3 +32,30 @@ def test_registered_engine_runs_the_steps(swarm_pytester: pytest.Pytester) -> No
         """
     )
     swarm_pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_choosing_an_engine_does_not_leak_into_the_next_test(
+    swarm_pytester: pytest.Pytester,
+) -> None:
+    swarm_pytester.makeconftest(
+        """
+        from swarm_runtime.engines.stub import StubEngine
+
+        def pytest_swarm_register_engines(registry):
+            registry.register("my-step", lambda options: StubEngine(
+                engine_id="my-step", engine_short="my", scenario=options.scenario))
+        """
+    )
+    swarm_pytester.makepyfile(
+        """
+        def test_a(swarm_engine, flow_runner):
+            swarm_engine.engine_id = "my-step"
+            record = flow_runner("stepwise-demo")
+            assert next(iter(record.receipts.values()))["engine"] == "my-step"
+
+        def test_b(flow_runner):
+            record = flow_runner("stepwise-demo")
+            assert next(iter(record.receipts.values()))["engine"] == "claude-step"
+        """
+    )
+    swarm_pytester.runpytest("-p", "no:randomly").assert_outcomes(passed=2)

@@ -60,5 +60,27 @@ def test_invalid_marker_arguments_are_a_clear_error(
         """
     )
     result = swarm_pytester.runpytest()
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*invalid swarm marker*", f"*test_x: @pytest.mark.{message}"])
+    result.assert_outcomes(errors=1)  # the test errors at set-up; nothing of it runs
+    result.stdout.fnmatch_lines(["*invalid swarm marker:*", f"*test_x: @pytest.mark.{message}"])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_invalid_marker_under_xdist_is_reported_not_an_internal_error(
+    swarm_pytester: pytest.Pytester,
+) -> None:
+    swarm_pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.swarm_modes("stubb")
+        def test_x():
+            pass
+
+        def test_fine():
+            pass
+        """
+    )
+    result = swarm_pytester.runpytest_subprocess("-n", "2")
+    result.assert_outcomes(passed=1, errors=1)
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    result.stdout.fnmatch_lines(["*swarm_modes takes one or more of*'stubb'*"])

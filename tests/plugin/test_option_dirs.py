@@ -92,3 +92,33 @@ def test_runs_dir_option_keeps_runs_there(swarm_pytester: pytest.Pytester) -> No
     swarm_pytester.runpytest(f"--swarm-runs-dir={target}").assert_outcomes(passed=1)
     runs = [p.name for p in Path(target).iterdir()]
     assert len(runs) == 1 and runs[0].startswith("run-")
+
+
+def test_a_missing_flows_dir_names_the_settings(swarm_pytester: pytest.Pytester) -> None:
+    swarm_pytester.makepyfile(
+        """
+        def test_run(flow_runner):
+            flow_runner("signal")
+        """
+    )
+    result = swarm_pytester.runpytest("--swarm-flows-dir=nowhere")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*flows dir */nowhere (from --swarm-flows-dir) does not exist; set --swarm-flows-dir, "
+            "SWARM_FLOWS_DIR or the swarm_flows_dir ini key*"
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_a_bad_slice_names_the_argument(swarm_pytester: pytest.Pytester) -> None:
+    swarm_pytester.makepyfile(
+        """
+        def test_run(flow_runner):
+            flow_runner("signal", start_step="nope")
+        """
+    )
+    result = swarm_pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*swarm: start_step=nope: no such step*"])

@@ -76,10 +76,21 @@ def test_sdk_without_api_key_stops_at_startup(swarm_pytester: pytest.Pytester) -
     result = swarm_pytester.runpytest("--swarm-mode=sdk")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        ["*--swarm-mode=sdk makes live API calls and needs ANTHROPIC_API_KEY*"]
+        ["*mode sdk (from --swarm-mode) makes live API calls and needs ANTHROPIC_API_KEY*"]
     )
     assert "Traceback" not in result.stderr.str()
     assert "MODE=" not in result.stdout.str()  # nothing ran
+
+
+def test_help_and_collect_only_work_without_credentials(
+    swarm_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SWARM_MODE", "sdk")
+    swarm_pytester.makepyfile(SHOW_MODE)
+    assert swarm_pytester.runpytest("--help").ret == 0
+    assert swarm_pytester.runpytest("--collect-only").ret == 0
+    result = swarm_pytester.runpytest()
+    result.stderr.fnmatch_lines(["*mode sdk (from SWARM_MODE) makes live API calls*"])
 
 
 def test_sdk_with_a_key_starts(
