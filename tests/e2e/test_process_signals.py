@@ -14,10 +14,10 @@ from swarm_runtime.storage.store import read_event_log
 from tests.conftest import REPO
 
 
-def _start(tmp_path: Path, delayed_step: str) -> subprocess.Popen[str]:
+def _start(tmp_path: Path, delayed_step: str, delay_ms: int = 600_000) -> subprocess.Popen[str]:
     scenario = tmp_path / "scenario.yaml"
-    # Long enough that the process is certainly inside this step when it is signalled.
-    scenario.write_text(f"{delayed_step}:\n  delay_ms: 600000\n")
+    # By default long enough that the process is certainly inside this step when signalled.
+    scenario.write_text(f"{delayed_step}:\n  delay_ms: {delay_ms}\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("SWARM_")}
     return subprocess.Popen(
         [
@@ -112,30 +112,7 @@ def test_ctrl_c_twice_aborts_the_step_exits_130_with_run_completed(tmp_path: Pat
 
 
 def test_ctrl_c_once_stops_at_the_next_step_boundary(tmp_path: Path) -> None:
-    scenario = tmp_path / "scenario.yaml"
-    scenario.write_text("plan/compare_design_options:\n  delay_ms: 1500\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SWARM_")}
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "swarm_runtime.cli.main",
-            "run",
-            "--flows-dir",
-            str(REPO / "flows"),
-            "--runs-dir",
-            str(tmp_path / "runs"),
-            "--scenario",
-            str(scenario),
-            "--progress",
-            "always",
-        ],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = _start(tmp_path, "plan/compare_design_options", delay_ms=1500)
     try:
         _wait_for_line(proc, "[ ok ] plan/load_signal_context")
         proc.send_signal(signal.SIGINT)

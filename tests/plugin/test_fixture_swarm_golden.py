@@ -111,3 +111,23 @@ def test_goldens_are_byte_identical_with_and_without_xdist(
     parallel.assert_outcomes(passed=2)
     assert _tree(golden) == first
     swarm_pytester.runpytest_subprocess("-n", "2").assert_outcomes(passed=2)
+
+
+def test_normalize_hook_adds_volatile_fields(swarm_pytester: pytest.Pytester) -> None:
+    swarm_pytester.makeconftest(
+        """
+        def pytest_swarm_normalize(record):
+            record.add_volatile("model")
+        """
+    )
+    swarm_pytester.makepyfile(
+        """
+        def test_golden(flow_runner, swarm_golden):
+            swarm_golden(flow_runner("stepwise-demo"), "demo")
+        """
+    )
+    swarm_pytester.runpytest("--snapshot-update").assert_outcomes(passed=1)
+    receipts = list((swarm_pytester.path / "golden" / "demo").glob("*/receipts/*.json"))
+    assert receipts
+    for path in receipts:
+        assert '"model": "<VOLATILE>"' in path.read_text()
