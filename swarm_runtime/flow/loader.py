@@ -400,7 +400,6 @@ class _FileReader:
             branch_field=branch_field,
             branches=tuple(branches),
             default=default,
-            explicit=True,
         )
 
     def notes(self, node: yaml.Node, step: str) -> TeachingNotes | None:

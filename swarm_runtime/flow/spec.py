@@ -39,8 +39,6 @@ class RoutingSpec(Record):
     branch_field: str = "status"
     branches: tuple[tuple[str, str], ...] = ()
     default: str | None = None
-    explicit: bool = False
-    """Whether the flow file had a routing block at all."""
 
 
 class Budget(Record):

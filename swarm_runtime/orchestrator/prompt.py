@@ -11,10 +11,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from swarm_runtime.engines.base import Prompt
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
 
-__all__ = ["build_prompt", "handoff_instructions", "request_text", "system_prompt", "user_prompt"]
+__all__ = ["handoff_instructions", "request_text", "system_prompt", "user_prompt"]
 
 SECTIONS = (
     ("Inputs", "inputs"),
@@ -70,18 +69,3 @@ def request_text(params: dict[str, Any]) -> str:
 def user_prompt(request: str, history_text: str) -> str:
     """The user part: the request (from :func:`request_text`) and the history."""
     return f"{request}\n\n## History (newest first)\n{history_text or '(no earlier steps)'}"
-
-
-def build_prompt(
-    flow: FlowSpec,
-    step: StepSpec,
-    *,
-    persona: str | None,
-    params: dict[str, Any],
-    history_text: str,
-) -> Prompt:
-    """The system and user prompt of one step execution."""
-    return Prompt(
-        system=system_prompt(flow, step, persona=persona),
-        user=user_prompt(request_text(params), history_text),
-    )
