@@ -66,6 +66,7 @@ class StubEngine(StepEngine):
         self.engine_short = engine_short
         self.scenario = scenario or Scenario()
         self._sleep = sleep or interruptible_sleep
+        self._calls: dict[tuple[str, str], int] = {}
 
     def _reply(self, ctx: StepContext, outcome: Outcome | None) -> tuple[str, dict[str, Any]]:
         handoff = _default_handoff(ctx)
@@ -97,7 +98,11 @@ class StubEngine(StepEngine):
         """Produce the scripted (or default) reply for the step."""
         from swarm_runtime.engines.handoff import parse_handoff
 
-        outcome = self.scenario.outcome_for(ctx.flow_key, ctx.step_id, ctx.iteration)
+        # Outcomes are counted per call: a retry within an execution takes the next one.
+        key = (ctx.flow_key, ctx.step_id)
+        number = self._calls.get(key, 0)
+        self._calls[key] = number + 1
+        outcome = self.scenario.outcome_for(ctx.flow_key, ctx.step_id, number)
         if outcome is not None and outcome.delay_ms:
             self._sleep(outcome.delay_ms / 1000.0)
         text, _ = self._reply(ctx, outcome)

@@ -41,7 +41,7 @@ from swarm_runtime.storage.store import (
     write_json_atomic,
     write_jsonl_atomic,
 )
-from swarm_runtime.timeutil import Clock, format_ts, system_clock
+from swarm_runtime.timeutil import Clock, format_ts, interruptible_sleep, system_clock
 
 __all__ = ["Orchestrator", "RunOutcome", "RunSpec"]
 
@@ -146,6 +146,8 @@ class Orchestrator:
         observer: EventObserver | None = None,
         result_observer: Callable[[str, StepResult], None] | None = None,
         max_steps: int | None = None,
+        max_attempts: int = 3,
+        jitter: Callable[[], float] | None = None,
     ) -> None:
         self.flows = flows
         self.runs_dir = Path(runs_dir)
@@ -156,7 +158,10 @@ class Orchestrator:
         self.engine_strategy = engine_strategy or {}
         self.clock = clock
         self.rand = rand
-        self.sleep = sleep
+        self.sleep: Callable[[float], None] = sleep or interruptible_sleep
+        self.max_attempts = max_attempts
+        """Calls per step execution when the engine answers ``retryable`` (§7.3)."""
+        self.jitter: Callable[[], float] = jitter or _random_fraction
         self.durable = durable
         self.history_budget = history_budget or HistoryBudget()
         self.repo_root = repo_root or Path.cwd()
@@ -583,29 +588,36 @@ class _Run:
             ts=started_ts,
         )
         self.open_step = (flow.key, step.id, agent, started, engine.engine_id)
-        error: str | None = None
-        outcome: StepOutcome | None = None
-        try:
-            self.o._in_engine = True
-            if self.o._abort_requested:  # asked while the step was being prepared
-                raise KeyboardInterrupt
-            outcome = engine.run_step(ctx)
-        except KeyboardInterrupt:
-            raise _Interrupted() from None
-        except Exception as exc:  # an engine bug must still end the step and the run
-            error = f"engine '{engine.engine_id}' raised {type(exc).__name__}: {exc}"
-        finally:
-            self.o._in_engine = False
+        max_attempts = step.max_attempts or self.o.max_attempts
+        attempt = 0
+        while True:
+            attempt += 1
+            error: str | None = None
+            outcome: StepOutcome | None = None
+            try:
+                self.o._in_engine = True
+                if self.o._abort_requested:  # asked while the step was being prepared
+                    raise KeyboardInterrupt
+                outcome = engine.run_step(ctx)
+            except KeyboardInterrupt:
+                raise _Interrupted() from None
+            except Exception as exc:  # an engine bug must still end the step and the run
+                error = f"engine '{engine.engine_id}' raised {type(exc).__name__}: {exc}"
+            finally:
+                self.o._in_engine = False
+            for event in outcome.events if outcome else ():
+                self.emit(
+                    event.kind,
+                    event.payload,
+                    flow_key=flow.key,
+                    step_id=step.id,
+                    agent_key=agent,
+                    ts=event.ts,
+                )
+            if outcome is None or outcome.result_code != "retryable" or attempt >= max_attempts:
+                break
+            self._wait_before_retry(flow, step, agent, outcome, attempt, max_attempts)
         completed = self.clock()
-        for event in outcome.events if outcome else ():
-            self.emit(
-                event.kind,
-                event.payload,
-                flow_key=flow.key,
-                step_id=step.id,
-                agent_key=agent,
-                ts=event.ts,
-            )
         if outcome is None:
             outcome = StepOutcome(
                 result=StepResult(step_id=step.id, status="failed", error=error),
@@ -640,6 +652,8 @@ class _Run:
             "transcript_path": "llm/" + os.path.basename(transcript_path),
             "iteration": iteration,
             "result_code": outcome.result_code,
+            "attempt": attempt,
+            "max_attempts": max_attempts,
         }
         if handoff is not None:
             receipt["handoff"] = handoff
@@ -753,6 +767,45 @@ class _Run:
         )
         return decision
 
+    def _wait_before_retry(
+        self,
+        flow: FlowSpec,
+        step: StepSpec,
+        agent: str,
+        outcome: StepOutcome,
+        attempt: int,
+        max_attempts: int,
+    ) -> None:
+        """Log the retry, then sleep: ``retry_after_ms`` when given, else backoff (§7.3)."""
+        if outcome.retry_after_ms is not None:
+            delay = outcome.retry_after_ms / 1000.0
+        else:
+            base = min(30.0, 0.5 * 2 ** (attempt - 1))
+            delay = base / 2 + base / 2 * self.o.jitter()  # "equal jitter"
+        self.emit(
+            "log",
+            {
+                "message": f"retrying {flow.key}/{step.id} in {delay:.3f} s "
+                f"(attempt {attempt + 1} of {max_attempts})",
+                "attempt": attempt,
+                "max_attempts": max_attempts,
+                "error": outcome.result.error,
+                "retry_in_ms": round(delay * 1000),
+            },
+            flow_key=flow.key,
+            step_id=step.id,
+            agent_key=agent,
+        )
+        try:
+            self.o._in_engine = True  # a second Ctrl-C aborts the wait like the call
+            if self.o._abort_requested:
+                raise KeyboardInterrupt
+            self.o.sleep(delay)
+        except KeyboardInterrupt:
+            raise _Interrupted() from None
+        finally:
+            self.o._in_engine = False
+
     def _outcome_error(self, step: StepSpec, outcome: StepOutcome) -> str | None:
         code = outcome.result_code
         if outcome.result.step_id != step.id:
@@ -762,15 +815,25 @@ class _Run:
             )
         if code == "fatal":
             return outcome.result.error or "fatal error"
-        if code in ("retryable", "blocked"):
+        if code == "retryable":
+            attempts = step.max_attempts or self.o.max_attempts
+            detail = outcome.result.error or "no detail"
+            return f"still failing after {attempts} attempt(s): {detail}"
+        if code == "blocked":
             detail = outcome.result.error or "no detail"
             return (
-                f"step returned result_code '{code}' ({detail}); retrying and pausing are not "
-                "supported in this version, so the step fails"
+                f"step returned result_code 'blocked' ({detail}); pausing for external input "
+                "is not supported in this version, so the step fails"
             )
         if outcome.result.status == "failed":
             return outcome.result.error or "the engine reported a failure without a message"
         return None
+
+
+def _random_fraction() -> float:
+    import random  # only when a retry happens: random costs start-up time
+
+    return random.random()
 
 
 def _default_max_steps(plan: list[tuple[FlowSpec, str | None, str | None]]) -> int:

@@ -178,15 +178,63 @@ def test_fatal_step_fails_the_run_and_stops(tmp_path: Path) -> None:
     assert validate_run_dir(outcome.path) == []
 
 
-@pytest.mark.parametrize("code", ["retryable", "blocked"])
-def test_retryable_and_blocked_fail_clearly_for_now(
-    loop_flows: Path, tmp_path: Path, code: str
-) -> None:
+def test_blocked_fails_clearly_for_now(loop_flows: Path, tmp_path: Path) -> None:
     outcome = run_flows(
-        loop_flows, tmp_path / "runs", ("loopy",), scenario={"author": {"result_code": code}}
+        loop_flows, tmp_path / "runs", ("loopy",), scenario={"author": {"result_code": "blocked"}}
     )
     assert outcome.status == "failed"
-    assert f"result_code '{code}'" in (outcome.error or "")
+    assert "result_code 'blocked'" in (outcome.error or "")
+    assert kinds(outcome)[-2:] == ["step_error", "run_completed"]
+
+
+def test_retryable_is_retried_within_the_execution_then_succeeds(
+    loop_flows: Path, tmp_path: Path
+) -> None:
+    slept: list[float] = []
+    outcome = run_flows(
+        loop_flows,
+        tmp_path / "runs",
+        ("loopy",),
+        scenario={
+            "author": [
+                {"result_code": "retryable", "error": "overloaded", "retry_after_ms": 2000},
+                {"result_code": "retryable", "error": "overloaded again"},
+                {"text": "fine now"},
+            ]
+        },
+        sleep=slept.append,
+        jitter=lambda: 0.0,
+    )
+    assert outcome.status == "succeeded"
+    assert slept == [2.0, 0.5]  # retry-after first, then backoff: (0.5 s x 2^1) / 2, no jitter
+    events = events_of(outcome)
+    author = [e["kind"] for e in events if e["step_id"] == "author"][:5]  # first execution
+    assert author == ["step_start", "log", "log", "step_end", "route_decision"]
+    logs = [e["payload"] for e in events if e["kind"] == "log"]
+    assert logs[0]["message"] == "retrying loopy/author in 2.000 s (attempt 2 of 3)"
+    assert logs[1]["error"] == "overloaded again" and logs[1]["retry_in_ms"] == 500
+    first = json.loads((outcome.path / "loopy/receipts/author-worker~1.json").read_text())
+    assert (first["attempt"], first["max_attempts"]) == (3, 3)
+    latest = receipt(outcome, "loopy", "author", "worker")  # the loop's second execution
+    assert latest["attempt"] == 1
+    assert validate_run_dir(outcome.path) == []
+
+
+def test_backoff_doubles_with_jitter_and_is_capped(loop_flows: Path, tmp_path: Path) -> None:
+    flows = tmp_path / "flows"
+    write_flow(flows, "flaky", [step_yaml("call", "max_attempts: 12")])
+    slept: list[float] = []
+    outcome = run_flows(
+        flows,
+        tmp_path / "runs",
+        ("flaky",),
+        scenario={"call": {"result_code": "retryable", "error": "503"}},
+        sleep=slept.append,
+        jitter=lambda: 1.0,
+    )
+    assert slept == [0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0, 30.0, 30.0, 30.0]
+    assert outcome.status == "failed"
+    assert outcome.error == "flaky/call: still failing after 12 attempt(s): 503"
     assert kinds(outcome)[-2:] == ["step_error", "run_completed"]
 
 
