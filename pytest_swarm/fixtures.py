@@ -218,6 +218,7 @@ class FlowRunner:
                 mode=mode,
                 scenario=self.scenario.scenario,
                 result_observer=lambda flow, result: results.append((flow, result)),
+                engine_config=_engine_config(),
             )
             spec = RunSpec(
                 flows=flow_keys or default,
@@ -260,6 +261,16 @@ def flow_runner(
         default_flow=marker.args[0] if marker else None,
         on_run=lambda record: totals.add_run(record.summary),
     )
+
+
+def _engine_config() -> dict[str, Any]:
+    """Engine settings from the environment, read here at the edge of the runtime."""
+    import os
+
+    return {
+        "api_key": os.environ.get("ANTHROPIC_API_KEY") or None,
+        "base_url": os.environ.get("ANTHROPIC_BASE_URL") or None,
+    }
 
 
 class SwarmContract:

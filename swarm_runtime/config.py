@@ -15,7 +15,7 @@ from typing import Any
 from swarm_runtime.errors import ConfigError
 from swarm_runtime.record import Record, field
 
-__all__ = ["DEFAULT_CONFIG_PATH", "MODES", "Settings", "resolve_settings"]
+__all__ = ["DEFAULT_CONFIG_PATH", "MODES", "Settings", "engine_config", "resolve_settings"]
 
 MODES = ("stub", "sdk", "cli", "replay", "record")
 DEFAULT_CONFIG_PATH = Path("swarm/config/runtime.yaml")
@@ -161,3 +161,23 @@ def resolve_settings(
         claude=claude,
         sources=sources,
     )
+
+
+def engine_config(settings: Settings, env: Mapping[str, str]) -> dict[str, Any]:
+    """What the claude-step engine factories need, from runtime.yaml and the environment.
+
+    The API key comes from ``ANTHROPIC_API_KEY`` only (never from a file); the base URL from
+    ``ANTHROPIC_BASE_URL``, else ``engines.claude.env.ANTHROPIC_BASE_URL`` in runtime.yaml.
+    """
+    claude = settings.claude
+    file_env = claude.get("env") or {}
+    if not isinstance(file_env, dict):
+        raise ConfigError("runtime.yaml: 'engines.claude.env' must be a mapping")
+    config: dict[str, Any] = {
+        "api_key": env.get("ANTHROPIC_API_KEY") or None,
+        "base_url": env.get("ANTHROPIC_BASE_URL") or file_env.get("ANTHROPIC_BASE_URL") or None,
+    }
+    for key in ("provider", "model"):
+        if claude.get(key) is not None:
+            config[key] = str(claude[key])
+    return config

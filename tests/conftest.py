@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -57,7 +58,13 @@ def cli(
 ) -> Callable[..., CliResult]:
     """Run ``swarm`` in-process from ``tmp_path`` (with the shipped flows as ./flows)."""
     monkeypatch.chdir(tmp_path)
-    for name in ("SWARM_RUNS_DIR", "SWARM_FLOWS_DIR", "SWARM_CLAUDE_STEP_ENGINE_MODE"):
+    for name in (
+        "SWARM_RUNS_DIR",
+        "SWARM_FLOWS_DIR",
+        "SWARM_CLAUDE_STEP_ENGINE_MODE",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+    ):
         monkeypatch.delenv(name, raising=False)
     if not (tmp_path / "flows").exists():
         shutil.copytree(SHIPPED_FLOWS, tmp_path / "flows")
@@ -90,3 +97,11 @@ def swarm_process(tmp_path: Path) -> Iterator[Callable[..., subprocess.Completed
         )
 
     yield run
+
+
+@pytest.fixture
+def anthropic_server() -> Iterator[Any]:
+    """A local Anthropic Messages API on 127.0.0.1 (see tests/fakes/anthropic_server.py)."""
+    from tests.fakes.anthropic_server import running_server
+
+    yield from running_server()

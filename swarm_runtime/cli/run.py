@@ -96,7 +96,7 @@ def _params(pairs: list[str]) -> dict[str, str]:
 def handle(args: argparse.Namespace) -> int:
     """Run and report; the exit code says how the run ended."""
     from swarm_runtime.cli.render import ProgressPrinter, run_table
-    from swarm_runtime.config import resolve_settings
+    from swarm_runtime.config import engine_config, resolve_settings
     from swarm_runtime.engines.scenario import Scenario
     from swarm_runtime.errors import SwarmUsageError
     from swarm_runtime.flow.registry import FlowRegistry
@@ -129,6 +129,7 @@ def handle(args: argparse.Namespace) -> int:
         history_budget=HistoryBudget(**settings.history),
         observer=ProgressPrinter(sys.stdout) if show else None,
         max_steps=args.max_steps,
+        engine_config=engine_config(settings, os.environ),
     )
     spec = RunSpec(
         flows=flow_keys,

@@ -166,6 +166,8 @@ class StepOutcome(Record):
     transcript: tuple[dict[str, Any], ...] = ()
     """Transcript lines after the system and user prompt (assistant reply, tool lines)."""
     retry_after_ms: int | None = None
+    cost_usd: float | None = None
+    """What the call cost, when the engine knows (stub: 0; unknown model: None)."""
     extra_receipt: dict[str, Any] = field(default_factory=dict)
 
 

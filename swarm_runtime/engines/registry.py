@@ -93,8 +93,14 @@ def _builtin(engine_id: str, engine_short: str) -> EngineFactory:
                 scenario=options.scenario,
                 sleep=options.sleep,
             )
+        if options.mode == "sdk" and engine_id == "claude-step":
+            from swarm_runtime.engines.sdk import build_sdk_engine
+
+            return build_sdk_engine(options.config, engine_id=engine_id, engine_short=engine_short)
+        available = "stub, sdk" if engine_id == "claude-step" else "stub"
         raise ConfigError(
-            f"engine '{engine_id}' has no '{options.mode}' mode in this version (available: stub)"
+            f"engine '{engine_id}' has no '{options.mode}' mode in this version "
+            f"(available: {available})"
         )
 
     return factory

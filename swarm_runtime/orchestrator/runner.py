@@ -148,6 +148,7 @@ class Orchestrator:
         max_steps: int | None = None,
         max_attempts: int = 3,
         jitter: Callable[[], float] | None = None,
+        engine_config: dict[str, Any] | None = None,
     ) -> None:
         self.flows = flows
         self.runs_dir = Path(runs_dir)
@@ -160,6 +161,8 @@ class Orchestrator:
         self.rand = rand
         self.sleep: Callable[[float], None] = sleep or interruptible_sleep
         self.max_attempts = max_attempts
+        self.engine_config = dict(engine_config or {})
+        """Settings for engine factories (api key, base URL, model…), resolved at the edge."""
         """Calls per step execution when the engine answers ``retryable`` (§7.3)."""
         self.jitter: Callable[[], float] = jitter or _random_fraction
         self.durable = durable
@@ -273,7 +276,12 @@ class Orchestrator:
         if engine is None:
             engine = self.engines.create(
                 engine_id,
-                EngineOptions(mode=self.mode, scenario=self.scenario, sleep=self.sleep),
+                EngineOptions(
+                    mode=self.mode,
+                    scenario=self.scenario,
+                    sleep=self.sleep,
+                    config=self.engine_config,
+                ),
             )
             self._engine_cache[engine_id] = engine
         return engine
@@ -629,7 +637,9 @@ class _Run:
         if error is None:
             error = self._outcome_error(step, outcome)
         if error is None and step.budget is not None:
-            error = _budget_error(step, outcome.tokens, _ms_between(started, completed))
+            error = _budget_error(
+                step, outcome.tokens, _ms_between(started, completed), outcome.cost_usd
+            )
         handoff = outcome.handoff
         receipt_path, transcript_path = self.layout.step_files(
             flow.key, step.id, agent, engine.engine_short
@@ -711,6 +721,7 @@ class _Run:
         for totals in (self.totals, flow_totals):
             totals.prompt_tokens += outcome.tokens.prompt
             totals.completion_tokens += outcome.tokens.completion
+            totals.cost_usd += outcome.cost_usd or 0.0
         self.open_step = None
         if error is not None or decision is None:
             self.emit(
@@ -846,12 +857,16 @@ def _ms_between(start: datetime, end: datetime) -> int:
     return max(0, micro // 1000)
 
 
-def _budget_error(step: StepSpec, tokens: TokenUsage, duration_ms: int) -> str | None:
+def _budget_error(
+    step: StepSpec, tokens: TokenUsage, duration_ms: int, cost_usd: float | None
+) -> str | None:
     budget = step.budget
     if budget is None:
         return None
     if budget.tokens is not None and tokens.total > budget.tokens:
         return f"token budget exceeded: used {tokens.total}, budget {budget.tokens}"
+    if budget.cost_usd is not None and cost_usd is not None and cost_usd > budget.cost_usd:
+        return f"cost budget exceeded: spent ${cost_usd:.6f}, budget ${budget.cost_usd:.6f}"
     if budget.duration_ms is not None and duration_ms > budget.duration_ms:
         return f"duration budget exceeded: took {duration_ms} ms, budget {budget.duration_ms} ms"
     return None

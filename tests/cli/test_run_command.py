@@ -198,3 +198,27 @@ def test_progress_on_a_terminal_replaces_the_running_line() -> None:
     assert stream.getvalue() == "[ .. ] f/s"
     printer({**base, "kind": "step_end", "payload": {"status": "succeeded", "duration_ms": 3}})
     assert stream.getvalue() == "[ .. ] f/s\r\x1b[K[ ok ] f/s (3 ms)\n"
+
+
+def test_sdk_mode_from_the_command_line(
+    cli: Callable[..., CliResult],
+    tmp_path: Path,
+    monkeypatch,
+    anthropic_server,  # type: ignore[no-untyped-def]
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", anthropic_server.url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-fake-cli-test")
+    config = tmp_path / "swarm" / "config" / "runtime.yaml"
+    config.parent.mkdir(parents=True)
+    config.write_text("engines:\n  claude:\n    model: claude-haiku-4-5\n")
+    result = cli("run", "stepwise-demo", "--mode", "sdk")
+    assert result.code == 0, result.err
+    run_dir = _only_run(tmp_path)
+    receipt = json.loads(next(run_dir.glob("stepwise-demo/receipts/*.json")).read_text())
+    assert (receipt["mode"], receipt["provider"], receipt["model"]) == (
+        "sdk",
+        "anthropic_compat",
+        "claude-haiku-4-5",
+    )
+    assert "0.0000" not in result.out.splitlines()[-2]  # the total row shows a real cost
+    assert cli("runs", "validate", run_dir.name).code == 0

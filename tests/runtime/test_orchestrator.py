@@ -303,8 +303,8 @@ def test_ctrl_c_in_a_step_closes_the_step_and_the_run(loop_flows: Path, tmp_path
 def test_unknown_mode_is_refused_before_anything_is_written(
     loop_flows: Path, tmp_path: Path
 ) -> None:
-    orchestrator = Orchestrator(FlowRegistry(loop_flows), runs_dir=tmp_path / "runs", mode="sdk")
-    with pytest.raises(ConfigError, match="no 'sdk' mode"):
+    orchestrator = Orchestrator(FlowRegistry(loop_flows), runs_dir=tmp_path / "runs", mode="cli")
+    with pytest.raises(ConfigError, match="no 'cli' mode"):
         orchestrator.run(RunSpec(flows=("loopy",)))
     assert not (tmp_path / "runs").exists()
 

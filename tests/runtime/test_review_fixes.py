@@ -197,8 +197,10 @@ def test_cli_usage_errors_exit_2(cli: Callable[..., CliResult], tmp_path: Path) 
     (tmp_path / "afile").write_text("x")
     result = cli("run", "stepwise-demo", "--runs-dir", str(tmp_path / "afile"))
     assert result.code == 2 and "exists and is not a directory" in result.err
-    result = cli("run", "stepwise-demo", "--mode", "sdk")
-    assert result.code == 2 and "no 'sdk' mode" in result.err
+    result = cli("run", "stepwise-demo", "--mode", "sdk")  # no key in this environment
+    assert result.code == 2 and "sdk mode needs ANTHROPIC_API_KEY" in result.err
+    result = cli("run", "stepwise-demo", "--mode", "cli")
+    assert result.code == 2 and "no 'cli' mode" in result.err
     config = tmp_path / "rt.yaml"
     config.write_text("runs_dir: [a, b]\n")
     result = cli("run", "stepwise-demo", "--config", str(config))

@@ -1,0 +1,220 @@
+"""``claude-step`` in ``sdk`` mode: one Messages API call per step through the anthropic SDK.
+
+The SDK's own retries are off: the orchestrator owns retries (SPEC §7.3), so API errors
+become result codes here — connection errors, 408, 409, 429, 5xx and 529 are
+``retryable`` (with ``retry-after`` honoured), 400, 401, 403, 404, 413 and 422 are
+``fatal``, and a reply that is not a Messages response is a clear ``fatal`` error.
+The anthropic package is imported only when this engine is built.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from swarm_runtime.engines.base import (
+    StepContext,
+    StepEngine,
+    StepOutcome,
+    StepResult,
+    TokenUsage,
+    truncate_output,
+)
+from swarm_runtime.errors import ConfigError
+
+__all__ = ["DEFAULT_MAX_TOKENS", "DEFAULT_MODEL", "SdkEngine", "estimate_cost", "load_prices"]
+
+DEFAULT_MODEL = "claude-sonnet-4-6"
+DEFAULT_MAX_TOKENS = 4096
+RETRYABLE_STATUS = frozenset({408, 409, 429, 529})
+FATAL_STATUS = frozenset({400, 401, 403, 404, 413, 422})
+
+
+def load_prices(path: Path | None = None) -> dict[str, dict[str, float]]:
+    """The price table shipped with the package, or ``path`` when given."""
+    source = path or Path(__file__).resolve().parent.parent / "data" / "prices.json"
+    try:
+        raw = json.loads(source.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"price table {source}: cannot read: {exc}") from None
+    return {k: v for k, v in raw.items() if not k.startswith("_") and isinstance(v, dict)}
+
+
+def estimate_cost(
+    prices: dict[str, dict[str, float]], model: str, tokens: TokenUsage
+) -> float | None:
+    """USD for ``tokens`` of ``model``; None when the model is not in the table."""
+    price = prices.get(model)
+    if price is None:
+        return None
+    return round((tokens.prompt * price["input"] + tokens.completion * price["output"]) / 1e6, 8)
+
+
+def _retry_after_ms(headers: Any) -> int | None:
+    for name in ("retry-after-ms", "retry-after"):
+        value = headers.get(name) if headers is not None else None
+        if value is None:
+            continue
+        try:
+            number = float(value)
+        except ValueError:
+            continue  # an HTTP date: fall back to the orchestrator's backoff
+        return round(number if name == "retry-after-ms" else number * 1000)
+    return None
+
+
+class SdkEngine(StepEngine):
+    """One ``messages.create`` call per step, no streaming, no SDK retries."""
+
+    mode = "sdk"
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        model: str = DEFAULT_MODEL,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        provider: str = "anthropic",
+        prices: dict[str, dict[str, float]] | None = None,
+        engine_id: str = "claude-step",
+        engine_short: str = "claude",
+    ) -> None:
+        self.client = client
+        self.model = model
+        self.max_tokens = max_tokens
+        self.provider = provider
+        self.prices = prices if prices is not None else load_prices()
+        self.engine_id = engine_id
+        self.engine_short = engine_short
+
+    def _failed(
+        self, ctx: StepContext, code: str, error: str, retry_after_ms: int | None = None
+    ) -> StepOutcome:
+        return StepOutcome(
+            result=StepResult(step_id=ctx.step_id, status="failed", error=error),
+            result_code=code,  # type: ignore[arg-type]
+            model=self.model,
+            provider=self.provider,
+            mode="sdk",
+            retry_after_ms=retry_after_ms,
+        )
+
+    def run_step(self, ctx: StepContext) -> StepOutcome:
+        """Call the Messages API once and turn the reply (or the error) into an outcome."""
+        import anthropic
+
+        from swarm_runtime.engines.handoff import HandoffError, parse_handoff
+
+        prompt = ctx.prompt
+        if prompt is None:
+            raise ValueError("SdkEngine needs ctx.prompt")
+        try:
+            message = self.client.messages.create(
+                model=self.model,
+                max_tokens=self.max_tokens,
+                system=prompt.system,
+                messages=[{"role": "user", "content": prompt.user}],
+            )
+        except anthropic.APIStatusError as exc:
+            status = exc.status_code
+            detail = exc.api_message or str(exc)
+            error = f"Anthropic API answered HTTP {status}: {detail}"
+            if status in FATAL_STATUS:
+                return self._failed(ctx, "fatal", error)
+            if status in RETRYABLE_STATUS or status >= 500:
+                return self._failed(ctx, "retryable", error, _retry_after_ms(exc.response.headers))
+            return self._failed(ctx, "fatal", error)
+        except anthropic.APIResponseValidationError as exc:
+            return self._failed(
+                ctx, "fatal", f"Anthropic API reply is not a Messages response: {exc}"
+            )
+        except anthropic.APIConnectionError as exc:
+            return self._failed(ctx, "retryable", f"cannot reach the Anthropic API: {exc}")
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            return self._failed(
+                ctx, "fatal", f"Anthropic API reply could not be read ({type(exc).__name__}: {exc})"
+            )
+        try:
+            blocks = list(message.content)
+            text = "".join(
+                str(getattr(block, "text", ""))
+                for block in blocks
+                if getattr(block, "type", "") == "text"
+            )
+            usage = message.usage
+            tokens = TokenUsage(int(usage.input_tokens or 0), int(usage.output_tokens or 0))
+            model = str(message.model or self.model)
+        except (AttributeError, TypeError, ValueError) as exc:
+            return self._failed(ctx, "fatal", f"Anthropic API reply is missing fields: {exc}")
+        try:
+            handoff = parse_handoff(text)
+        except HandoffError as exc:
+            return self._failed(ctx, "fatal", f"the reply's handoff block is unusable: {exc}")
+        cost = estimate_cost(self.prices, model, tokens)
+        return StepOutcome(
+            result=StepResult(
+                step_id=ctx.step_id, status="succeeded", output=truncate_output(text)
+            ),
+            text=text,
+            handoff=handoff,
+            tokens=tokens,
+            model=model,
+            provider=self.provider,
+            mode="sdk",
+            transcript=({"role": "assistant", "content": text},),
+            cost_usd=cost,
+            extra_receipt={
+                "cost": {
+                    "model": model,
+                    "provider": self.provider,
+                    "tokens": {
+                        "input": tokens.prompt,
+                        "output": tokens.completion,
+                        "total": tokens.total,
+                    },
+                    "estimatedCostUsd": cost,
+                }
+            },
+        )
+
+    def close(self) -> None:
+        """Close the SDK's HTTP connections."""
+        close = getattr(self.client, "close", None)
+        if callable(close):
+            close()
+
+
+def build_sdk_engine(config: dict[str, Any], *, engine_id: str, engine_short: str) -> SdkEngine:
+    """The engine from resolved settings: ``api_key``, ``base_url``, ``model``, ``max_tokens``."""
+    try:
+        import anthropic
+    except ImportError:
+        raise ConfigError(
+            "sdk mode needs the anthropic package: pip install 'swarm-stepwise[sdk]'"
+        ) from None
+    api_key = config.get("api_key")
+    base_url = config.get("base_url")
+    if not api_key and not base_url:
+        raise ConfigError(
+            "sdk mode needs ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL for an Anthropic-compatible "
+            "server); set it, or run in stub mode"
+        )
+    provider = str(config.get("provider") or ("anthropic_compat" if base_url else "anthropic"))
+    if provider not in ("anthropic", "anthropic_compat"):
+        raise ConfigError(f"provider {provider!r} is not anthropic or anthropic_compat")
+    client = anthropic.Anthropic(
+        api_key=api_key or "not-needed-for-a-local-server",
+        base_url=base_url or None,
+        max_retries=0,  # the orchestrator owns retries
+        timeout=float(config.get("timeout", 300.0)),
+    )
+    return SdkEngine(
+        client,
+        model=str(config.get("model") or DEFAULT_MODEL),
+        max_tokens=int(config.get("max_tokens") or DEFAULT_MAX_TOKENS),
+        provider=provider,
+        prices=load_prices(Path(config["prices"])) if config.get("prices") else None,
+        engine_id=engine_id,
+        engine_short=engine_short,
+    )

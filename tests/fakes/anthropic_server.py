@@ -1,0 +1,152 @@
+"""A local Anthropic Messages API server for tests: loopback only, on a free port.
+
+Replies are scripted per request (a queue); with none scripted it answers like a model
+that declares the handoff the prompt asks for (it copies the prompt's example block).
+Faults on demand: any status with headers and an error body, a malformed body, a dropped
+connection. It records every request (path, headers, body).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+EXAMPLE_RE = re.compile(r"Example:\n(```handoff\n.*?\n```)", re.DOTALL)
+
+
+@dataclass
+class Reply:
+    """One scripted answer."""
+
+    status: int = 200
+    body: Any = None
+    """A JSON value, or None for the default model reply."""
+    headers: dict[str, str] = field(default_factory=dict)
+    raw: bytes | None = None
+    """Sent as-is instead of JSON (a malformed body)."""
+    drop: bool = False
+    """Close the connection without answering."""
+    text: str | None = None
+    """The assistant text of a 200 reply (default: copy the prompt's handoff example)."""
+
+
+def error_body(kind: str, message: str) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+def message_body(text: str, *, model: str, prompt_chars: int) -> dict[str, Any]:
+    return {
+        "id": "msg_local_0001",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": max(1, prompt_chars // 4),
+            "output_tokens": max(1, len(text) // 4),
+        },
+    }
+
+
+class AnthropicServer:
+    """Start with :meth:`start`; ``url`` is the base URL for ANTHROPIC_BASE_URL."""
+
+    def __init__(self) -> None:
+        self.replies: deque[Reply] = deque()
+        self.requests: list[dict[str, Any]] = []
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def script(self, *replies: Reply) -> None:
+        self.replies.extend(replies)
+
+    def start(self) -> AnthropicServer:
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass  # quiet
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length", "0"))
+                raw = self.rfile.read(length)
+                try:
+                    body = json.loads(raw or b"{}")
+                except json.JSONDecodeError:
+                    body = None
+                owner.requests.append(
+                    {
+                        "path": self.path,
+                        "headers": {k.lower(): v for k, v in self.headers.items()},
+                        "body": body,
+                    }
+                )
+                reply = owner.replies.popleft() if owner.replies else Reply()
+                if reply.drop:
+                    self.close_connection = True
+                    self.connection.shutdown(2)
+                    return
+                if reply.raw is not None:
+                    payload = reply.raw
+                elif reply.body is not None:
+                    payload = json.dumps(reply.body).encode()
+                else:
+                    payload = json.dumps(owner.default_message(body, reply.text)).encode()
+                self.send_response(reply.status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(payload)))
+                self.send_header("request-id", "req_local_0001")
+                for key, value in reply.headers.items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(payload)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def default_message(self, body: Any, text: str | None) -> dict[str, Any]:
+        system = ""
+        user = ""
+        model = "claude-test"
+        if isinstance(body, dict):
+            system = str(body.get("system", ""))
+            model = str(body.get("model", model))
+            messages = body.get("messages") or []
+            if messages and isinstance(messages[0], dict):
+                user = str(messages[0].get("content", ""))
+        if text is None:
+            example = EXAMPLE_RE.search(system)
+            text = "Done as asked." + (f"\n\n{example.group(1)}" if example else "")
+        return message_body(text, model=model, prompt_chars=len(system) + len(user))
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+
+def running_server() -> Iterator[AnthropicServer]:
+    server = AnthropicServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -1,0 +1,171 @@
+"""claude-step in sdk mode, through the real anthropic SDK, against a local server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from swarm_runtime.contracts.check import validate_run_dir
+from swarm_runtime.errors import ConfigError
+from swarm_runtime.flow.registry import FlowRegistry
+from swarm_runtime.orchestrator.runner import Orchestrator, RunOutcome, RunSpec
+from tests.conftest import SHIPPED_FLOWS
+from tests.fakes.anthropic_server import AnthropicServer, Reply, error_body
+from tests.runtime.helpers import events_of, kinds, step_yaml, write_flow
+
+FAKE_KEY = "sk-ant-test-0000-canary-not-a-real-key"
+
+
+def _run(
+    server: AnthropicServer,
+    runs: Path,
+    flows: tuple[str, ...] = ("stepwise-demo",),
+    flows_dir: Path = SHIPPED_FLOWS,
+    slept: list[float] | None = None,
+    **config: Any,
+) -> RunOutcome:
+    config.setdefault("model", "claude-haiku-4-5")
+    return Orchestrator(
+        FlowRegistry(flows_dir),
+        runs_dir=runs,
+        mode="sdk",
+        sleep=(slept if slept is not None else []).append,
+        jitter=lambda: 1.0,
+        engine_config={"api_key": FAKE_KEY, "base_url": server.url, **config},
+    ).run(RunSpec(flows=flows))
+
+
+@pytest.fixture
+def one_step(tmp_path: Path) -> Path:
+    flows = tmp_path / "flows"
+    write_flow(flows, "one", [step_yaml("ask")])
+    return flows
+
+
+def test_a_flow_runs_through_the_sdk(anthropic_server: AnthropicServer, tmp_path: Path) -> None:
+    outcome = _run(anthropic_server, tmp_path / "runs", model="claude-haiku-4-5")
+    assert outcome.status == "succeeded", outcome.error
+    assert validate_run_dir(outcome.path) == []
+    receipts = [json.loads(p.read_text()) for p in outcome.path.glob("*/receipts/*.json")]
+    assert {r["mode"] for r in receipts} == {"sdk"}
+    assert {r["provider"] for r in receipts} == {"anthropic_compat"}
+    assert {r["model"] for r in receipts} == {"claude-haiku-4-5"}
+    first = anthropic_server.requests[0]
+    assert first["path"] == "/v1/messages"
+    sent = first["headers"].get("x-api-key") or first["headers"].get("authorization", "")
+    assert FAKE_KEY in sent  # the key goes to the server, and (below) nowhere else
+    assert first["body"]["system"].startswith("You are")
+    reply_usage = receipts[0]["tokens"]
+    assert reply_usage["total"] == reply_usage["prompt"] + reply_usage["completion"] > 0
+    cost = receipts[0]["cost"]
+    assert cost["estimatedCostUsd"] == pytest.approx(
+        (reply_usage["prompt"] * 1 + reply_usage["completion"] * 5) / 1e6
+    )
+    # The model copied the prompt's handoff example, so every loop advanced at once.
+    loops = [
+        e["payload"]
+        for e in events_of(outcome)
+        if e["kind"] == "route_decision" and e["payload"]["routing_source"] == "deterministic"
+    ]
+    assert loops and all(p["reason"].startswith("success_value:") for p in loops)
+
+
+def test_unknown_model_has_no_cost_estimate(
+    anthropic_server: AnthropicServer, tmp_path: Path, one_step: Path
+) -> None:
+    outcome = _run(anthropic_server, tmp_path / "runs", ("one",), one_step, model="my-own-model")
+    receipt = json.loads(next(outcome.path.glob("one/receipts/*.json")).read_text())
+    assert receipt["cost"]["estimatedCostUsd"] is None
+
+
+def test_429_with_retry_after_is_retried_after_that_long(
+    anthropic_server: AnthropicServer, tmp_path: Path, one_step: Path
+) -> None:
+    anthropic_server.script(
+        Reply(
+            status=429,
+            headers={"retry-after": "2"},
+            body=error_body("rate_limit_error", "slow down"),
+        )
+    )
+    slept: list[float] = []
+    outcome = _run(anthropic_server, tmp_path / "runs", ("one",), one_step, slept=slept)
+    assert outcome.status == "succeeded"
+    assert slept == [2.0]
+    assert len(anthropic_server.requests) == 2
+    log = next(e for e in events_of(outcome) if e["kind"] == "log")
+    assert "HTTP 429" in log["payload"]["error"] and "slow down" in log["payload"]["error"]
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        Reply(status=500, body=error_body("api_error", "boom")),
+        Reply(status=529, body=error_body("overloaded_error", "busy")),
+        Reply(drop=True),
+    ],
+    ids=["500", "529", "dropped-connection"],
+)
+def test_server_errors_and_dropped_connections_are_retried_with_backoff(
+    anthropic_server: AnthropicServer, tmp_path: Path, one_step: Path, fault: Reply
+) -> None:
+    anthropic_server.script(fault, fault)
+    slept: list[float] = []
+    outcome = _run(anthropic_server, tmp_path / "runs", ("one",), one_step, slept=slept)
+    assert outcome.status == "succeeded", outcome.error
+    assert slept == [0.5, 1.0]  # 0.5 s x 2^n, full jitter drawn as 1.0
+    assert len(anthropic_server.requests) == 3
+
+
+@pytest.mark.parametrize(
+    ("status", "kind"), [(400, "invalid_request_error"), (401, "authentication_error")]
+)
+def test_client_errors_are_fatal_at_once(
+    anthropic_server: AnthropicServer, tmp_path: Path, one_step: Path, status: int, kind: str
+) -> None:
+    anthropic_server.script(Reply(status=status, body=error_body(kind, "no")))
+    slept: list[float] = []
+    outcome = _run(anthropic_server, tmp_path / "runs", ("one",), one_step, slept=slept)
+    assert outcome.status == "failed"
+    assert slept == [] and len(anthropic_server.requests) == 1
+    assert f"Anthropic API answered HTTP {status}: no" in (outcome.error or "")
+    assert kinds(outcome)[-2:] == ["step_error", "run_completed"]
+    assert validate_run_dir(outcome.path) == []
+
+
+def test_a_malformed_body_is_a_clear_step_error(
+    anthropic_server: AnthropicServer, tmp_path: Path, one_step: Path
+) -> None:
+    anthropic_server.script(Reply(raw=b'{"id": "msg", "content": "not a list"'))
+    outcome = _run(anthropic_server, tmp_path / "runs", ("one",), one_step)
+    assert outcome.status == "failed"
+    error = events_of(outcome)[-2]["payload"]["error"]
+    assert error.startswith("Anthropic API reply")
+    assert kinds(outcome)[-2:] == ["step_error", "run_completed"]
+
+
+def test_the_key_never_reaches_a_run_file(
+    anthropic_server: AnthropicServer, tmp_path: Path
+) -> None:
+    outcome = _run(anthropic_server, tmp_path / "runs")
+    for path in outcome.path.rglob("*"):
+        if path.is_file():
+            assert FAKE_KEY not in path.read_text(encoding="utf-8"), path
+
+
+def test_sdk_mode_without_key_or_base_url_is_a_usage_error(tmp_path: Path) -> None:
+    orchestrator = Orchestrator(FlowRegistry(SHIPPED_FLOWS), runs_dir=tmp_path / "runs", mode="sdk")
+    with pytest.raises(ConfigError, match="sdk mode needs ANTHROPIC_API_KEY"):
+        orchestrator.run(RunSpec(flows=("stepwise-demo",)))
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_cost_budget_fails_the_step(anthropic_server: AnthropicServer, tmp_path: Path) -> None:
+    flows = tmp_path / "flows"
+    write_flow(flows, "dear", [step_yaml("ask", "budget: {cost_usd: 0.0000001}")])
+    outcome = _run(anthropic_server, tmp_path / "runs", ("dear",), flows)
+    assert outcome.status == "failed"
+    assert "cost budget exceeded: spent $0.0" in (outcome.error or "")
