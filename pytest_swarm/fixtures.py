@@ -170,6 +170,7 @@ class FlowRunner:
         scenario: StubScenario,
         default_flow: str | None,
         on_run: Callable[[RunRecord], None],
+        nodeid: str = "",
     ) -> None:
         self.options = options
         self.engine = engine
@@ -178,6 +179,9 @@ class FlowRunner:
         self.scenario = scenario
         self.default_flow = default_flow
         self.on_run = on_run
+        self.nodeid = nodeid
+        self.problems: list[str] = []
+        """Found after runs (unplayed recordings); reported when the test ends."""
 
     def __call__(
         self,
@@ -191,6 +195,43 @@ class FlowRunner:
         if scenario is not None:
             self.scenario(scenario)
         return self._run(flow_keys, self.engine.mode, start_step, end_step, params)
+
+    def _cassette_registry(
+        self, keys: tuple[str, ...], mode: str, made: list[Any]
+    ) -> EngineRegistry:
+        """The session's engines, with claude-step recording to or replaying cassettes."""
+        from pytest_swarm.cassettes import CassetteSdkEngine
+        from swarm_runtime.engines.registry import EngineOptions, EngineRegistry
+        from swarm_runtime.engines.sdk import build_sdk_engine
+
+        scenario = "sdlc" if keys == tuple(self.flows.order()) else "+".join(keys)
+        record = mode == "record"
+        config = dict(_engine_config())
+        if not record:  # replay never reaches a server: vcrpy answers, or refuses
+            config.update(api_key="replay-needs-no-key", base_url="http://127.0.0.1:9")
+
+        def factory(options: EngineOptions) -> Any:
+            engine = build_sdk_engine(
+                {**options.config, **config},
+                engine_id="claude-step",
+                engine_short="claude",
+                engine_class=CassetteSdkEngine,
+                cassette_dir=self.options.cassette_dir,
+                scenario=scenario,
+                record=record,
+                rerecord_command=(
+                    f"pytest --swarm-mode=record {self.nodeid} (with ANTHROPIC_API_KEY, or "
+                    "ANTHROPIC_BASE_URL for a local server)"
+                ),
+            )
+            made.append(engine)
+            return engine
+
+        registry = EngineRegistry()
+        for engine_id in self.engine.registry.ids():
+            registry.register(engine_id, self.engine.registry._factories[engine_id])
+        registry.register("claude-step", factory, replace=True)
+        return registry
 
     def stub(self, *flow_keys: str, **params: Any) -> RunRecord:
         """The same flows in stub mode, as the reference for mode parity."""
@@ -208,12 +249,17 @@ class FlowRunner:
         from swarm_runtime.orchestrator.runner import Orchestrator, RunSpec
 
         results: list[tuple[str, StepResult]] = []
+        cassette_engines: list[Any] = []
         try:
             default = (self.default_flow,) if self.default_flow else tuple(self.flows.order())
+            keys = flow_keys or default
+            engines = self.engine.registry
+            if mode in ("replay", "record"):
+                engines = self._cassette_registry(keys, mode, cassette_engines)
             orchestrator = Orchestrator(
                 self.flows,
                 runs_dir=self.runs_dir,
-                engines=self.engine.registry,
+                engines=engines,
                 engine_id=self.engine.engine_id,
                 mode=mode,
                 scenario=self.scenario.scenario,
@@ -221,7 +267,7 @@ class FlowRunner:
                 engine_config=_engine_config(),
             )
             spec = RunSpec(
-                flows=flow_keys or default,
+                flows=keys,
                 params=params,
                 initiator="pytest",
                 start_step=start_step,
@@ -234,6 +280,20 @@ class FlowRunner:
             pytest.fail(f"swarm: {message}", pytrace=False)
         self.scenario.ran = self.scenario.ran or self.scenario.scenario is not None
         record = RunRecord(outcome.path, flows=self.flows, results=results, mode=mode)
+        if mode != "stub":
+            _refuse_credentials_in(record.path)
+        for engine in cassette_engines if outcome.status == "succeeded" else ():
+            # A run that failed or stopped early leaves recordings unplayed for that reason.
+            self.problems.extend(f"unplayed recording: {item}" for item in engine.unplayed)
+            if mode == "replay" and start_step is None and end_step is None:
+                for flow in keys:
+                    folder = engine.cassette_dir / engine.scenario / flow
+                    for path in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:
+                        if path not in engine.played:
+                            self.problems.append(
+                                f"unplayed recording: {path.relative_to(engine.cassette_dir)}: "
+                                "no call of this run asked for it"
+                            )
         self.on_run(record)
         return record
 
@@ -246,13 +306,13 @@ def flow_runner(
     swarm_flows: FlowRegistry,
     isolated_runs_env: IsolatedRunsEnv,
     stub_scenario: StubScenario,
-) -> FlowRunner:
+) -> Iterator[FlowRunner]:
     """Run flows in the current mode and get a :class:`RunRecord` back."""
     from pytest_swarm.plugin import TOTALS_KEY
 
     marker = request.node.get_closest_marker("swarm_flow")
     totals = request.config.stash[TOTALS_KEY]
-    return FlowRunner(
+    runner = FlowRunner(
         options=swarm_options,
         engine=swarm_engine,
         flows=swarm_flows,
@@ -260,7 +320,28 @@ def flow_runner(
         scenario=stub_scenario,
         default_flow=marker.args[0] if marker else None,
         on_run=lambda record: totals.add_run(record.summary),
+        nodeid=request.node.nodeid,
     )
+    yield runner
+    if runner.problems:
+        pytest.fail(
+            "swarm: recorded calls were never played (the flow no longer makes them? "
+            "re-record):\n  " + "\n  ".join(runner.problems),
+            pytrace=False,
+        )
+
+
+def _refuse_credentials_in(run_dir: Path) -> None:
+    """Fail when a run file holds the value of a credential from the environment."""
+    from pytest_swarm.credentials import credential_values, find_credentials
+
+    secrets = credential_values()
+    for path in sorted(p for p in run_dir.rglob("*") if p.is_file()):
+        found = find_credentials(path.read_text(encoding="utf-8", errors="replace"), secrets)
+        if found:
+            pytest.fail(
+                f"swarm: {path} holds a credential's value ({', '.join(found)})", pytrace=False
+            )
 
 
 def _engine_config() -> dict[str, Any]:

@@ -100,6 +100,14 @@ class SdkEngine(StepEngine):
             retry_after_ms=retry_after_ms,
         )
 
+    def create_message(self, ctx: StepContext, **request: Any) -> Any:
+        """The one API call of a step; a subclass may wrap it (cassettes do)."""
+        return self.client.messages.create(**request)
+
+    def receipt_extras(self, ctx: StepContext) -> dict[str, Any]:
+        """Fields a subclass adds to the step's receipt (a replayed call's cassette)."""
+        return {}
+
     def run_step(self, ctx: StepContext) -> StepOutcome:
         """Call the Messages API once and turn the reply (or the error) into an outcome."""
         import anthropic
@@ -110,7 +118,8 @@ class SdkEngine(StepEngine):
         if prompt is None:
             raise ValueError("SdkEngine needs ctx.prompt")
         try:
-            message = self.client.messages.create(
+            message = self.create_message(
+                ctx,
                 model=self.model,
                 max_tokens=self.max_tokens,
                 system=prompt.system,
@@ -165,6 +174,7 @@ class SdkEngine(StepEngine):
             transcript=({"role": "assistant", "content": text},),
             cost_usd=cost,
             extra_receipt={
+                **self.receipt_extras(ctx),
                 "cost": {
                     "model": model,
                     "provider": self.provider,
@@ -174,7 +184,7 @@ class SdkEngine(StepEngine):
                         "total": tokens.total,
                     },
                     "estimatedCostUsd": cost,
-                }
+                },
             },
         )
 
@@ -185,7 +195,14 @@ class SdkEngine(StepEngine):
             close()
 
 
-def build_sdk_engine(config: dict[str, Any], *, engine_id: str, engine_short: str) -> SdkEngine:
+def build_sdk_engine(
+    config: dict[str, Any],
+    *,
+    engine_id: str,
+    engine_short: str,
+    engine_class: type[SdkEngine] | None = None,
+    **extra: Any,
+) -> SdkEngine:
     """The engine from resolved settings: ``api_key``, ``base_url``, ``model``, ``max_tokens``."""
     try:
         import anthropic
@@ -209,7 +226,7 @@ def build_sdk_engine(config: dict[str, Any], *, engine_id: str, engine_short: st
         max_retries=0,  # the orchestrator owns retries
         timeout=float(config.get("timeout", 300.0)),
     )
-    return SdkEngine(
+    return (engine_class or SdkEngine)(
         client,
         model=str(config.get("model") or DEFAULT_MODEL),
         max_tokens=int(config.get("max_tokens") or DEFAULT_MAX_TOKENS),
@@ -217,4 +234,5 @@ def build_sdk_engine(config: dict[str, Any], *, engine_id: str, engine_short: st
         prices=load_prices(Path(config["prices"])) if config.get("prices") else None,
         engine_id=engine_id,
         engine_short=engine_short,
+        **extra,
     )

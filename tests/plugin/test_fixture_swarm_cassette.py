@@ -1,0 +1,107 @@
+"""--swarm-mode=record and replay: one cassette per step call, strict replay, no secrets."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CANARY = "sk-ant-canary-7f3e9b2c-do-not-leak"
+
+TESTS = """
+def test_demo(flow_runner, swarm_contract):
+    record = flow_runner("stepwise-demo")
+    assert record.status == "succeeded", record.summary.get("error")
+    swarm_contract.assert_run(record)
+"""
+
+
+@pytest.fixture
+def recorded(
+    swarm_pytester: pytest.Pytester, anthropic_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> pytest.Pytester:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", anthropic_server.url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", CANARY)
+    swarm_pytester.makepyfile(TESTS)
+    result = swarm_pytester.runpytest_subprocess(
+        "--swarm-mode=record", "--swarm-runs-dir=kept-runs"
+    )
+    result.assert_outcomes(passed=1)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL")
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    return swarm_pytester
+
+
+def _cassettes(root: Path) -> list[Path]:
+    return sorted((root / "golden" / "cassettes").rglob("*.yaml"))
+
+
+def test_record_writes_one_cassette_per_step_call_and_replay_plays_them(
+    recorded: pytest.Pytester,
+) -> None:
+    names = [
+        p.relative_to(recorded.path / "golden" / "cassettes").as_posix()
+        for p in _cassettes(recorded.path)
+    ]
+    assert "stepwise-demo/stepwise-demo/read_request-demo-intake-0.yaml" in names
+    assert len(names) == 10  # the local model passes every check: one call per step
+    replay = recorded.runpytest_subprocess("--swarm-mode=replay", "--swarm-runs-dir=replay-runs")
+    replay.assert_outcomes(passed=1)
+    receipt = json.loads(
+        next(
+            (recorded.path / "replay-runs").glob("run-*/stepwise-demo/receipts/read_request-*.json")
+        ).read_text()
+    )
+    assert receipt["mode"] == "sdk"
+    assert receipt["cassette"] == "stepwise-demo/stepwise-demo/read_request-demo-intake-0.yaml"
+
+
+def test_the_canary_key_lands_in_no_file(recorded: pytest.Pytester) -> None:
+    files = [p for p in recorded.path.rglob("*") if p.is_file() and ".pyc" not in p.name]
+    assert any("cassettes" in str(p) for p in files)
+    for path in files:
+        assert CANARY not in path.read_text(encoding="utf-8", errors="replace"), path
+    text = "".join(p.read_text() for p in _cassettes(recorded.path))
+    assert not re.search(r"(?im)^\s*(authorization|x-api-key):", text)
+
+
+def test_a_changed_teaching_note_fails_replay_naming_the_call(recorded: pytest.Pytester) -> None:
+    flow = recorded.path / "flows" / "stepwise-demo.yaml"
+    text = flow.read_text()
+    note = re.search(r'emphasizes:\n\s+- "([^"]+)"', text)
+    assert note is not None
+    flow.write_text(text.replace(note.group(1), note.group(1) + " (edited)", 1))
+    result = recorded.runpytest_subprocess("--swarm-mode=replay")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "replay of stepwise-demo/read_request iteration 0: no recorded call matches" in out
+    assert f"+system| - {note.group(1)} (edited)" in out
+    assert "Re-record with: pytest --swarm-mode=record" in out
+
+
+def test_recorded_calls_never_played_fail_the_test(recorded: pytest.Pytester) -> None:
+    folder = recorded.path / "golden" / "cassettes" / "stepwise-demo" / "stepwise-demo"
+    extra = folder / "read_request-demo-intake-7.yaml"
+    extra.write_text((folder / "read_request-demo-intake-0.yaml").read_text())
+    result = recorded.runpytest_subprocess("--swarm-mode=replay")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        ["*unplayed recording: stepwise-demo/stepwise-demo/read_request-demo-intake-7.yaml*"]
+    )
+
+
+def test_replay_without_recordings_fails_without_the_network(
+    swarm_pytester: pytest.Pytester,
+) -> None:
+    swarm_pytester.makepyfile(TESTS)
+    result = swarm_pytester.runpytest_subprocess("--swarm-mode=replay")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*replay of stepwise-demo/read_request iteration 0: no recorded call*",
+            "*there is no cassette*",
+        ]
+    )
