@@ -261,7 +261,8 @@ class FlowRunner:
                 runs_dir=self.runs_dir,
                 engines=engines,
                 engine_id=self.engine.engine_id,
-                mode=mode,
+                # A recorded or replayed call is an sdk call; only its HTTP differs (§3.1).
+                mode="sdk" if mode in ("replay", "record") else mode,
                 scenario=self.scenario.scenario,
                 result_observer=lambda flow, result: results.append((flow, result)),
                 engine_config=_engine_config(),

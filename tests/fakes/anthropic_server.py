@@ -102,6 +102,14 @@ class AnthropicServer:
                     self.close_connection = True
                     self.connection.shutdown(2)
                     return
+                if (
+                    reply.raw is None
+                    and reply.body is None
+                    and isinstance(body, dict)
+                    and body.get("stream")
+                ):
+                    owner.stream(self, owner.default_message(body, reply.text))
+                    return
                 if reply.raw is not None:
                     payload = reply.raw
                 elif reply.body is not None:
@@ -133,9 +141,75 @@ class AnthropicServer:
             if messages and isinstance(messages[0], dict):
                 user = str(messages[0].get("content", ""))
         if text is None:
-            example = EXAMPLE_RE.search(system)
-            text = "Done as asked." + (f"\n\n{example.group(1)}" if example else "")
+            text = "Done as asked." + self._handoff_like_the_stub(system, user)
         return message_body(text, model=model, prompt_chars=len(system) + len(user))
+
+    @staticmethod
+    def stream(handler: BaseHTTPRequestHandler, message: dict[str, Any]) -> None:
+        """Answer as server-sent events, the way the Messages API streams."""
+        text = message["content"][0]["text"]
+        start = {**message, "content": [], "usage": {**message["usage"], "output_tokens": 0}}
+        events: list[tuple[str, dict[str, Any]]] = [
+            ("message_start", {"type": "message_start", "message": start}),
+            (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": 0,
+                    "content_block": {"type": "text", "text": ""},
+                },
+            ),
+        ]
+        for piece in (text[i : i + 40] for i in range(0, len(text), 40)):
+            events.append(
+                (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": 0,
+                        "delta": {"type": "text_delta", "text": piece},
+                    },
+                )
+            )
+        events += [
+            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                    "usage": {"output_tokens": message["usage"]["output_tokens"]},
+                },
+            ),
+            ("message_stop", {"type": "message_stop"}),
+        ]
+        payload = "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
+        raw = payload.encode()
+        handler.send_response(200)
+        handler.send_header("content-type", "text/event-stream")
+        handler.send_header("content-length", str(len(raw)))
+        handler.end_headers()
+        handler.wfile.write(raw)
+
+    @staticmethod
+    def _handoff_like_the_stub(system: str, user: str) -> str:
+        """Declare the handoff as the stub does, so replayed runs route like stub runs.
+
+        A critic fails a first draft and passes the second (it can tell from the history
+        whether its step ran before); a branch takes its first key.
+        """
+        example = EXAMPLE_RE.search(system)
+        if not example:
+            return ""
+        block = example.group(1)
+        step = re.search(r"^## Step \d+ of \d+: (\S+)$", system, re.MULTILINE)
+        flow = re.search(r"^Flow: (\S+)$", system, re.MULTILINE)
+        looped = "can_further_iteration_help" in block
+        if looped and step and flow and f"### {flow.group(1)}/{step.group(1)} (" not in user:
+            lines = block.splitlines()
+            field = lines[1].split(":", 1)[0]
+            block = f"```handoff\n{field}: NEEDS_WORK\ncan_further_iteration_help: yes\n```"
+        return f"\n\n{block}"
 
     def stop(self) -> None:
         if self._server is not None:

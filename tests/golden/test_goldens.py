@@ -48,3 +48,11 @@ def test_failing_step_golden(flow_runner: FlowRunner, swarm_golden: SwarmGolden)
     )
     assert record.status == "failed"
     swarm_golden(record, "build-fails-at-implement")
+
+
+@pytest.mark.swarm_modes("replay", "record")
+def test_sdk_sdlc_golden(flow_runner: FlowRunner, swarm_golden: SwarmGolden) -> None:
+    """The whole SDLC through the SDK: recorded against the local server, replayed in CI."""
+    record = flow_runner()
+    assert record.status == "succeeded", record.summary.get("error")
+    swarm_golden(record, "sdk-sdlc")

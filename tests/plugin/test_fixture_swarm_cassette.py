@@ -12,10 +12,11 @@ import pytest
 CANARY = "sk-ant-canary-7f3e9b2c-do-not-leak"
 
 TESTS = """
-def test_demo(flow_runner, swarm_contract):
+def test_demo(flow_runner, swarm_contract, swarm_golden):
     record = flow_runner("stepwise-demo")
     assert record.status == "succeeded", record.summary.get("error")
     swarm_contract.assert_run(record)
+    swarm_golden(record, "demo-sdk")
 """
 
 
@@ -27,7 +28,7 @@ def recorded(
     monkeypatch.setenv("ANTHROPIC_API_KEY", CANARY)
     swarm_pytester.makepyfile(TESTS)
     result = swarm_pytester.runpytest_subprocess(
-        "--swarm-mode=record", "--swarm-runs-dir=kept-runs"
+        "--swarm-mode=record", "--swarm-runs-dir=kept-runs", "--snapshot-update"
     )
     result.assert_outcomes(passed=1)
     monkeypatch.delenv("ANTHROPIC_BASE_URL")
@@ -47,9 +48,12 @@ def test_record_writes_one_cassette_per_step_call_and_replay_plays_them(
         for p in _cassettes(recorded.path)
     ]
     assert "stepwise-demo/stepwise-demo/read_request-demo-intake-0.yaml" in names
-    assert len(names) == 10  # the local model passes every check: one call per step
+    # Like the stub, the local model fails a first draft: a critic's step runs twice.
+    assert "stepwise-demo/stepwise-demo/review_function-demo-reviewer-1.yaml" in names
+    # Replaying gives the very goldens the recording wrote (compared, not updated).
     replay = recorded.runpytest_subprocess("--swarm-mode=replay", "--swarm-runs-dir=replay-runs")
     replay.assert_outcomes(passed=1)
+    replay.stdout.fnmatch_lines(["*snapshots passed*"])
     receipt = json.loads(
         next(
             (recorded.path / "replay-runs").glob("run-*/stepwise-demo/receipts/read_request-*.json")

@@ -64,13 +64,14 @@ def test_a_flow_runs_through_the_sdk(anthropic_server: AnthropicServer, tmp_path
     assert cost["estimatedCostUsd"] == pytest.approx(
         (reply_usage["prompt"] * 1 + reply_usage["completion"] * 5) / 1e6
     )
-    # The model copied the prompt's handoff example, so every loop advanced at once.
-    loops = [
-        e["payload"]
+    # The local model declares what the prompt asks for: a failing verdict on a first
+    # draft, then the success value; routing read both from the replies' handoff blocks.
+    reasons = [
+        e["payload"]["reason"]
         for e in events_of(outcome)
         if e["kind"] == "route_decision" and e["payload"]["routing_source"] == "deterministic"
     ]
-    assert loops and all(p["reason"].startswith("success_value:") for p in loops)
+    assert reasons == ["loop_iteration:1", "success_value:VERIFIED"]
 
 
 def test_unknown_model_has_no_cost_estimate(
