@@ -110,6 +110,7 @@ class CassetteSdkEngine(SdkEngine):
         self.played: set[Path] = set()
         self.unplayed: list[str] = []
         self._open: dict[Path, tuple[Any, Any]] = {}
+        self._current: Path | None = None
         self.secrets = credential_values()
         self._vcr = vcr.VCR(
             record_mode="all" if record else "none",
@@ -134,8 +135,8 @@ class CassetteSdkEngine(SdkEngine):
         found = find_credentials(text, self.secrets)
         if found:
             raise CredentialLeak(
-                f"refusing to write a cassette: the {what} holds the value of a credential from "
-                f"the environment ({', '.join(found)})"
+                f"refusing to write cassette {self._current}: the {what} holds the value of a "
+                f"credential from the environment ({', '.join(found)})"
             )
 
     def _before_request(self, request: Any) -> Any:
@@ -176,6 +177,7 @@ class CassetteSdkEngine(SdkEngine):
 
         path = self.cassette_path(ctx)
         where = f"{ctx.flow_key}/{ctx.step_id} iteration {ctx.iteration}"
+        self._current = path
         cassette = self._cassette(path)
         self.played.add(path)
         try:

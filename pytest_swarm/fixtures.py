@@ -245,6 +245,7 @@ class FlowRunner:
         end_step: str | None,
         params: dict[str, Any],
     ) -> RunRecord:
+        from pytest_swarm.credentials import credential_values
         from swarm_runtime.errors import SwarmUsageError
         from swarm_runtime.orchestrator.runner import Orchestrator, RunSpec
 
@@ -266,6 +267,7 @@ class FlowRunner:
                 scenario=self.scenario.scenario,
                 result_observer=lambda flow, result: results.append((flow, result)),
                 engine_config=_engine_config(),
+                refuse_values=tuple(credential_values()) if mode != "stub" else (),
             )
             spec = RunSpec(
                 flows=keys,

@@ -135,6 +135,16 @@ class SwarmGolden:
             raise ValueError(f"golden scenario {scenario!r} must be a simple name like 'signal'")
         self.hook.pytest_swarm_normalize(record=record)
         current = golden_files(record.path, volatile=record.volatile)
+        from pytest_swarm.credentials import credential_values, find_credentials
+
+        secrets = credential_values()
+        for name, text in current.items():
+            found = find_credentials(text, secrets)
+            if found:
+                raise AssertionError(
+                    f"refusing to write or compare golden {scenario}/{name}: it holds the value "
+                    f"of a credential from the environment ({', '.join(found)})"
+                )
         target = self.golden_root / scenario
         stored = golden_files(target) if target.is_dir() else {}
         assertion = self.snapshot.use_extension(golden_extension(self.golden_root, scenario))

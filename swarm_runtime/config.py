@@ -21,7 +21,10 @@ MODES = ("stub", "sdk", "cli", "replay", "record")
 DEFAULT_CONFIG_PATH = Path("swarm/config/runtime.yaml")
 DEFAULT_RUNS_DIR = Path("swarm/runs")
 _TOP_KEYS = ("runs_dir", "engines", "engine_strategy", "history")
-_ENGINE_KEYS = {"claude": ("mode", "provider", "model", "env"), "gemini": ("mode",)}
+_ENGINE_KEYS = {
+    "claude": ("mode", "provider", "model", "max_tokens", "prices", "env"),
+    "gemini": ("mode",),
+}
 _HISTORY_KEYS = ("total_chars", "recent_chars", "older_chars")
 
 
@@ -177,7 +180,14 @@ def engine_config(settings: Settings, env: Mapping[str, str]) -> dict[str, Any]:
         "api_key": env.get("ANTHROPIC_API_KEY") or None,
         "base_url": env.get("ANTHROPIC_BASE_URL") or file_env.get("ANTHROPIC_BASE_URL") or None,
     }
-    for key in ("provider", "model"):
+    for key in ("provider", "model", "prices"):
         if claude.get(key) is not None:
             config[key] = str(claude[key])
+    if claude.get("max_tokens") is not None:
+        value = claude["max_tokens"]
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ConfigError(
+                f"runtime.yaml: engines.claude.max_tokens must be >= 1, got {value!r}"
+            )
+        config["max_tokens"] = value
     return config

@@ -130,6 +130,13 @@ def handle(args: argparse.Namespace) -> int:
         observer=ProgressPrinter(sys.stdout) if show else None,
         max_steps=args.max_steps,
         engine_config=engine_config(settings, os.environ),
+        refuse_values=tuple(
+            value
+            for name, value in os.environ.items()
+            if settings.mode != "stub"
+            and len(value) >= 8
+            and any(word in name.upper() for word in ("KEY", "TOKEN", "SECRET", "PASSWORD"))
+        ),
     )
     spec = RunSpec(
         flows=flow_keys,

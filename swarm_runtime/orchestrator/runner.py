@@ -149,6 +149,7 @@ class Orchestrator:
         max_attempts: int = 3,
         jitter: Callable[[], float] | None = None,
         engine_config: dict[str, Any] | None = None,
+        refuse_values: tuple[str, ...] = (),
     ) -> None:
         self.flows = flows
         self.runs_dir = Path(runs_dir)
@@ -161,6 +162,8 @@ class Orchestrator:
         self.rand = rand
         self.sleep: Callable[[float], None] = sleep or interruptible_sleep
         self.max_attempts = max_attempts
+        self.refuse_values = tuple(v for v in refuse_values if v)
+        """Credential values that must never be written (checked before every step's files)."""
         self.engine_config = dict(engine_config or {})
         """Settings for engine factories (api key, base URL, model…), resolved at the edge."""
         """Calls per step execution when the engine answers ``retryable`` (§7.3)."""
@@ -715,6 +718,8 @@ class _Run:
             f'{{"content": "{user_json}", "role": "user", "timestamp": "{started_ts}"}}\n',
         ]
         lines.extend({"timestamp": completed_ts, **line} for line in outcome.transcript)
+        if self.o.refuse_values:
+            self._refuse_secrets(transcript_path, lines, receipt)
         write_jsonl_atomic(transcript_path, lines, durable=self.o.durable)
         write_json_atomic(receipt_path, receipt, durable=self.o.durable)
         duration = receipt["duration_ms"]
@@ -777,6 +782,18 @@ class _Run:
             agent_key=agent,
         )
         return decision
+
+    def _refuse_secrets(
+        self, transcript_path: str, lines: list[dict[str, Any] | str], receipt: dict[str, Any]
+    ) -> None:
+        text = "".join(line if isinstance(line, str) else repr(line) for line in lines)
+        text += repr(receipt)
+        for value in self.o.refuse_values:
+            if value in text:
+                raise StorageError(
+                    f"refusing to write {transcript_path} and its receipt: they hold the value "
+                    f"of a credential ({value[:4]}…)"
+                )
 
     def _wait_before_retry(
         self,

@@ -170,3 +170,27 @@ def test_a_cost_budget_fails_the_step(anthropic_server: AnthropicServer, tmp_pat
     outcome = _run(anthropic_server, tmp_path / "runs", ("dear",), flows)
     assert outcome.status == "failed"
     assert "cost budget exceeded: spent $0.0" in (outcome.error or "")
+
+
+def test_a_reply_echoing_a_credential_is_refused_before_writing(
+    anthropic_server: AnthropicServer, tmp_path: Path, one_step: Path
+) -> None:
+    anthropic_server.script(Reply(text=f"your key is {FAKE_KEY}"))
+    outcome = Orchestrator(
+        FlowRegistry(one_step),
+        runs_dir=tmp_path / "runs",
+        mode="sdk",
+        engine_config={
+            "api_key": FAKE_KEY,
+            "base_url": anthropic_server.url,
+            "model": "claude-haiku-4-5",
+        },
+        refuse_values=(FAKE_KEY,),
+    ).run(RunSpec(flows=("one",)))
+    assert outcome.status == "failed"
+    assert "refusing to write" in (outcome.error or "") and "ask-worker-claude.jsonl" in (
+        outcome.error or ""
+    )
+    for path in outcome.path.rglob("*"):
+        if path.is_file():
+            assert FAKE_KEY not in path.read_text(), path
