@@ -205,7 +205,9 @@ class CassetteSdkEngine(SdkEngine):
     def close(self) -> None:
         """Write recorded cassettes; in replay, note recordings that were never played."""
         try:
-            for path, (manager, cassette) in list(self._open.items()):
+            # Each open cassette patches the HTTP transports over the one before it: undo
+            # them in reverse order, or an original transport is never put back.
+            for path, (manager, cassette) in reversed(list(self._open.items())):
                 if not self.record and not cassette.all_played:
                     self.unplayed.append(
                         f"{path.relative_to(self.cassette_dir)}: "

@@ -194,3 +194,35 @@ def test_a_reply_echoing_a_credential_is_refused_before_writing(
     for path in outcome.path.rglob("*"):
         if path.is_file():
             assert FAKE_KEY not in path.read_text(), path
+
+
+def test_replay_leaves_the_http_transport_as_it_found_it(tmp_path: Path) -> None:
+    """Cassettes open for a whole run must all be closed, in order, or later calls break."""
+    import httpx2
+
+    from pytest_swarm.cassettes import CassetteSdkEngine
+    from swarm_runtime.engines.registry import EngineOptions, EngineRegistry
+    from swarm_runtime.engines.sdk import build_sdk_engine
+    from tests.conftest import REPO
+
+    original = httpx2.HTTPTransport.handle_request
+    registry = EngineRegistry()
+
+    def factory(options: EngineOptions) -> Any:
+        return build_sdk_engine(
+            {"api_key": "replay", "base_url": "http://127.0.0.1:9", "model": "claude-sonnet-4-6"},
+            engine_id="claude-step",
+            engine_short="claude",
+            engine_class=CassetteSdkEngine,
+            cassette_dir=REPO / "golden" / "cassettes",
+            scenario="stepwise-demo",
+            record=False,
+            rerecord_command="tests/record_cassettes.py",
+        )
+
+    registry.register("claude-step", factory)
+    outcome = Orchestrator(
+        FlowRegistry(SHIPPED_FLOWS), runs_dir=tmp_path / "runs", engines=registry, mode="sdk"
+    ).run(RunSpec(flows=("stepwise-demo",), initiator="pytest"))
+    assert outcome.status == "succeeded", outcome.error
+    assert httpx2.HTTPTransport.handle_request is original
