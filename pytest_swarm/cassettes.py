@@ -20,7 +20,7 @@ from typing import Any
 import vcr  # type: ignore[import-untyped]
 from vcr.errors import CannotOverwriteExistingCassetteException  # type: ignore[import-untyped]
 
-from pytest_swarm.credentials import credential_values, find_credentials
+from swarm_runtime.credentials import credential_values, find_credentials
 from swarm_runtime.engines.base import StepContext
 from swarm_runtime.engines.sdk import SdkEngine
 from swarm_runtime.errors import SwarmRunError

@@ -245,7 +245,7 @@ class FlowRunner:
         end_step: str | None,
         params: dict[str, Any],
     ) -> RunRecord:
-        from pytest_swarm.credentials import credential_values
+        from swarm_runtime.credentials import credential_values
         from swarm_runtime.errors import SwarmUsageError
         from swarm_runtime.orchestrator.runner import Orchestrator, RunSpec
 
@@ -336,7 +336,7 @@ def flow_runner(
 
 def _refuse_credentials_in(run_dir: Path) -> None:
     """Fail when a run file holds the value of a credential from the environment."""
-    from pytest_swarm.credentials import credential_values, find_credentials
+    from swarm_runtime.credentials import credential_values, find_credentials
 
     secrets = credential_values()
     for path in sorted(p for p in run_dir.rglob("*") if p.is_file()):

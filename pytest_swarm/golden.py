@@ -135,7 +135,7 @@ class SwarmGolden:
             raise ValueError(f"golden scenario {scenario!r} must be a simple name like 'signal'")
         self.hook.pytest_swarm_normalize(record=record)
         current = golden_files(record.path, volatile=record.volatile)
-        from pytest_swarm.credentials import credential_values, find_credentials
+        from swarm_runtime.credentials import credential_values, find_credentials
 
         secrets = credential_values()
         for name, text in current.items():

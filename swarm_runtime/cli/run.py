@@ -97,6 +97,7 @@ def handle(args: argparse.Namespace) -> int:
     """Run and report; the exit code says how the run ended."""
     from swarm_runtime.cli.render import ProgressPrinter, run_table
     from swarm_runtime.config import engine_config, resolve_settings
+    from swarm_runtime.credentials import credential_values
     from swarm_runtime.engines.scenario import Scenario
     from swarm_runtime.errors import SwarmUsageError
     from swarm_runtime.flow.registry import FlowRegistry
@@ -130,13 +131,7 @@ def handle(args: argparse.Namespace) -> int:
         observer=ProgressPrinter(sys.stdout) if show else None,
         max_steps=args.max_steps,
         engine_config=engine_config(settings, os.environ),
-        refuse_values=tuple(
-            value
-            for name, value in os.environ.items()
-            if settings.mode != "stub"
-            and len(value) >= 8
-            and any(word in name.upper() for word in ("KEY", "TOKEN", "SECRET", "PASSWORD"))
-        ),
+        refuse_values=tuple(credential_values()) if settings.mode != "stub" else (),
     )
     spec = RunSpec(
         flows=flow_keys,
