@@ -157,9 +157,9 @@ class CassetteSdkEngine(SdkEngine):
         self._refuse_secrets(text, "response")
         return response
 
-    def receipt_extras(self, ctx: StepContext) -> dict[str, Any]:
+    def cassette_for(self, ctx: StepContext) -> str | None:
         """A recorded or replayed call names its cassette."""
-        return {"cassette": self.cassette_path(ctx).relative_to(self.cassette_dir).as_posix()}
+        return self.cassette_path(ctx).relative_to(self.cassette_dir).as_posix()
 
     def _cassette(self, path: Path) -> Any:
         # A cassette stays open for the whole run, so the retries of a call play (or

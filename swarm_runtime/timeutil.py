@@ -15,6 +15,7 @@ __all__ = [
     "Clock",
     "format_ts",
     "interruptible_sleep",
+    "ms_between",
     "parse_ts",
     "system_clock",
 ]
@@ -66,3 +67,10 @@ def interruptible_sleep(seconds: float) -> None:
         if left <= 0:
             return
         time.sleep(min(left, 0.1))
+
+
+def ms_between(start: datetime, end: datetime) -> int:
+    """Whole milliseconds from ``start`` to ``end``, never negative."""
+    delta = end - start
+    micro = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    return max(0, micro // 1000)

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict
 
+from swarm_runtime.documents import SCHEMA_VERSION
 from swarm_runtime.timeutil import parse_ts
 
-__all__ = ["SCHEMA_VERSION", "Contract", "OpenContract", "Timestamp"]
-
-SCHEMA_VERSION = "1"
+__all__ = ["SCHEMA_VERSION", "Contract", "OpenContract", "SchemaVersion", "Timestamp"]
 
 
 def _check_ts(value: str) -> str:
@@ -32,3 +31,7 @@ class OpenContract(BaseModel):
     """Frozen, but extra fields are kept (payloads documented as ``{…, …}``)."""
 
     model_config = ConfigDict(frozen=True, extra="allow")
+
+
+SchemaVersion = Literal["1"]
+"""The contract version a file says it follows (``schema_version``)."""

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from swarm_runtime.contracts.base import Contract, Timestamp
+from swarm_runtime.contracts.base import Contract, SchemaVersion, Timestamp
 from swarm_runtime.timeutil import parse_ts
 
 __all__ = ["ContextTruncation", "Receipt", "ReceiptRouting", "Tokens"]
@@ -50,6 +50,8 @@ class ContextTruncation(Contract):
 class Receipt(Contract):
     """Written to ``<flow>/receipts/<step>-<agent>.json``."""
 
+    schema_version: SchemaVersion = "1"
+    """The contract version the receipt follows (files written before it existed: none)."""
     engine: str = Field(min_length=1)
     """``claude-step``, ``gemini-step`` or a registered engine id."""
     mode: Literal["stub", "sdk", "cli"]

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from swarm_runtime.contracts.base import Contract, Timestamp
+from swarm_runtime.contracts.base import Contract, SchemaVersion, Timestamp
 from swarm_runtime.contracts.receipt import Tokens
 
 __all__ = ["FlowTotals", "RunSpecDocument", "RunSummary"]
@@ -15,6 +15,7 @@ __all__ = ["FlowTotals", "RunSpecDocument", "RunSummary"]
 class RunSpecDocument(Contract):
     """``spec.json``: what was asked for, written once when the run is created."""
 
+    schema_version: SchemaVersion = "1"
     flows: list[str] = Field(min_length=1)
     params: dict[str, Any]
     backend: str
@@ -31,7 +32,10 @@ class FlowTotals(Contract):
     steps_executed: int = Field(ge=0)
     loop_iterations: int = Field(ge=0)
     tokens: int = Field(ge=0)
-    cost_usd: float = Field(default=0.0, ge=0)
+    cost_usd: float | None = Field(default=0.0, ge=0)
+    """None when the cost of any of the flow's calls is unknown."""
+    steps_without_cost: int = Field(default=0, ge=0)
+    """Calls of the flow whose cost is unknown (a model missing from the price table)."""
     duration_ms: int = Field(ge=0)
     """Wall time from the flow's first step start to its last step end."""
 
@@ -39,9 +43,11 @@ class FlowTotals(Contract):
 class RunSummary(Contract):
     """``meta.json``: the run's status and totals, rewritten on every status change."""
 
+    schema_version: SchemaVersion = "1"
     run_id: str
     status: Literal["pending", "running", "paused", "succeeded", "failed", "stopped"]
     flows: list[str]
+    """The flows the run runs: the spec's, less those a ``--from``/``--to`` slice leaves out."""
     backend: str
     mode: str
     engine: str
@@ -52,6 +58,9 @@ class RunSummary(Contract):
     total_steps_executed: int = Field(ge=0)
     loop_iterations: int = Field(ge=0)
     tokens: Tokens
-    cost_usd: float = Field(ge=0)
+    cost_usd: float | None = Field(ge=0)
+    """Total USD; None when the cost of any call is unknown (never a guess)."""
+    steps_without_cost: int = Field(default=0, ge=0)
+    """Calls whose cost is unknown (a model missing from the price table)."""
     flow_totals: dict[str, FlowTotals] = Field(default_factory=dict)
     """Per flow: steps executed, loop iterations, tokens, time spent in steps."""

@@ -167,8 +167,10 @@ class StepOutcome(Record):
     """Transcript lines after the system and user prompt (assistant reply, tool lines)."""
     retry_after_ms: int | None = None
     cost_usd: float | None = None
-    """What the call cost, when the engine knows (stub: 0; unknown model: None)."""
-    extra_receipt: dict[str, Any] = field(default_factory=dict)
+    """What the call cost in USD: None when unknown (a model not in the price table, or an
+    engine that does not say); the stub says 0. Never a guess."""
+    cassette: str | None = None
+    """For a recorded or replayed call: its cassette, relative to the cassette dir."""
 
 
 class StepEngine(abc.ABC):

@@ -98,15 +98,17 @@ class SdkEngine(StepEngine):
             provider=self.provider,
             mode="sdk",
             retry_after_ms=retry_after_ms,
+            cost_usd=0.0,  # a refused or failed call is not billed
+            cassette=self.cassette_for(ctx),
         )
 
     def create_message(self, ctx: StepContext, **request: Any) -> Any:
         """The one API call of a step; a subclass may wrap it (cassettes do)."""
         return self.client.messages.create(**request)
 
-    def receipt_extras(self, ctx: StepContext) -> dict[str, Any]:
-        """Fields a subclass adds to the step's receipt (a replayed call's cassette)."""
-        return {}
+    def cassette_for(self, ctx: StepContext) -> str | None:
+        """The cassette a recorded or replayed call goes through (a subclass says)."""
+        return None
 
     def run_step(self, ctx: StepContext) -> StepOutcome:
         """Call the Messages API once and turn the reply (or the error) into an outcome."""
@@ -173,19 +175,7 @@ class SdkEngine(StepEngine):
             mode="sdk",
             transcript=({"role": "assistant", "content": text},),
             cost_usd=cost,
-            extra_receipt={
-                **self.receipt_extras(ctx),
-                "cost": {
-                    "model": model,
-                    "provider": self.provider,
-                    "tokens": {
-                        "input": tokens.prompt,
-                        "output": tokens.completion,
-                        "total": tokens.total,
-                    },
-                    "estimatedCostUsd": cost,
-                },
-            },
+            cassette=self.cassette_for(ctx),
         )
 
     def close(self) -> None:

@@ -156,4 +156,5 @@ class StubEngine(StepEngine):
             mode="stub",
             transcript=tuple(lines),
             retry_after_ms=outcome.retry_after_ms if outcome else None,
+            cost_usd=0.0,
         )

@@ -15,7 +15,7 @@ import contextlib
 import itertools
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -33,6 +33,7 @@ __all__ = [
     "read_event_log",
     "write_json_atomic",
     "write_jsonl_atomic",
+    "write_text_atomic",
 ]
 
 _tmp_counter = itertools.count()
@@ -82,7 +83,8 @@ def dump_json(document: Any, *, pretty: bool = False) -> str:
     return (_PRETTY.encode(document) if pretty else _encode(document)) + "\n"
 
 
-def _write_atomic(path: StrPath, text: str, *, durable: bool) -> None:
+def write_text_atomic(path: StrPath, text: str, *, durable: bool = False) -> None:
+    """Write ``text`` to ``path`` so that readers see all of it or none."""
     target = os.fspath(path)
     tmp = f"{target}.{_PID}.{next(_tmp_counter)}.tmp"  # same directory, so replace is atomic
     data = text.encode("utf-8")
@@ -107,7 +109,7 @@ def write_json_atomic(
     path: StrPath, document: Any, *, durable: bool = False, pretty: bool = False
 ) -> None:
     """Write ``document`` as JSON to ``path`` so that readers see all of it or none."""
-    _write_atomic(path, dump_json(document, pretty=pretty), durable=durable)
+    write_text_atomic(path, dump_json(document, pretty=pretty), durable=durable)
 
 
 def write_jsonl_atomic(
@@ -118,7 +120,7 @@ def write_jsonl_atomic(
     A line is a mapping, or a string that is already one encoded line.
     """
     text = "".join(line if isinstance(line, str) else encode_line(line) for line in lines)
-    _write_atomic(path, text, durable=durable)
+    write_text_atomic(path, text, durable=durable)
 
 
 def preserve_previous(path: StrPath) -> str | None:
@@ -149,12 +151,15 @@ class EventLog:
         except OSError as exc:
             raise StorageError(f"cannot open event log {path}: {exc.strerror}") from exc
 
-    def append(self, event: dict[str, Any]) -> None:
+    def append(self, event: Mapping[str, Any]) -> None:
         """Write one event as one line."""
+        self.append_line(_encode(event) + "\n")
+
+    def append_line(self, line: str) -> None:
+        """Write one already encoded line (ending in a newline) with one ``write``."""
         handle = self._handle
         if handle is None:
             raise StorageError(f"event log {self.path} is closed")
-        line = _encode(event) + "\n"
         try:
             handle.write(line)
             handle.flush()

@@ -1,0 +1,162 @@
+"""What a run is asked to do, and the plan of it: the flows, each whole or sliced.
+
+Planning happens before anything is written: every flow is loaded, ``--from``/``--to``
+are resolved, the engine strategy and the scenario are checked against the flows, so a
+mistake is a usage error and never a half-made run directory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from swarm_runtime.documents import SCHEMA_VERSION, RunSpecDoc
+from swarm_runtime.engines.scenario import Scenario
+from swarm_runtime.errors import ConfigError, SwarmUsageError
+from swarm_runtime.flow.registry import FlowRegistry
+from swarm_runtime.flow.spec import FlowSpec, StepSpec
+from swarm_runtime.record import Record, field
+
+__all__ = ["FlowSlice", "RunOutcome", "RunSpec", "default_max_steps", "plan_run"]
+
+
+class RunSpec(Record):
+    """What to run (SPEC §3): flows in order, the request, and an optional slice."""
+
+    flows: tuple[str, ...]
+    params: dict[str, Any] = field(default_factory=dict)
+    backend: str = "claude-step-orchestrator"
+    initiator: str = "api"
+    start_step: str | None = None
+    """``step`` or ``flow/step``: where the run starts."""
+    end_step: str | None = None
+    """``step`` or ``flow/step``: the last step run."""
+
+    def as_document(self, *, mode: str, engine: str) -> RunSpecDoc:
+        """The document written to ``spec.json``."""
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "flows": list(self.flows),
+            "params": self.params,
+            "backend": self.backend,
+            "initiator": self.initiator,
+            "mode": mode,
+            "engine": engine,
+            "start_step": self.start_step,
+            "end_step": self.end_step,
+        }
+
+
+class RunOutcome(Record):
+    """How a run ended."""
+
+    run_id: str
+    status: str
+    """succeeded | failed | stopped."""
+    error: str | None
+    path: Path
+    summary: dict[str, Any]
+    interrupted: bool = False
+    """The run was stopped from outside (Ctrl-C, SIGTERM, ``interrupt()``)."""
+    aborted: bool = False
+    """The stop cut a step short (a second Ctrl-C, SIGTERM); else it came at a boundary."""
+    warnings: tuple[str, ...] = ()
+    """Things that went wrong beside the run, e.g. a progress display that failed."""
+
+
+class FlowSlice(Record):
+    """One flow of a run: where it starts and, for the last flow of a slice, where it ends."""
+
+    flow: FlowSpec
+    start: str | None = None
+    """The first step run (None: the flow's first step)."""
+    end: str | None = None
+    """The last step run (None: wherever routing ends the flow)."""
+
+    @property
+    def first_step(self) -> str:
+        """The id of the step this flow starts at."""
+        return self.start or self.flow.steps[0].id
+
+
+def plan_run(
+    spec: RunSpec,
+    flows: FlowRegistry,
+    *,
+    engine_strategy: dict[str, dict[str, str]],
+    scenario: Scenario | None,
+    check_engine: Callable[[FlowSpec, StepSpec], object],
+) -> list[FlowSlice]:
+    """Load the flows of ``spec`` and resolve its slice; raise a usage error on any mistake."""
+    if not spec.flows:
+        raise SwarmUsageError(f"a run needs at least one flow (none in {flows.flows_dir})")
+    repeated = sorted({key for key in spec.flows if spec.flows.count(key) > 1})
+    if repeated:
+        raise SwarmUsageError(
+            f"flow(s) {', '.join(repeated)} listed more than once; a run runs each flow once"
+        )
+    loaded = [flows.get(key) for key in spec.flows]
+    _check_strategy(engine_strategy, flows)
+    start = _locate(spec.start_step, loaded, "--from") if spec.start_step else None
+    end = _locate(spec.end_step, loaded, "--to") if spec.end_step else None
+    first_flow = start[0] if start else 0
+    last_flow = end[0] if end else len(loaded) - 1
+    if first_flow > last_flow or (
+        start
+        and end
+        and start[0] == end[0]
+        and loaded[start[0]].index_of(start[1]) > loaded[end[0]].index_of(end[1])
+    ):
+        raise SwarmUsageError(
+            f"--from {spec.start_step} comes after --to {spec.end_step} in the run order"
+        )
+    if scenario is not None:
+        scenario.check_steps((f.key, [s.id for s in f.steps]) for f in loaded)
+    for flow in loaded:
+        for step in flow.steps:
+            check_engine(flow, step)  # unknown engine or mode: fail before any write
+    return [
+        FlowSlice(
+            loaded[position],
+            start[1] if start and position == start[0] else None,
+            end[1] if end and position == end[0] else None,
+        )
+        for position in range(first_flow, last_flow + 1)
+    ]
+
+
+def default_max_steps(plan: Iterable[FlowSlice]) -> int:
+    """Step executions a run may make: 10 per step of its flows, at least 100."""
+    return max(100, 10 * sum(len(part.flow.steps) for part in plan))
+
+
+def _check_strategy(strategy: dict[str, dict[str, str]], flows: FlowRegistry) -> None:
+    for flow_key, steps in strategy.items():
+        strategy_flow = flows.get(flow_key)  # an unknown flow is an error too
+        for step_id in steps:
+            if not strategy_flow.has_step(step_id):
+                raise ConfigError(
+                    f"engine_strategy: flow '{flow_key}' has no step '{step_id}' "
+                    f"(steps: {', '.join(s.id for s in strategy_flow.steps)})"
+                )
+
+
+def _locate(ref: str, flows: list[FlowSpec], flag: str) -> tuple[int, str]:
+    flow_part, _, step_part = ref.rpartition("/")
+    hits = [
+        (i, step_part)
+        for i, flow in enumerate(flows)
+        if (not flow_part or flow.key == flow_part) and flow.has_step(step_part)
+    ]
+    if not hits:
+        raise SwarmUsageError(
+            f"{flag} {ref}: no such step in the flows of this run "
+            f"({', '.join(f.key for f in flows)}); use STEP or FLOW/STEP"
+        )
+    if len(hits) > 1:
+        raise SwarmUsageError(
+            f"{flag} {ref}: the step is in several flows "
+            f"({', '.join(flows[i].key for i, _ in hits)}); write FLOW/STEP"
+        )
+    return hits[0]

@@ -1,0 +1,105 @@
+"""The state of a run in progress: everything a checkpoint must save to resume it."""
+
+from __future__ import annotations
+
+from swarm_runtime.documents import FlowTotalsDoc, TokensDoc
+from swarm_runtime.engines.base import TokenUsage
+from swarm_runtime.orchestrator.history import History, HistoryBudget
+from swarm_runtime.orchestrator.loops import LoopCounters
+
+__all__ = ["RunState", "Totals"]
+
+
+class Totals:
+    """Counters of a run, or of one flow in it."""
+
+    __slots__ = (
+        "completion_tokens",
+        "cost_usd",
+        "duration_ms",
+        "executed",
+        "loops",
+        "prompt_tokens",
+        "steps_completed",
+        "steps_without_cost",
+    )
+
+    def __init__(self) -> None:
+        self.steps_completed = self.executed = self.loops = 0
+        self.prompt_tokens = self.completion_tokens = self.duration_ms = 0
+        self.cost_usd = 0.0
+        self.steps_without_cost = 0
+        """Calls whose cost is unknown (a model missing from the price table)."""
+
+    def add_call(self, tokens: TokenUsage, cost_usd: float | None) -> None:
+        """Count the tokens and cost of one step execution."""
+        self.prompt_tokens += tokens.prompt
+        self.completion_tokens += tokens.completion
+        if cost_usd is None:
+            self.steps_without_cost += 1
+        else:
+            self.cost_usd += cost_usd
+
+    @property
+    def cost(self) -> float | None:
+        """The total cost; None when any call's cost is unknown (never a guess)."""
+        return None if self.steps_without_cost else round(self.cost_usd, 6)
+
+    def tokens(self) -> TokensDoc:
+        """The ``tokens`` object of ``meta.json``."""
+        return {
+            "prompt": self.prompt_tokens,
+            "completion": self.completion_tokens,
+            "total": self.prompt_tokens + self.completion_tokens,
+        }
+
+    def as_flow_document(self) -> FlowTotalsDoc:
+        """One flow's entry in ``meta.json``'s ``flow_totals``."""
+        return {
+            "steps_executed": self.executed,
+            "loop_iterations": self.loops,
+            "tokens": self.prompt_tokens + self.completion_tokens,
+            "cost_usd": self.cost,
+            "steps_without_cost": self.steps_without_cost,
+            "duration_ms": self.duration_ms,
+        }
+
+
+class RunState:
+    """Where a run stands: counters, history, loops and the next event number."""
+
+    __slots__ = (
+        "error",
+        "executions",
+        "flow_totals",
+        "history",
+        "loops",
+        "seq",
+        "status",
+        "totals",
+    )
+
+    def __init__(self, budget: HistoryBudget) -> None:
+        self.status = "pending"
+        self.error: str | None = None
+        self.seq = 0
+        """The last event number written; the next event gets ``seq + 1``."""
+        self.executions: dict[tuple[str, str], int] = {}
+        """How often each (flow, step) has started in this run."""
+        self.loops = LoopCounters()
+        self.totals = Totals()
+        self.flow_totals: dict[str, Totals] = {}
+        self.history = History(budget)
+
+    def flow(self, flow_key: str) -> Totals:
+        """The totals of one flow, created on first use."""
+        totals = self.flow_totals.get(flow_key)
+        if totals is None:
+            totals = self.flow_totals[flow_key] = Totals()
+        return totals
+
+    def next_iteration(self, flow_key: str, step_id: str) -> int:
+        """Count a new execution of a step; return its 0-based iteration."""
+        iteration = self.executions.get((flow_key, step_id), 0)
+        self.executions[(flow_key, step_id)] = iteration + 1
+        return iteration

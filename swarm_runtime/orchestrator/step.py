@@ -1,0 +1,438 @@
+"""One step execution: its context, the engine call and retries, the verdict, the receipt.
+
+:class:`StepRunner` runs a step the way SPEC §3.3 and §7.3 say: ``step_start``; the engine
+call, retried within the execution while it answers ``retryable``; the verdict (engine
+failure, budgets, routing); the transcript and the receipt, built here and only here; then
+``step_end`` + ``route_decision``, or ``step_error``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any, cast
+
+from swarm_runtime.documents import SCHEMA_VERSION, CostDoc, ReceiptDoc
+from swarm_runtime.engines.base import (
+    HistoryItem,
+    Prompt,
+    StepContext,
+    StepEngine,
+    StepOutcome,
+    StepResult,
+)
+from swarm_runtime.errors import RoutingError
+from swarm_runtime.flow.registry import FlowRegistry
+from swarm_runtime.flow.spec import FlowSpec, StepSpec
+from swarm_runtime.orchestrator.control import RunControl
+from swarm_runtime.orchestrator.history import RenderedHistory
+from swarm_runtime.orchestrator.prompt import request_text, system_prompt, user_prompt
+from swarm_runtime.orchestrator.recorder import RunRecorder, TranscriptLine
+from swarm_runtime.orchestrator.routing import Decision, decide
+from swarm_runtime.orchestrator.state import RunState
+from swarm_runtime.orchestrator.verdict import backoff_delay, budget_error, outcome_error
+from swarm_runtime.record import Record
+from swarm_runtime.storage.store import json_escape
+from swarm_runtime.timeutil import Clock, format_ts, ms_between
+
+__all__ = ["OpenStep", "PromptParts", "StepRunner", "StepSettings"]
+
+
+class StepSettings(Record):
+    """How steps are run: retries, the sleep and jitter between them, where the repo is."""
+
+    clock: Clock
+    sleep: Callable[[float], None]
+    jitter: Callable[[], float]
+    max_attempts: int
+    repo_root: Path
+    result_observer: Callable[[str, StepResult], None] | None = None
+
+
+class PromptParts:
+    """The prompt parts of one run: cached system prompts, the request, escaped once."""
+
+    def __init__(
+        self, flows: FlowRegistry, params: dict[str, Any], cache: dict[Any, tuple[str, str]]
+    ) -> None:
+        self._flows = flows
+        self._cache = cache
+        self.request = request_text(params)
+        self._user_json_head = json_escape(user_prompt(self.request, "x")[:-1])
+
+    def system(self, flow: FlowSpec, step: StepSpec) -> tuple[str, str]:
+        """A step's system prompt and its JSON-escaped form (fixed within a flow)."""
+        key = (flow.key, step.id)
+        cached = self._cache.get(key)
+        if cached is None:
+            text = system_prompt(flow, step, persona=self._flows.persona(step.primary_agent))
+            cached = self._cache[key] = (text, json_escape(text))
+        return cached
+
+    def user(self, rendered: RenderedHistory) -> tuple[str, str]:
+        """The user prompt for ``rendered`` history, and its JSON-escaped form."""
+        text = user_prompt(self.request, rendered.text)
+        if rendered.json_text is not None:
+            return text, self._user_json_head + rendered.json_text
+        return text, json_escape(text)
+
+
+class OpenStep(Record):
+    """A step execution that has a ``step_start`` and no end yet."""
+
+    flow_key: str
+    step_id: str
+    agent_key: str
+    started: datetime
+    engine_id: str
+
+
+class _Call(Record):
+    outcome: StepOutcome
+    error: str | None
+    attempt: int
+    max_attempts: int
+
+
+class StepRunner:
+    """Runs step executions of one run and records each of them."""
+
+    def __init__(
+        self,
+        *,
+        recorder: RunRecorder,
+        state: RunState,
+        control: RunControl,
+        settings: StepSettings,
+        prompts: PromptParts,
+        engine_for: Callable[[FlowSpec, StepSpec], StepEngine],
+        spec: Mapping[str, Any],
+    ) -> None:
+        self.recorder = recorder
+        self.state = state
+        self.control = control
+        self.settings = settings
+        self.prompts = prompts
+        self.engine_for = engine_for
+        self.spec = dict(spec)
+        self.open_step: OpenStep | None = None
+        self._run_bases: dict[str, Path] = {}
+
+    def run(self, flow: FlowSpec, step: StepSpec, end: str | None) -> Decision | None:
+        """Run ``step`` once; the routing decision, or None when the step failed the run."""
+        engine = self.engine_for(flow, step)
+        iteration = self.state.next_iteration(flow.key, step.id)
+        rendered = self.state.history.render()
+        user, user_json = self.prompts.user(rendered)
+        ctx = self._context(flow, step, iteration, rendered, user)
+        started = self.settings.clock()
+        self._start(flow, step, engine, iteration, started)
+        call = self._call(engine, ctx, flow, step)
+        completed = self.settings.clock()
+        outcome = call.outcome
+        if self.settings.result_observer is not None:
+            self.settings.result_observer(flow.key, outcome.result)
+        error = call.error or outcome_error(step, outcome, call.max_attempts)
+        if error is None:
+            error = budget_error(
+                step, outcome.tokens, ms_between(started, completed), outcome.cost_usd
+            )
+        receipt = self._receipt(flow, step, engine, call, iteration, rendered, (started, completed))
+        decision: Decision | None = None
+        if error is None:
+            try:
+                decision = self._route(flow, step, end, outcome, receipt)
+            except RoutingError as exc:
+                error = str(exc)
+            else:
+                receipt["routing"] = cast(Any, decision.receipt_routing)
+        if error is not None:
+            receipt["status"] = "failed"
+            receipt["error"] = error
+        self._write(receipt, flow, step, engine, outcome, user_json)
+        for totals in (self.state.totals, self.state.flow(flow.key)):
+            totals.add_call(outcome.tokens, outcome.cost_usd)
+        self.open_step = None
+        if error is not None or decision is None:
+            self._fail(flow, step, engine, receipt["duration_ms"], error or "no routing decision")
+            return None
+        self._succeed(flow, step, engine, receipt["duration_ms"], outcome, iteration, decision)
+        return decision
+
+    # -- before the call -----------------------------------------------------------------
+
+    def _context(
+        self, flow: FlowSpec, step: StepSpec, iteration: int, rendered: RenderedHistory, user: str
+    ) -> StepContext:
+        system, _ = self.prompts.system(flow, step)
+        run_base = self._run_bases.get(flow.key)
+        if run_base is None:
+            run_base = self._run_bases[flow.key] = self.recorder.layout.flow_base(flow.key)
+        return StepContext(
+            repo_root=self.settings.repo_root,
+            run_id=self.recorder.run_id,
+            flow_key=flow.key,
+            step_id=step.id,
+            step_index=flow.index_of(step.id) + 1,
+            total_steps=len(flow.steps),
+            spec=self.spec,
+            flow_title=flow.title,
+            step_role=step.role,
+            step_agents=step.agents,
+            history=rendered.items,
+            run_base=run_base,
+            iteration=iteration,
+            handoff_fields=step.handoff_fields(),
+            prompt=Prompt(system, user),
+        )
+
+    def _start(
+        self,
+        flow: FlowSpec,
+        step: StepSpec,
+        engine: StepEngine,
+        iteration: int,
+        started: datetime,
+    ) -> None:
+        self.state.totals.executed += 1
+        self.state.flow(flow.key).executed += 1
+        self.recorder.emit(
+            "step_start",
+            {
+                "role": step.role,
+                "agents": list(step.agents),
+                "step_index": flow.index_of(step.id) + 1,
+                "engine": engine.engine_id,
+                "iteration": iteration,
+            },
+            flow_key=flow.key,
+            step_id=step.id,
+            agent_key=step.primary_agent,
+            ts=format_ts(started),
+        )
+        self.open_step = OpenStep(flow.key, step.id, step.primary_agent, started, engine.engine_id)
+
+    # -- the call ------------------------------------------------------------------------
+
+    def _call(self, engine: StepEngine, ctx: StepContext, flow: FlowSpec, step: StepSpec) -> _Call:
+        """The engine call, retried within the execution while it answers ``retryable``."""
+        max_attempts = step.max_attempts or self.settings.max_attempts
+        attempt = 0
+        while True:
+            attempt += 1
+            error: str | None = None
+            outcome: StepOutcome | None = None
+            with self.control.engine_call():
+                try:
+                    outcome = engine.run_step(ctx)
+                except Exception as exc:  # an engine bug must still end the step and the run
+                    error = f"engine '{engine.engine_id}' raised {type(exc).__name__}: {exc}"
+            for event in outcome.events if outcome else ():
+                self.recorder.emit(
+                    event.kind,
+                    event.payload,
+                    flow_key=flow.key,
+                    step_id=step.id,
+                    agent_key=step.primary_agent,
+                    ts=event.ts,
+                )
+            if outcome is None:
+                failed = StepOutcome(
+                    result=StepResult(step_id=step.id, status="failed", error=error),
+                    mode=engine.mode,
+                )
+                return _Call(failed, error, attempt, max_attempts)
+            if outcome.result_code != "retryable" or attempt >= max_attempts:
+                return _Call(outcome, None, attempt, max_attempts)
+            self._wait_before_retry(flow, step, outcome, attempt, max_attempts)
+
+    def _wait_before_retry(
+        self, flow: FlowSpec, step: StepSpec, outcome: StepOutcome, attempt: int, max_attempts: int
+    ) -> None:
+        """Log the retry, then sleep: ``retry_after_ms`` when given, else backoff (§7.3)."""
+        delay = backoff_delay(attempt, outcome.retry_after_ms, self.settings.jitter())
+        self.recorder.emit(
+            "log",
+            {
+                "message": f"retrying {flow.key}/{step.id} in {delay:.3f} s "
+                f"(attempt {attempt + 1} of {max_attempts})",
+                "attempt": attempt,
+                "max_attempts": max_attempts,
+                "error": outcome.result.error,
+                "retry_in_ms": round(delay * 1000),
+            },
+            flow_key=flow.key,
+            step_id=step.id,
+            agent_key=step.primary_agent,
+        )
+        with self.control.engine_call():  # a second Ctrl-C aborts the wait like the call
+            self.settings.sleep(delay)
+
+    # -- after the call ------------------------------------------------------------------
+
+    def _receipt(
+        self,
+        flow: FlowSpec,
+        step: StepSpec,
+        engine: StepEngine,
+        call: _Call,
+        iteration: int,
+        rendered: RenderedHistory,
+        span: tuple[datetime, datetime],
+    ) -> ReceiptDoc:
+        """The receipt of the execution (SPEC §3.1), before its routing and verdict."""
+        outcome = call.outcome
+        started, completed = span
+        receipt: ReceiptDoc = {
+            "schema_version": SCHEMA_VERSION,
+            "engine": engine.engine_id,
+            "mode": outcome.mode,
+            "provider": outcome.provider,
+            "model": outcome.model,
+            "step_id": step.id,
+            "flow_key": flow.key,
+            "run_id": self.recorder.run_id,
+            "agent_key": step.primary_agent,
+            "started_at": format_ts(started),
+            "completed_at": format_ts(completed),
+            "duration_ms": ms_between(started, completed),
+            "status": "succeeded",
+            "tokens": outcome.tokens.as_dict(),  # type: ignore[typeddict-item]
+            "transcript_path": f"llm/{step.id}-{step.primary_agent}-{engine.engine_short}.jsonl",
+            "iteration": iteration,
+            "result_code": outcome.result_code,
+            "attempt": call.attempt,
+            "max_attempts": call.max_attempts,
+        }
+        if outcome.handoff is not None:
+            receipt["handoff"] = outcome.handoff
+        if rendered.truncation:
+            receipt["context_truncation"] = rendered.truncation
+        if outcome.provider != "none":  # a provider was called: say what it cost, if known
+            receipt["cost"] = _cost(outcome)
+        if outcome.cassette is not None:
+            receipt["cassette"] = outcome.cassette
+        return receipt
+
+    def _route(
+        self,
+        flow: FlowSpec,
+        step: StepSpec,
+        end: str | None,
+        outcome: StepOutcome,
+        receipt: ReceiptDoc,
+    ) -> Decision:
+        decision = decide(
+            flow,
+            step,
+            handoff=outcome.handoff,
+            receipt=cast(Mapping[str, Any], receipt),
+            executions=self.state.loops.executions(flow.key, step),
+            linear_only=outcome.result_code == "skipped",
+        )
+        if end == step.id and decision.decision != "loop":
+            reason = f"end_step:{step.id}"
+            return Decision(
+                None,
+                "terminate",
+                reason,
+                decision.source,
+                {**decision.receipt_routing, "decision": "terminate", "reason": reason},
+            )
+        return decision
+
+    def _write(
+        self,
+        receipt: ReceiptDoc,
+        flow: FlowSpec,
+        step: StepSpec,
+        engine: StepEngine,
+        outcome: StepOutcome,
+        user_json: str,
+    ) -> None:
+        receipt_path, transcript_path = self.recorder.layout.step_files(
+            flow.key, step.id, step.primary_agent, engine.engine_short
+        )
+        _, system_json = self.prompts.system(flow, step)
+        started_ts, completed_ts = receipt["started_at"], receipt["completed_at"]
+        lines: list[TranscriptLine] = [
+            # The same bytes encode_line would write, from escapes made once per part.
+            f'{{"content": "{system_json}", "role": "system", "timestamp": "{started_ts}"}}\n',
+            f'{{"content": "{user_json}", "role": "user", "timestamp": "{started_ts}"}}\n',
+        ]
+        lines.extend({"timestamp": completed_ts, **line} for line in outcome.transcript)
+        again = receipt["iteration"] > 0
+        self.recorder.write_step(receipt_path, transcript_path, receipt, lines, again=again)
+
+    def _fail(
+        self, flow: FlowSpec, step: StepSpec, engine: StepEngine, duration: int, error: str
+    ) -> None:
+        self.recorder.emit(
+            "step_error",
+            {
+                "status": "failed",
+                "duration_ms": duration,
+                "error": error,
+                "engine": engine.engine_id,
+            },
+            flow_key=flow.key,
+            step_id=step.id,
+            agent_key=step.primary_agent,
+        )
+        self.state.status, self.state.error = "failed", f"{flow.key}/{step.id}: {error}"
+
+    def _succeed(
+        self,
+        flow: FlowSpec,
+        step: StepSpec,
+        engine: StepEngine,
+        duration: int,
+        outcome: StepOutcome,
+        iteration: int,
+        decision: Decision,
+    ) -> None:
+        state = self.state
+        skipped = outcome.result_code == "skipped"
+        state.totals.steps_completed += 1
+        agent = step.primary_agent
+        self.recorder.emit(
+            "step_end",
+            {
+                "status": "skipped" if skipped else "succeeded",
+                "duration_ms": duration,
+                "engine": engine.engine_id,
+            },
+            flow_key=flow.key,
+            step_id=step.id,
+            agent_key=agent,
+        )
+        state.history.add(HistoryItem(flow.key, step.id, agent, iteration, outcome.result.output))
+        loop_state = state.loops.after(flow.key, step, decision.decision, skipped=skipped)
+        if decision.decision == "loop":
+            state.totals.loops += 1
+            state.flow(flow.key).loops += 1
+        self.recorder.emit(
+            "route_decision",
+            {
+                "from_step": step.id,
+                "to_step": decision.to_step,
+                "decision": decision.decision,
+                "reason": decision.reason,
+                "loop_state": loop_state,
+                "routing_source": decision.source,
+            },
+            flow_key=flow.key,
+            step_id=step.id,
+            agent_key=agent,
+        )
+
+
+def _cost(outcome: StepOutcome) -> CostDoc:
+    tokens = outcome.tokens
+    return {
+        "model": outcome.model,
+        "provider": outcome.provider,
+        "tokens": {"input": tokens.prompt, "output": tokens.completion, "total": tokens.total},
+        "estimatedCostUsd": outcome.cost_usd,
+    }
