@@ -121,13 +121,14 @@ def assert_routing(record: RunRecord) -> None:
     The decision is recomputed from the flow definition, the receipt of that execution
     and the loop counters replayed from the event log (§4).
     """
-    from swarm_runtime.orchestrator.routing import decide, loop_key
+    from swarm_runtime.orchestrator.loops import LoopCounters
+    from swarm_runtime.orchestrator.routing import decide
 
     flows = _registry(record)
     problems: list[str] = []
     events = record.event_dicts
     seen: dict[tuple[str, str], int] = {}
-    loops: dict[tuple[str, str], int] = {}
+    loops = LoopCounters()
     for index, event in enumerate(events):
         kind = event.get("kind")
         if kind not in ("step_end", "step_error"):
@@ -150,8 +151,7 @@ def assert_routing(record: RunRecord) -> None:
             continue
         flow = flows.get(flow_key)
         step = flow.step(step_id)
-        key = (flow_key, loop_key(step))
-        executions = loops.get(key, 0) + 1
+        executions = loops.executions(flow_key, step)
         skipped = (event.get("payload") or {}).get("status") == "skipped"
         try:
             expected = decide(
@@ -190,11 +190,7 @@ def assert_routing(record: RunRecord) -> None:
                 f"'{flow_key}/{step_id}': receipt routing.decision {routing.get('decision')!r} "
                 f"differs from its route_decision {got.get('decision')!r}"
             )
-        if step.routing.kind == "microloop" and not skipped:
-            if got.get("decision") == "loop":
-                loops[key] = executions
-            else:
-                loops.pop(key, None)
+        loops.after(flow_key, step, str(got.get("decision")), skipped=skipped)
         went = next((e for e in events[index + 2 :] if e.get("kind") == "step_start"), None)
         to_step = got.get("to_step")
         if (

@@ -12,6 +12,7 @@ from pytest_swarm.options import SwarmOptions
 from pytest_swarm.run_record import RunRecord
 
 if TYPE_CHECKING:
+    from swarm_runtime.config import Settings
     from swarm_runtime.engines.base import StepResult
     from swarm_runtime.engines.registry import EngineRegistry
     from swarm_runtime.engines.scenario import Scenario
@@ -68,6 +69,23 @@ def swarm_flows(swarm_options: SwarmOptions) -> FlowRegistry:
     if problem:
         pytest.fail(problem, pytrace=False)
     return FlowRegistry(swarm_options.flows_dir)
+
+
+@pytest.fixture(scope="session")
+def _swarm_settings(pytestconfig: pytest.Config, swarm_options: SwarmOptions) -> Settings:
+    """The project's ``runtime.yaml`` (at pytest's rootdir) and environment, resolved.
+
+    They are resolved as ``swarm run`` resolves them, so a flow runs the same under both.
+    """
+    import os
+
+    from swarm_runtime.config import resolve_settings
+    from swarm_runtime.errors import ConfigError
+
+    try:
+        return resolve_settings(env=os.environ, mode=swarm_options.mode, cwd=pytestconfig.rootpath)
+    except ConfigError as exc:
+        pytest.fail(f"swarm: {exc}", pytrace=False)
 
 
 class SwarmEngine:
@@ -170,9 +188,11 @@ class FlowRunner:
         scenario: StubScenario,
         default_flow: str | None,
         on_run: Callable[[RunRecord], None],
+        settings: Settings,
         nodeid: str = "",
     ) -> None:
         self.options = options
+        self.settings = settings
         self.engine = engine
         self.flows = flows
         self.runs_dir = runs_dir
@@ -206,13 +226,13 @@ class FlowRunner:
 
         scenario = "sdlc" if keys == tuple(self.flows.order()) else "+".join(keys)
         record = mode == "record"
-        config = dict(_engine_config())
+        overrides: dict[str, Any] = {}
         if not record:  # replay never reaches a server: vcrpy answers, or refuses
-            config.update(api_key="replay-needs-no-key", base_url="http://127.0.0.1:9")
+            overrides = {"api_key": "replay-needs-no-key", "base_url": "http://127.0.0.1:9"}
 
         def factory(options: EngineOptions) -> Any:
             engine = build_sdk_engine(
-                {**options.config, **config},
+                {**options.config, **overrides},
                 engine_id="claude-step",
                 engine_short="claude",
                 engine_class=CassetteSdkEngine,
@@ -245,9 +265,11 @@ class FlowRunner:
         end_step: str | None,
         params: dict[str, Any],
     ) -> RunRecord:
-        from swarm_runtime.credentials import credential_values
+        import os
+
         from swarm_runtime.errors import SwarmUsageError
-        from swarm_runtime.orchestrator.runner import Orchestrator, RunSpec
+        from swarm_runtime.orchestrator.assembly import build_orchestrator
+        from swarm_runtime.orchestrator.runner import RunSpec
 
         results: list[tuple[str, StepResult]] = []
         cassette_engines: list[Any] = []
@@ -257,8 +279,10 @@ class FlowRunner:
             engines = self.engine.registry
             if mode in ("replay", "record"):
                 engines = self._cassette_registry(keys, mode, cassette_engines)
-            orchestrator = Orchestrator(
+            orchestrator = build_orchestrator(
+                self.settings,
                 self.flows,
+                env=os.environ,
                 runs_dir=self.runs_dir,
                 engines=engines,
                 engine_id=self.engine.engine_id,
@@ -266,8 +290,6 @@ class FlowRunner:
                 mode="sdk" if mode in ("replay", "record") else mode,
                 scenario=self.scenario.scenario,
                 result_observer=lambda flow, result: results.append((flow, result)),
-                engine_config=_engine_config(),
-                refuse_values=tuple(credential_values()) if mode != "stub" else (),
             )
             spec = RunSpec(
                 flows=keys,
@@ -309,6 +331,7 @@ def flow_runner(
     swarm_flows: FlowRegistry,
     isolated_runs_env: IsolatedRunsEnv,
     stub_scenario: StubScenario,
+    _swarm_settings: Settings,
 ) -> Iterator[FlowRunner]:
     """Run flows in the current mode and get a :class:`RunRecord` back."""
     from pytest_swarm.plugin import TOTALS_KEY
@@ -323,6 +346,7 @@ def flow_runner(
         scenario=stub_scenario,
         default_flow=marker.args[0] if marker else None,
         on_run=lambda record: totals.add_run(record.summary),
+        settings=_swarm_settings,
         nodeid=request.node.nodeid,
     )
     yield runner
@@ -345,16 +369,6 @@ def _refuse_credentials_in(run_dir: Path) -> None:
             pytest.fail(
                 f"swarm: {path} holds a credential's value ({', '.join(found)})", pytrace=False
             )
-
-
-def _engine_config() -> dict[str, Any]:
-    """Engine settings from the environment, read here at the edge of the runtime."""
-    import os
-
-    return {
-        "api_key": os.environ.get("ANTHROPIC_API_KEY") or None,
-        "base_url": os.environ.get("ANTHROPIC_BASE_URL") or None,
-    }
 
 
 class SwarmContract:

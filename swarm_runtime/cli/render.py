@@ -38,7 +38,7 @@ def run_table(summary: dict[str, Any], wall_ms: int) -> str:
                 totals["steps_executed"],
                 totals["loop_iterations"],
                 totals["tokens"],
-                f"{totals.get('cost_usd', 0.0):.4f}",
+                _cost(totals.get("cost_usd")),
                 totals["duration_ms"],
             ]
         )
@@ -48,11 +48,23 @@ def run_table(summary: dict[str, Any], wall_ms: int) -> str:
             summary["total_steps_executed"],
             summary["loop_iterations"],
             summary["tokens"]["total"],
-            f"{summary.get('cost_usd', 0.0):.4f}",
+            _cost(summary.get("cost_usd")),
             wall_ms,
         ]
     )
-    return format_table(["flow", "steps", "loops", "tokens", "cost_usd", "time_ms"], rows)
+    table = format_table(["flow", "steps", "loops", "tokens", "cost_usd", "time_ms"], rows)
+    unknown = summary.get("steps_without_cost") or 0
+    if unknown:
+        table += (
+            f"\n\u2014 cost unknown: {unknown} step execution(s) used a model that is not in the "
+            "price table (engines.claude.prices in runtime.yaml adds it)"
+        )
+    return table
+
+
+def _cost(value: object) -> str:
+    """A cost cell: four decimals, or a dash when the cost is unknown (never a made-up 0)."""
+    return f"{value:.4f}" if isinstance(value, int | float) else "\u2014"
 
 
 class ProgressPrinter:

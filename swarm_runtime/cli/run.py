@@ -96,13 +96,12 @@ def _params(pairs: list[str]) -> dict[str, str]:
 def handle(args: argparse.Namespace) -> int:
     """Run and report; the exit code says how the run ended."""
     from swarm_runtime.cli.render import ProgressPrinter, run_table
-    from swarm_runtime.config import engine_config, resolve_settings
-    from swarm_runtime.credentials import credential_values
+    from swarm_runtime.config import resolve_settings
     from swarm_runtime.engines.scenario import Scenario
     from swarm_runtime.errors import SwarmUsageError
     from swarm_runtime.flow.registry import FlowRegistry
-    from swarm_runtime.orchestrator.history import HistoryBudget
-    from swarm_runtime.orchestrator.runner import Orchestrator, RunSpec
+    from swarm_runtime.orchestrator.assembly import build_orchestrator
+    from swarm_runtime.orchestrator.runner import RunSpec
 
     began = time.monotonic()
     settings = resolve_settings(
@@ -119,19 +118,14 @@ def handle(args: argparse.Namespace) -> int:
     flow_keys = tuple(args.flows) or tuple(registry.order())
     scenario = Scenario.from_file(args.scenario) if args.scenario else None
     show = args.progress == "always" or (args.progress == "auto" and sys.stdout.isatty())
-    orchestrator = Orchestrator(
+    orchestrator = build_orchestrator(
+        settings,
         registry,
-        runs_dir=settings.runs_dir,
+        env=os.environ,
         engine_id=_BACKENDS[args.backend],
-        mode=settings.mode,
         scenario=scenario,
-        engine_strategy=settings.engine_strategy,
-        durable=settings.durable,
-        history_budget=HistoryBudget(**settings.history),
         observer=ProgressPrinter(sys.stdout) if show else None,
         max_steps=args.max_steps,
-        engine_config=engine_config(settings, os.environ),
-        refuse_values=tuple(credential_values()) if settings.mode != "stub" else (),
     )
     spec = RunSpec(
         flows=flow_keys,
@@ -173,7 +167,21 @@ def handle(args: argparse.Namespace) -> int:
         code = EXIT_OK if outcome.status == "succeeded" else EXIT_FAILED
     for warning in outcome.warnings:
         print(f"swarm: warning: {warning}", file=sys.stderr)
-    if outcome.error:
+    if outcome.interrupted:
+        executed = outcome.summary.get("total_steps_executed", 0)
+        if outcome.aborted:
+            print(
+                f"swarm: aborted: the step under way was cut short and recorded as failed "
+                f"(run {outcome.run_id}, {executed} step execution(s))",
+                file=sys.stderr,
+            )
+        else:
+            print(
+                f"swarm: stopped at a step boundary after {executed} step execution(s); every "
+                f"finished step is recorded in run {outcome.run_id}",
+                file=sys.stderr,
+            )
+    elif outcome.error:
         print(f"error: {outcome.error}", file=sys.stderr)
     try:
         print(run_table(outcome.summary, wall_ms))

@@ -222,3 +222,17 @@ def test_sdk_mode_from_the_command_line(
     )
     assert "0.0000" not in result.out.splitlines()[-2]  # the total row shows a real cost
     assert cli("runs", "validate", run_dir.name).code == 0
+
+
+def test_sdk_run_of_a_model_without_a_price_shows_an_unknown_cost(
+    cli: Callable[..., CliResult],
+    monkeypatch,
+    anthropic_server,  # type: ignore[no-untyped-def]
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", anthropic_server.url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-fake-cli-test")
+    result = cli("run", "stepwise-demo", "--mode", "sdk")  # the default model has no price
+    assert result.code == 0, result.err
+    total = next(line for line in result.out.splitlines() if line.startswith("total"))
+    assert "\u2014" in total and "0.0000" not in total
+    assert "cost unknown" in result.out

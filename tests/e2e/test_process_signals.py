@@ -101,6 +101,7 @@ def test_ctrl_c_twice_aborts_the_step_exits_130_with_run_completed(tmp_path: Pat
             proc.kill()
     assert proc.returncode == 130, err
     assert "Traceback" not in err
+    assert "aborted: the step under way was cut short" in err
     run_dir = _run_dir(tmp_path)
     events = read_event_log(run_dir / "events.jsonl").events
     assert [e["kind"] for e in events][-2:] == ["step_error", "run_completed"]
@@ -121,6 +122,9 @@ def test_ctrl_c_once_stops_at_the_next_step_boundary(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 130, err
+    # A clean stop is not an error: the user is told where the run stopped.
+    assert "error:" not in err and "interrupted" not in err
+    assert "stopped at a step boundary after" in err and _run_dir(tmp_path).name in err
     events = read_event_log(_run_dir(tmp_path) / "events.jsonl").events
     assert events[-1]["kind"] == "run_completed"
     assert events[-1]["payload"]["status"] == "stopped"
