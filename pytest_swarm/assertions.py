@@ -191,26 +191,34 @@ def assert_routing(record: RunRecord) -> None:
                 f"differs from its route_decision {got.get('decision')!r}"
             )
         loops.after(flow_key, step, str(got.get("decision")), skipped=skipped)
-        went = next((e for e in events[index + 2 :] if e.get("kind") == "step_start"), None)
-        to_step = got.get("to_step")
-        if (
-            to_step is not None
-            and (went is None or (went.get("flow_key"), went.get("step_id")) != (flow_key, to_step))
-            and not _stopped_after(events, index + 1)
-        ):
-            where_to = (
-                "nowhere" if went is None else f"{went.get('flow_key')}/{went.get('step_id')}"
-            )
-            problems.append(
-                f"events.jsonl:{line + 1}: step '{flow_key}/{step_id}': route_decision goes to "
-                f"'{to_step}', but the next step that ran is {where_to}"
-            )
-        elif to_step is None and went is not None and went.get("flow_key") == flow_key:
-            problems.append(
-                f"events.jsonl:{line + 1}: step '{flow_key}/{step_id}': route_decision ends the "
-                f"flow, but '{flow_key}/{went.get('step_id')}' ran next"
-            )
+        went_wrong = _went_elsewhere(events, index + 1, f"{flow_key}/{step_id}")
+        if went_wrong:
+            problems.append(went_wrong)
     _fail("routing", record, problems)
+
+
+def _went_elsewhere(events: list[dict[str, Any]], index: int, where: str) -> str | None:
+    """Why the step that ran after the route_decision at ``index`` is not the one it named."""
+    got = events[index].get("payload") or {}
+    flow_key = str(events[index].get("flow_key"))
+    went = next((e for e in events[index + 1 :] if e.get("kind") == "step_start"), None)
+    to_step = got.get("to_step")
+    if (
+        to_step is not None
+        and (went is None or (went.get("flow_key"), went.get("step_id")) != (flow_key, to_step))
+        and not _stopped_after(events, index)
+    ):
+        where_to = "nowhere" if went is None else f"{went.get('flow_key')}/{went.get('step_id')}"
+        return (
+            f"events.jsonl:{index + 1}: step '{where}': route_decision goes to "
+            f"'{to_step}', but the next step that ran is {where_to}"
+        )
+    if to_step is None and went is not None and went.get("flow_key") == flow_key:
+        return (
+            f"events.jsonl:{index + 1}: step '{where}': route_decision ends the "
+            f"flow, but '{flow_key}/{went.get('step_id')}' ran next"
+        )
+    return None
 
 
 def _stopped_after(events: list[dict[str, Any]], index: int) -> bool:

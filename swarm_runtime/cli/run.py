@@ -8,7 +8,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.cli.main import (
     EXIT_FAILED,
@@ -16,6 +16,9 @@ from swarm_runtime.cli.main import (
     EXIT_OK,
     default_flows_dir,
 )
+
+if TYPE_CHECKING:
+    from swarm_runtime.orchestrator.runner import Orchestrator, RunOutcome, RunSpec
 
 __all__ = ["add_parser"]
 
@@ -95,7 +98,15 @@ def _params(pairs: list[str]) -> dict[str, str]:
 
 def handle(args: argparse.Namespace) -> int:
     """Run and report; the exit code says how the run ended."""
-    from swarm_runtime.cli.render import ProgressPrinter, run_table
+    began = time.monotonic()
+    orchestrator, spec = _prepare(args)
+    outcome = _run_with_signals(orchestrator, spec)
+    return _report(outcome, int((time.monotonic() - began) * 1000))
+
+
+def _prepare(args: argparse.Namespace) -> tuple[Orchestrator, RunSpec]:
+    """The orchestrator and the run the arguments, environment and runtime.yaml ask for."""
+    from swarm_runtime.cli.render import ProgressPrinter
     from swarm_runtime.config import resolve_settings
     from swarm_runtime.engines.scenario import Scenario
     from swarm_runtime.errors import SwarmUsageError
@@ -103,7 +114,6 @@ def handle(args: argparse.Namespace) -> int:
     from swarm_runtime.orchestrator.assembly import build_orchestrator
     from swarm_runtime.orchestrator.runner import RunSpec
 
-    began = time.monotonic()
     settings = resolve_settings(
         env=os.environ,
         mode=args.mode,
@@ -135,6 +145,11 @@ def handle(args: argparse.Namespace) -> int:
         start_step=args.start_step,
         end_step=args.end_step,
     )
+    return orchestrator, spec
+
+
+def _run_with_signals(orchestrator: Orchestrator, spec: RunSpec) -> RunOutcome:
+    """Run, with Ctrl-C and SIGTERM turned into stop and abort requests."""
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
 
     def on_sigint(_signum: int, _frame: object) -> None:
@@ -156,11 +171,16 @@ def handle(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, on_sigint)
     signal.signal(signal.SIGTERM, on_sigterm)
     try:
-        outcome = orchestrator.run(spec)
+        return orchestrator.run(spec)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    wall_ms = int((time.monotonic() - began) * 1000)
+
+
+def _report(outcome: RunOutcome, wall_ms: int) -> int:
+    """Print how the run ended and its table; the exit code."""
+    from swarm_runtime.cli.render import run_table
+
     if outcome.interrupted:
         code = EXIT_INTERRUPTED
     else:

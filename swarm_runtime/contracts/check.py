@@ -183,114 +183,147 @@ def _payload(event: dict[str, Any]) -> dict[str, Any]:
 
 def check_event_sequence(events: Sequence[tuple[int, dict[str, Any]]], rel: str) -> list[Violation]:
     """The §3.3 invariants over (line, event) pairs that already parsed."""
-    found: list[Violation] = []
     if not events:
         return [Violation(rel, None, "no events")]
-
-    def at(line: int, message: str) -> None:
-        found.append(Violation(rel, line, message))
-
-    first_line, first = events[0]
-    if first.get("kind") != "run_created":
-        at(first_line, f"the first event must be run_created, got {first.get('kind')}")
-    run_ids = {str(event.get("run_id")) for _, event in events}
-    if len(run_ids) > 1:
-        at(first_line, f"events carry several run ids: {sorted(map(str, run_ids))}")
-    highest = 0
+    checker = _SequenceCheck(rel)
+    checker.check_head(events)
     for line, event in events:
-        seq = event.get("seq")
-        if not isinstance(seq, int):
-            continue  # the schema check reports it
-        if seq <= highest:
-            at(
-                line,
-                f"seq {seq} repeats or goes back (highest so far {highest}); seq runs "
-                "1, 2, 3 … with no gap or repeat",
-            )
-        elif seq != highest + 1:
-            at(line, f"seq jumps from {highest} to {seq}; seq runs 1, 2, 3 … with no gap")
-        highest = max(highest, seq)
-    started = False
-    open_step: tuple[int, dict[str, Any]] | None = None
-    awaiting_route: tuple[int, dict[str, Any]] | None = None
-    completed: list[int] = []
-    for line, event in events:
+        checker.event(line, event)
+    checker.finish(events[-1][0])
+    return checker.found
+
+
+class _SequenceCheck:
+    """Walks the events of a run once, noting every break of the §3.3 invariants."""
+
+    def __init__(self, rel: str) -> None:
+        self.rel = rel
+        self.found: list[Violation] = []
+        self.started = False
+        self.open_step: tuple[int, dict[str, Any]] | None = None
+        self.awaiting_route: tuple[int, dict[str, Any]] | None = None
+        self.completed: list[int] = []
+
+    def at(self, line: int, message: str) -> None:
+        self.found.append(Violation(self.rel, line, message))
+
+    def check_head(self, events: Sequence[tuple[int, dict[str, Any]]]) -> None:
+        """The first event, one run id, and ``seq`` running 1, 2, 3 … without gaps."""
+        first_line, first = events[0]
+        if first.get("kind") != "run_created":
+            self.at(first_line, f"the first event must be run_created, got {first.get('kind')}")
+        run_ids = {str(event.get("run_id")) for _, event in events}
+        if len(run_ids) > 1:
+            self.at(first_line, f"events carry several run ids: {sorted(map(str, run_ids))}")
+        highest = 0
+        for line, event in events:
+            seq = event.get("seq")
+            if not isinstance(seq, int):
+                continue  # the schema check reports it
+            if seq <= highest:
+                self.at(
+                    line,
+                    f"seq {seq} repeats or goes back (highest so far {highest}); seq runs "
+                    "1, 2, 3 … with no gap or repeat",
+                )
+            elif seq != highest + 1:
+                self.at(line, f"seq jumps from {highest} to {seq}; seq runs 1, 2, 3 … with no gap")
+            highest = max(highest, seq)
+
+    def event(self, line: int, event: dict[str, Any]) -> None:
+        """Check one event against what came before it."""
         kind = event.get("kind")
-        if completed:
-            at(
+        if self.completed:
+            self.at(
                 line,
-                f"{kind} after run_completed (line {completed[0]}); run_completed must be last",
+                f"{kind} after run_completed (line {self.completed[0]}); run_completed must be "
+                "last",
             )
         if kind == "run_started":
-            started = True
+            self.started = True
         elif kind == "run_completed":
-            completed.append(line)
-            if open_step is not None:
-                at(open_step[0], f"step '{open_step[1].get('step_id')}' started here never ended")
-                open_step = None
-            continue
-        if kind in STEP_EVENTS and not started:
-            at(line, f"{kind} before run_started")
-        if awaiting_route is not None and kind != "route_decision":
-            at(
-                awaiting_route[0],
-                f"step_end of '{awaiting_route[1].get('step_id')}' is not "
-                "followed by a route_decision",
-            )
-            awaiting_route = None
-        step = event.get("step_id")
+            self.completed.append(line)
+            self._close_open_step()
+            return
+        if kind in STEP_EVENTS and not self.started:
+            self.at(line, f"{kind} before run_started")
+        if self.awaiting_route is not None and kind != "route_decision":
+            self._unrouted()
         if kind == "step_start":
-            if open_step is not None:
-                at(
-                    line,
-                    f"step_start of '{step}' while '{open_step[1].get('step_id')}' "
-                    f"(line {open_step[0]}) is still open: a second step_start without "
-                    "step_end/step_error",
-                )
-            open_step = (line, event)
+            self._step_start(line, event)
         elif kind in ("step_end", "step_error", "tool_start", "tool_end"):
-            if open_step is None:
-                at(line, f"{kind} of '{step}' outside any step execution (no open step_start)")
-            elif (open_step[1].get("flow_key"), open_step[1].get("step_id")) != (
-                event.get("flow_key"),
-                step,
-            ):
-                at(
-                    line,
-                    f"{kind} of '{step}' inside the execution of '{open_step[1].get('step_id')}'",
-                )
-            if kind in ("step_end", "step_error"):
-                open_step = None
-                if kind == "step_end":
-                    awaiting_route = (line, event)
+            self._inside_step(line, str(kind), event)
         elif kind == "route_decision":
-            if awaiting_route is None:
-                at(line, "route_decision without a step_end just before it")
-            else:
-                payload = _payload(event)
-                if payload.get("from_step") != awaiting_route[1].get("step_id"):
-                    at(
-                        line,
-                        f"route_decision from '{payload.get('from_step')}' follows the "
-                        f"step_end of '{awaiting_route[1].get('step_id')}'",
-                    )
-            awaiting_route = None
-    if awaiting_route is not None:
-        at(
-            awaiting_route[0],
-            f"step_end of '{awaiting_route[1].get('step_id')}' is not followed by a route_decision",
+            self._route_decision(line, event)
+
+    def _close_open_step(self) -> None:
+        if self.open_step is not None:
+            line, event = self.open_step
+            self.at(line, f"step '{event.get('step_id')}' started here never ended")
+            self.open_step = None
+
+    def _unrouted(self) -> None:
+        assert self.awaiting_route is not None
+        line, event = self.awaiting_route
+        self.at(
+            line,
+            f"step_end of '{event.get('step_id')}' is not followed by a route_decision",
         )
-    if open_step is not None:
-        at(open_step[0], f"step '{open_step[1].get('step_id')}' started here never ended")
-    if not completed:
-        at(events[-1][0], "the run has no run_completed event (it must end every run)")
-    elif len(completed) > 1:
-        at(
-            completed[1],
-            f"run_completed appears {len(completed)} times (lines "
-            f"{', '.join(map(str, completed))}); it must appear exactly once",
-        )
-    return found
+        self.awaiting_route = None
+
+    def _step_start(self, line: int, event: dict[str, Any]) -> None:
+        if self.open_step is not None:
+            self.at(
+                line,
+                f"step_start of '{event.get('step_id')}' while "
+                f"'{self.open_step[1].get('step_id')}' (line {self.open_step[0]}) is still "
+                "open: a second step_start without step_end/step_error",
+            )
+        self.open_step = (line, event)
+
+    def _inside_step(self, line: int, kind: str, event: dict[str, Any]) -> None:
+        step = event.get("step_id")
+        if self.open_step is None:
+            self.at(line, f"{kind} of '{step}' outside any step execution (no open step_start)")
+        elif (self.open_step[1].get("flow_key"), self.open_step[1].get("step_id")) != (
+            event.get("flow_key"),
+            step,
+        ):
+            self.at(
+                line,
+                f"{kind} of '{step}' inside the execution of '{self.open_step[1].get('step_id')}'",
+            )
+        if kind in ("step_end", "step_error"):
+            self.open_step = None
+            if kind == "step_end":
+                self.awaiting_route = (line, event)
+
+    def _route_decision(self, line: int, event: dict[str, Any]) -> None:
+        if self.awaiting_route is None:
+            self.at(line, "route_decision without a step_end just before it")
+        else:
+            payload = _payload(event)
+            if payload.get("from_step") != self.awaiting_route[1].get("step_id"):
+                self.at(
+                    line,
+                    f"route_decision from '{payload.get('from_step')}' follows the "
+                    f"step_end of '{self.awaiting_route[1].get('step_id')}'",
+                )
+        self.awaiting_route = None
+
+    def finish(self, last_line: int) -> None:
+        """What must hold once every event has been seen."""
+        if self.awaiting_route is not None:
+            self._unrouted()
+        self._close_open_step()
+        if not self.completed:
+            self.at(last_line, "the run has no run_completed event (it must end every run)")
+        elif len(self.completed) > 1:
+            self.at(
+                self.completed[1],
+                f"run_completed appears {len(self.completed)} times (lines "
+                f"{', '.join(map(str, self.completed))}); it must appear exactly once",
+            )
 
 
 def check_events_file(path: Path, root: Path) -> list[Violation]:

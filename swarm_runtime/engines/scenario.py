@@ -65,6 +65,48 @@ def _check_json(value: Any, where: str) -> None:
         ) from None
 
 
+def _parse_tokens(tokens: Any, where: str) -> tuple[int, int] | None:
+    if tokens is None:
+        return None
+    if (
+        not isinstance(tokens, Mapping)
+        or set(tokens) - {"prompt", "completion"}
+        or not all(
+            isinstance(tokens.get(k, 0), int)
+            and not isinstance(tokens.get(k, 0), bool)
+            and tokens.get(k, 0) >= 0
+            for k in ("prompt", "completion")
+        )
+    ):
+        raise ScenarioError(f"{where}.tokens: must be {{prompt: int >= 0, completion: int >= 0}}")
+    return (int(tokens.get("prompt", 0)), int(tokens.get("completion", 0)))
+
+
+def _parse_tools(tools_raw: Any, where: str) -> list[ToolCall]:
+    if not isinstance(tools_raw, list):
+        raise ScenarioError(f"{where}.tools: must be a list of {{tool, input, output, success}}")
+    tools = []
+    for i, item in enumerate(tools_raw):
+        spot = f"{where}.tools[{i}]"
+        if not isinstance(item, Mapping) or "tool" not in item:
+            raise ScenarioError(f"{spot}: must be a mapping with at least 'tool'")
+        bad = [key for key in item if key not in TOOL_KEYS]
+        if bad:
+            raise ScenarioError(f"{spot}: unknown key '{bad[0]}' (allowed: {', '.join(TOOL_KEYS)})")
+        success = item.get("success", True)
+        if not isinstance(success, bool):
+            raise ScenarioError(f"{spot}.success: must be true or false")
+        tools.append(
+            ToolCall(
+                tool=str(item["tool"]),
+                input=item.get("input"),
+                output=item.get("output"),
+                success=success,
+            )
+        )
+    return tools
+
+
 def _parse_outcome(raw: Any, where: str) -> Outcome:
     if not isinstance(raw, Mapping):
         raise ScenarioError(
@@ -89,23 +131,7 @@ def _parse_outcome(raw: Any, where: str) -> Outcome:
     error = raw.get("error")
     if error is not None and not isinstance(error, str):
         raise ScenarioError(f"{where}.error: must be a string")
-    tokens = raw.get("tokens")
-    token_pair = None
-    if tokens is not None:
-        if (
-            not isinstance(tokens, Mapping)
-            or set(tokens) - {"prompt", "completion"}
-            or not all(
-                isinstance(tokens.get(k, 0), int)
-                and not isinstance(tokens.get(k, 0), bool)
-                and tokens.get(k, 0) >= 0
-                for k in ("prompt", "completion")
-            )
-        ):
-            raise ScenarioError(
-                f"{where}.tokens: must be {{prompt: int >= 0, completion: int >= 0}}"
-            )
-        token_pair = (int(tokens.get("prompt", 0)), int(tokens.get("completion", 0)))
+    token_pair = _parse_tokens(raw.get("tokens"), where)
     ints: dict[str, int | None] = {}
     for name in ("delay_ms", "retry_after_ms"):
         value = raw.get(name)
@@ -114,28 +140,7 @@ def _parse_outcome(raw: Any, where: str) -> Outcome:
         ):
             raise ScenarioError(f"{where}.{name}: must be a whole number >= 0, got {value!r}")
         ints[name] = value
-    tools_raw = raw.get("tools") or []
-    if not isinstance(tools_raw, list):
-        raise ScenarioError(f"{where}.tools: must be a list of {{tool, input, output, success}}")
-    tools = []
-    for i, item in enumerate(tools_raw):
-        spot = f"{where}.tools[{i}]"
-        if not isinstance(item, Mapping) or "tool" not in item:
-            raise ScenarioError(f"{spot}: must be a mapping with at least 'tool'")
-        bad = [key for key in item if key not in TOOL_KEYS]
-        if bad:
-            raise ScenarioError(f"{spot}: unknown key '{bad[0]}' (allowed: {', '.join(TOOL_KEYS)})")
-        success = item.get("success", True)
-        if not isinstance(success, bool):
-            raise ScenarioError(f"{spot}.success: must be true or false")
-        tools.append(
-            ToolCall(
-                tool=str(item["tool"]),
-                input=item.get("input"),
-                output=item.get("output"),
-                success=success,
-            )
-        )
+    tools = _parse_tools(raw.get("tools") or [], where)
     for name in ("handoff", "tools"):
         if raw.get(name) is not None:
             _check_json(raw[name], f"{where}.{name}")
