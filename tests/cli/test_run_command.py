@@ -236,3 +236,21 @@ def test_sdk_run_of_a_model_without_a_price_shows_an_unknown_cost(
     total = next(line for line in result.out.splitlines() if line.startswith("total"))
     assert "\u2014" in total and "0.0000" not in total
     assert "cost unknown" in result.out
+
+
+def test_cli_usage_errors_exit_2(cli: Callable[..., CliResult], tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("x")
+    result = cli("run", "stepwise-demo", "--runs-dir", str(tmp_path / "afile"))
+    assert result.code == 2 and "exists and is not a directory" in result.err
+    result = cli("run", "stepwise-demo", "--mode", "sdk")  # no key in this environment
+    assert result.code == 2 and "sdk mode needs ANTHROPIC_API_KEY" in result.err
+    result = cli("run", "stepwise-demo", "--mode", "cli")
+    assert result.code == 2 and "no 'cli' mode" in result.err
+    config = tmp_path / "rt.yaml"
+    config.write_text("runs_dir: [a, b]\n")
+    result = cli("run", "stepwise-demo", "--config", str(config))
+    assert result.code == 2 and "'runs_dir' must be a path" in result.err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = cli("run", "--flows-dir", str(empty))
+    assert result.code == 2 and str(empty) in result.err

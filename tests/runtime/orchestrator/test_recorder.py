@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,10 +17,13 @@ from swarm_runtime.engines.base import (
     StepResult,
 )
 from swarm_runtime.engines.registry import EngineRegistry
-from swarm_runtime.errors import ConfigError, StorageError
+from swarm_runtime.errors import (
+    ConfigError,
+    StorageError,
+)
 from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.orchestrator.runner import Orchestrator, RunSpec
-from tests.conftest import CliResult
+from tests.conftest import SHIPPED_FLOWS, CliResult
 from tests.runtime.helpers import kinds, step_yaml, write_flow
 
 SECRET = "sk-fake-recorder-0123456789"
@@ -80,3 +84,16 @@ def test_a_credential_in_an_event_fails_the_run_without_being_written(tmp_path: 
         if path.is_file():
             assert SECRET not in path.read_text(), path
     assert validate_run_dir(outcome.path) == []
+
+
+def test_a_failing_observer_does_not_break_the_run(tmp_path: Path) -> None:
+    def broken(event: dict[str, Any]) -> None:
+        if event["kind"] == "step_start":
+            raise BrokenPipeError("reader went away")
+
+    outcome = Orchestrator(
+        FlowRegistry(SHIPPED_FLOWS), runs_dir=tmp_path / "runs", observer=broken
+    ).run(RunSpec(flows=("stepwise-demo",)))
+    assert outcome.status == "succeeded"
+    assert validate_run_dir(outcome.path) == []
+    assert outcome.warnings == ("progress display stopped: BrokenPipeError: reader went away",)

@@ -132,3 +132,22 @@ def test_validates_a_run_written_by_another_tool(tmp_path: Path) -> None:
     assert "meta.json: missing" in found
     assert any(v.startswith("events.jsonl:2: ") for v in found), found
     assert any(v.startswith("flow/receipts/s-a.json:1: not valid JSON") for v in found), found
+
+
+def test_validate_survives_foreign_shapes_and_reports_everything(tmp_path: Path) -> None:
+    outcome = run_flows(SHIPPED_FLOWS, tmp_path / "runs", ("stepwise-demo",))
+    path = outcome.path / "events.jsonl"
+    lines = path.read_text().splitlines()
+    odd = json.loads(lines[4])
+    odd["payload"] = [1, 2]
+    odd["run_id"] = ["x"]
+    lines[4] = json.dumps(odd)
+    lines[6] = "{not json"
+    path.write_text("\n".join(lines[:-1]) + "\n")  # and no run_completed
+    found = [str(v) for v in validate_run_dir(outcome.path)]
+    assert any(v.startswith("events.jsonl:5: ") for v in found), found
+    assert (
+        "events.jsonl:7: not valid JSON (Expecting property name enclosed in double quotes)"
+        in found
+    )
+    assert any("no run_completed" in v for v in found), found

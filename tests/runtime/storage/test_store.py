@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from swarm_runtime.errors import StorageError
+from swarm_runtime.errors import (
+    StorageError,
+)
 from swarm_runtime.storage.layout import RUN_ID_RE, new_run_id
 from swarm_runtime.storage.store import (
     EventLog,
@@ -19,6 +21,7 @@ from swarm_runtime.storage.store import (
     write_json_atomic,
 )
 from tests.conftest import StepClock
+from tests.runtime.helpers import step_yaml, write_flow
 
 
 def test_atomic_write_leaves_no_temp_file_and_replaces_whole(tmp_path: Path) -> None:
@@ -108,7 +111,6 @@ orch = Orchestrator(FlowRegistry(flows), runs_dir=Path(sys.argv[2]),
 for _ in range(3):
     print(orch.run(RunSpec(flows=("tiny",))).run_id)
 """
-    from tests.runtime.helpers import step_yaml, write_flow
 
     flows = tmp_path / "flows"
     write_flow(flows, "tiny", [step_yaml("only")])
@@ -128,3 +130,32 @@ for _ in range(3):
         ids.extend(out.split())
     assert len(ids) == 6 and len(set(ids)) == 6
     assert sorted(os.listdir(runs)) == sorted(ids)
+
+
+def test_event_log_write_errors_become_storage_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from swarm_runtime.errors import StorageError
+
+    log = EventLog(tmp_path / "events.jsonl")
+    real = log._handle
+    assert real is not None
+    real.close()
+
+    class Full:
+        def write(self, _text: str) -> int:
+            raise OSError(28, "No space left on device")
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(log, "_handle", Full())
+    with pytest.raises(StorageError, match=r"could not append to .*No space left on device"):
+        log.append({"seq": 1})
+
+
+def test_a_whole_last_line_without_newline_is_an_event_not_torn(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    path.write_text('{"seq": 1}\n{"seq": 2}')
+    result = read_event_log(path)
+    assert [e["seq"] for e in result.events] == [1, 2] and result.torn is None
