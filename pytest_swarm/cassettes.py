@@ -23,7 +23,7 @@ from vcr.errors import CannotOverwriteExistingCassetteException  # type: ignore[
 from swarm_runtime.credentials import credential_values, find_credentials
 from swarm_runtime.engines.base import StepContext
 from swarm_runtime.engines.sdk import SdkEngine
-from swarm_runtime.errors import SwarmRunError
+from swarm_runtime.errors import CredentialLeak, ReplayDivergence
 
 __all__ = [
     "CassetteSdkEngine",
@@ -34,14 +34,6 @@ __all__ = [
 DROPPED_HEADERS = re.compile(
     r"^(authorization|x-api-key|cookie|set-cookie|anthropic-.*-id|request-id)$", re.I
 )
-
-
-class ReplayDivergence(SwarmRunError):
-    """A replayed call has no matching recording."""
-
-
-class CredentialLeak(SwarmRunError):
-    """A credential's value was about to be written to a file."""
 
 
 def _json_body(r1: Any, r2: Any) -> None:

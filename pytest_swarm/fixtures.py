@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_swarm.options import SwarmOptions
+from pytest_swarm.options import OPTIONS_KEY, SwarmOptions
 from pytest_swarm.run_record import RunRecord
 
 if TYPE_CHECKING:
@@ -25,6 +25,7 @@ __all__ = [
     "SwarmContract",
     "SwarmEngine",
     "flow_runner",
+    "flows_dir_error",
     "isolated_runs_env",
     "stub_scenario",
     "swarm_contract",
@@ -34,8 +35,6 @@ __all__ = [
     "swarm_mode",
     "swarm_options",
 ]
-
-OPTIONS_KEY = pytest.StashKey[SwarmOptions]()
 
 
 @pytest.fixture(scope="session")
@@ -221,7 +220,7 @@ class FlowRunner:
     ) -> EngineRegistry:
         """The session's engines, with claude-step recording to or replaying cassettes."""
         from pytest_swarm.cassettes import CassetteSdkEngine
-        from swarm_runtime.engines.registry import EngineOptions, EngineRegistry
+        from swarm_runtime.engines.registry import EngineOptions
         from swarm_runtime.engines.sdk import build_sdk_engine
 
         scenario = "sdlc" if keys == tuple(self.flows.order()) else "+".join(keys)
@@ -247,9 +246,7 @@ class FlowRunner:
             made.append(engine)
             return engine
 
-        registry = EngineRegistry()
-        for engine_id in self.engine.registry.ids():
-            registry.register(engine_id, self.engine.registry._factories[engine_id])
+        registry = self.engine.registry.copy()
         registry.register("claude-step", factory, replace=True)
         return registry
 
@@ -334,7 +331,7 @@ def flow_runner(
     _swarm_settings: Settings,
 ) -> Iterator[FlowRunner]:
     """Run flows in the current mode and get a :class:`RunRecord` back."""
-    from pytest_swarm.plugin import TOTALS_KEY
+    from pytest_swarm.summary import TOTALS_KEY
 
     marker = request.node.get_closest_marker("swarm_flow")
     totals = request.config.stash[TOTALS_KEY]

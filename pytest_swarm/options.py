@@ -11,22 +11,22 @@ import os
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    import pytest
+import pytest
+
+from swarm_runtime.config import MODES
 
 __all__ = [
     "MODES",
     "OPTIONS",
+    "OPTIONS_KEY",
     "Option",
     "SwarmOptions",
     "add_options",
     "check_credentials",
     "resolve",
 ]
-
-MODES = ("stub", "replay", "record", "sdk", "cli")
 
 
 class Option:
@@ -134,8 +134,6 @@ def resolve(config: pytest.Config, env: Mapping[str, str] | None = None) -> Swar
         else:
             values[option.name], sources[option.name] = option.default, "default"
     if values["mode"] not in MODES:
-        import pytest
-
         raise pytest.UsageError(
             f"swarm: mode {values['mode']!r} from {sources['mode']} is not one of "
             f"{', '.join(MODES)}"
@@ -162,7 +160,6 @@ def check_credentials(options: SwarmOptions) -> None:
             if mode == "record"
             else ""
         )
-        import pytest
 
         raise pytest.UsageError(
             f"swarm: mode {mode} (from {options.sources['mode']}) makes live API calls and "
@@ -172,10 +169,12 @@ def check_credentials(options: SwarmOptions) -> None:
     if mode == "cli":
         executable = os.environ.get("SWARM_CLAUDE_CLI", "claude")
         if shutil.which(executable) is None:
-            import pytest
-
             raise pytest.UsageError(
                 f"swarm: mode cli (from {options.sources['mode']}) runs the Claude Code CLI, but "
                 f"{executable!r} is not on "
                 "PATH; install it or set SWARM_CLAUDE_CLI to its path"
             )
+
+
+OPTIONS_KEY = pytest.StashKey[SwarmOptions]()
+"""Where the resolved options live on ``config.stash``."""

@@ -12,10 +12,20 @@ from typing import Any
 import pytest
 
 from pytest_swarm.markers import marker_errors
-from pytest_swarm.options import add_options, check_credentials, resolve
-from pytest_swarm.summary import SwarmTotals
+from pytest_swarm.options import OPTIONS_KEY, add_options, check_credentials, resolve
+from pytest_swarm.summary import TOTALS_KEY, SwarmTotals
 
-TOTALS_KEY = pytest.StashKey[SwarmTotals]()
+__all__ = [
+    "pytest_addhooks",
+    "pytest_addoption",
+    "pytest_collection_modifyitems",
+    "pytest_configure",
+    "pytest_report_header",
+    "pytest_runtest_setup",
+    "pytest_sessionfinish",
+    "pytest_terminal_summary",
+    "pytest_testnodedown",
+]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -44,7 +54,7 @@ def pytest_configure(config: pytest.Config) -> None:
     options = resolve(config)
     if not (config.option.help or config.option.collectonly or config.option.showfixtures):
         check_credentials(options)
-    config.stash[fixtures.OPTIONS_KEY] = options
+    config.stash[OPTIONS_KEY] = options
     config.stash[TOTALS_KEY] = SwarmTotals()
     config.pluginmanager.register(fixtures, "swarm-fixtures")
     if options.contract:
@@ -55,8 +65,6 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_report_header(config: pytest.Config) -> str:
     """The active mode, where it came from, and the flows dir."""
-    from pytest_swarm.fixtures import OPTIONS_KEY
-
     return config.stash[OPTIONS_KEY].describe()
 
 
@@ -65,8 +73,6 @@ MARKER_ERRORS = pytest.StashKey[list[str]]()
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Check swarm markers' arguments, and skip tests not meant for the current mode."""
-    from pytest_swarm.fixtures import OPTIONS_KEY
-
     options = config.stash[OPTIONS_KEY]
     for item in items:
         found = marker_errors(item, options)
@@ -109,8 +115,6 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     """The ``swarm`` section: mode, runs, steps, tokens, cost."""
-    from pytest_swarm.fixtures import OPTIONS_KEY
-
     totals = config.stash.get(TOTALS_KEY, None)
     if totals is None or totals.runs == 0:
         return

@@ -2,33 +2,50 @@
 
 Every step is one LLM call with a receipt, a transcript and events. The contracts
 (pydantic models) live in :mod:`swarm_runtime.contracts` and are imported on demand, so
-running flows does not pay for them.
+running flows does not pay for them. The names below are imported on first use too, so
+importing one module of the package (as the pytest plugin does at start-up) costs only
+that module.
 """
 
 from __future__ import annotations
 
-from swarm_runtime.engines import Scenario, StepContext, StepEngine, StepResult, default_registry
-from swarm_runtime.errors import (
-    ConfigError,
-    EngineError,
-    FlowDefinitionError,
-    RoutingError,
-    ScenarioError,
-    StorageError,
-    SwarmError,
-    SwarmRunError,
-    SwarmUsageError,
-)
-from swarm_runtime.flow import FlowRegistry, load_flow
-from swarm_runtime.orchestrator import HistoryBudget, Orchestrator, RunOutcome, RunSpec
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from swarm_runtime.engines import (
+        Scenario,
+        StepContext,
+        StepEngine,
+        StepResult,
+        default_registry,
+    )
+    from swarm_runtime.errors import (
+        ConfigError,
+        CredentialLeak,
+        EngineError,
+        FlowDefinitionError,
+        HandoffError,
+        ReplayDivergence,
+        RoutingError,
+        ScenarioError,
+        StorageError,
+        SwarmError,
+        SwarmRunError,
+        SwarmUsageError,
+    )
+    from swarm_runtime.flow import FlowRegistry, load_flow
+    from swarm_runtime.orchestrator import HistoryBudget, Orchestrator, RunOutcome, RunSpec
 
 __all__ = [
     "ConfigError",
+    "CredentialLeak",
     "EngineError",
     "FlowDefinitionError",
     "FlowRegistry",
+    "HandoffError",
     "HistoryBudget",
     "Orchestrator",
+    "ReplayDivergence",
     "RoutingError",
     "RunOutcome",
     "RunSpec",
@@ -45,3 +62,45 @@ __all__ = [
     "load_flow",
 ]
 __version__ = "0.1.0"
+
+_LAZY = {
+    "ConfigError": "swarm_runtime.errors",
+    "CredentialLeak": "swarm_runtime.errors",
+    "HandoffError": "swarm_runtime.errors",
+    "ReplayDivergence": "swarm_runtime.errors",
+    "EngineError": "swarm_runtime.errors",
+    "FlowDefinitionError": "swarm_runtime.errors",
+    "FlowRegistry": "swarm_runtime.flow",
+    "HistoryBudget": "swarm_runtime.orchestrator",
+    "Orchestrator": "swarm_runtime.orchestrator",
+    "RoutingError": "swarm_runtime.errors",
+    "RunOutcome": "swarm_runtime.orchestrator",
+    "RunSpec": "swarm_runtime.orchestrator",
+    "Scenario": "swarm_runtime.engines",
+    "ScenarioError": "swarm_runtime.errors",
+    "StepContext": "swarm_runtime.engines",
+    "StepEngine": "swarm_runtime.engines",
+    "StepResult": "swarm_runtime.engines",
+    "StorageError": "swarm_runtime.errors",
+    "SwarmError": "swarm_runtime.errors",
+    "SwarmRunError": "swarm_runtime.errors",
+    "SwarmUsageError": "swarm_runtime.errors",
+    "default_registry": "swarm_runtime.engines",
+    "load_flow": "swarm_runtime.flow",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name on first use, so ``import swarm_runtime.x`` stays cheap."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'swarm_runtime' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -17,7 +17,8 @@ from swarm_runtime.record import Record, field
 
 __all__ = ["DEFAULT_CONFIG_PATH", "MODES", "Settings", "engine_config", "resolve_settings"]
 
-MODES = ("stub", "sdk", "cli", "replay", "record")
+MODES = ("stub", "replay", "record", "sdk", "cli")
+"""Every mode, in the order messages list them: the stub, recorded sdk calls, live ones."""
 DEFAULT_CONFIG_PATH = Path("swarm/config/runtime.yaml")
 DEFAULT_RUNS_DIR = Path("swarm/runs")
 _TOP_KEYS = ("runs_dir", "engines", "engine_strategy", "history")

@@ -9,8 +9,11 @@
     │   └── ConfigError             a setting (flag, env var, runtime.yaml) is invalid
     └── SwarmRunError               something went wrong while running (exit code 1)
         ├── EngineError             an engine failed outside the step contract
+        │   └── HandoffError        a reply's handoff block is not a mapping (also ValueError)
+        ├── ReplayDivergence        a replayed call has no matching recording
         ├── RoutingError            routing could not decide where to go
         └── StorageError            a run directory could not be written or read
+            └── CredentialLeak      a file was about to hold a credential's value
 
 Messages say what was received, what is allowed and what to do next.
 """
@@ -19,8 +22,11 @@ from __future__ import annotations
 
 __all__ = [
     "ConfigError",
+    "CredentialLeak",
     "EngineError",
     "FlowDefinitionError",
+    "HandoffError",
+    "ReplayDivergence",
     "RoutingError",
     "ScenarioError",
     "StorageError",
@@ -90,3 +96,15 @@ class RoutingError(SwarmRunError):
 
 class StorageError(SwarmRunError):
     """A run directory is unsafe, unreadable or could not be written."""
+
+
+class HandoffError(EngineError, ValueError):
+    """The handoff block of a reply is present but is not a mapping of YAML or JSON."""
+
+
+class ReplayDivergence(SwarmRunError):
+    """A replayed call has no matching recording (the flow or its prompts changed)."""
+
+
+class CredentialLeak(StorageError):
+    """A file was about to hold the value of a credential; nothing was written."""

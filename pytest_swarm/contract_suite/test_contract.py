@@ -16,7 +16,8 @@ from pytest_swarm.fixtures import FlowRunner, SwarmContract
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """One case per flow of ``--swarm-flows-dir``, in run order, then the rest."""
     if "contract_flow" in metafunc.fixturenames:
-        from pytest_swarm.fixtures import OPTIONS_KEY, flows_dir_error
+        from pytest_swarm.fixtures import flows_dir_error
+        from pytest_swarm.options import OPTIONS_KEY
         from swarm_runtime.flow.registry import FlowRegistry
 
         options = metafunc.config.stash[OPTIONS_KEY]

@@ -7,10 +7,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from swarm_runtime.cli.main import EXIT_OK, EXIT_USAGE, default_flows_dir
+from swarm_runtime.cli.common import EXIT_OK, EXIT_USAGE, default_flows_dir
 from swarm_runtime.errors import SwarmUsageError
 
-__all__ = ["add_parser"]
+__all__ = [
+    "add_parser",
+    "handle_list",
+    "handle_show",
+    "handle_validate",
+]
 
 
 def add_parser(commands: Any) -> None:

@@ -6,10 +6,13 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from swarm_runtime.cli.main import EXIT_FAILED, EXIT_OK
+from swarm_runtime.cli.common import EXIT_FAILED, EXIT_OK
 from swarm_runtime.errors import SwarmUsageError
 
-__all__ = ["add_parser"]
+__all__ = [
+    "add_parser",
+    "handle_diff",
+]
 
 
 def add_parser(commands: Any) -> None:

@@ -11,17 +11,11 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
+from swarm_runtime.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from swarm_runtime.errors import SwarmError, SwarmUsageError
 
-__all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main"]
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_FAILFAST = 3
-EXIT_INTERRUPTED = 130
+__all__ = ["build_parser", "main"]
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -80,25 +74,6 @@ def _print_error(exc: BaseException) -> None:
     print(f"swarm: error: {exc}", file=sys.stderr)
     for note in getattr(exc, "__notes__", ()):
         print(f"swarm: {note}", file=sys.stderr)
-
-
-def default_flows_dir(explicit: Path | None) -> Path:
-    """``--flows-dir``, else ``SWARM_FLOWS_DIR``, else ``./flows``, else the packaged flows."""
-    if explicit is not None:
-        return explicit
-    if os.environ.get("SWARM_FLOWS_DIR"):
-        return Path(os.environ["SWARM_FLOWS_DIR"])
-    local = Path("flows")
-    if local.is_dir():
-        return local
-    from swarm_runtime.flow.registry import packaged_flows_dir
-
-    packaged = packaged_flows_dir()
-    if packaged is None:
-        raise SwarmUsageError(
-            "no ./flows directory here; pass --flows-dir DIR or set SWARM_FLOWS_DIR"
-        )
-    return packaged
 
 
 if __name__ == "__main__":

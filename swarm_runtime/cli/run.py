@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from swarm_runtime.cli.main import (
+from swarm_runtime.cli.common import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -20,7 +20,10 @@ from swarm_runtime.cli.main import (
 if TYPE_CHECKING:
     from swarm_runtime.orchestrator.runner import Orchestrator, RunOutcome, RunSpec
 
-__all__ = ["add_parser"]
+__all__ = [
+    "add_parser",
+    "handle",
+]
 
 
 def add_parser(commands: Any) -> None:
@@ -73,12 +76,23 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument(
         "--max-steps",
-        type=int,
+        type=_positive_int,
         metavar="N",
         help="step executions a run may make before it fails "
         "(default: 10 per step of its flows, at least 100)",
     )
     parser.set_defaults(handler=handle)
+
+
+def _positive_int(text: str) -> int:
+    """``--max-steps``: a whole number >= 1 (argparse turns the ValueError into exit 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed: give a whole number >= 1")
+    return value
 
 
 _BACKENDS = {"claude-step-orchestrator": "claude-step", "gemini-step-orchestrator": "gemini-step"}

@@ -9,10 +9,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from swarm_runtime.cli.main import EXIT_FAILED, EXIT_OK
+from swarm_runtime.cli.common import EXIT_FAILED, EXIT_OK
 from swarm_runtime.errors import SwarmUsageError
 
-__all__ = ["add_parser", "resolve_run_dir"]
+__all__ = [
+    "add_parser",
+    "handle_list",
+    "handle_show",
+    "handle_validate",
+    "resolve_run_dir",
+]
 
 
 def add_parser(commands: Any) -> None:
@@ -116,17 +122,27 @@ def handle_show(args: argparse.Namespace) -> int:
             rows.append(
                 [
                     f"{event.get('flow_key')}/{event.get('step_id')}",
-                    payload.get("status"),
-                    payload.get("duration_ms"),
+                    payload.get("status") or "?",
+                    payload.get("duration_ms", "?"),
                     payload.get("error") or "",
                 ]
             )
         elif kind == "route_decision" and rows:
-            rows[-1][3] = (
-                f"{payload.get('decision')} -> {payload.get('to_step')} ({payload.get('reason')})"
-            )
+            rows[-1][3] = _route(payload)
     print(format_table(["step", "status", "ms", "route / error"], rows))
     return EXIT_OK
+
+
+def _route(payload: dict[str, Any]) -> str:
+    """A route_decision as a user reads it: ``loop -> author (loop_iteration:1)``."""
+    decision, to_step, reason = (
+        payload.get("decision"),
+        payload.get("to_step"),
+        payload.get("reason"),
+    )
+    if to_step is None:  # the flow ends here: there is no step to point at
+        return f"{decision} ({reason})" if reason else str(decision)
+    return f"{decision} -> {to_step} ({reason})" if reason else f"{decision} -> {to_step}"
 
 
 def handle_validate(args: argparse.Namespace) -> int:

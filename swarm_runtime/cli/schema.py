@@ -6,10 +6,13 @@ import argparse
 import json
 from typing import Any
 
-from swarm_runtime.cli.main import EXIT_OK
+from swarm_runtime.cli.common import EXIT_OK
 from swarm_runtime.errors import SwarmUsageError
 
-__all__ = ["add_parser"]
+__all__ = [
+    "add_parser",
+    "handle",
+]
 
 NAMES = ("receipt", "transcript", "event", "step_context", "step_result", "run_spec", "run_summary")
 

@@ -6,13 +6,11 @@ import json
 import re
 from typing import Any
 
+from swarm_runtime.errors import HandoffError
+
 __all__ = ["HandoffError", "format_handoff", "parse_handoff"]
 
 _BLOCK_RE = re.compile(r"```handoff[ \t]*\n(.*?)\n[ \t]*```", re.DOTALL)
-
-
-class HandoffError(ValueError):
-    """The handoff block is present but is not a mapping of YAML or JSON."""
 
 
 def parse_handoff(text: str) -> dict[str, Any] | None:

@@ -19,7 +19,6 @@ from swarm_runtime.record import Record, field
 __all__ = ["ENTRY_POINT_GROUP", "EngineOptions", "EngineRegistry", "default_registry"]
 
 ENTRY_POINT_GROUP = "swarm_runtime.engines"
-MODES = ("stub", "sdk", "cli", "replay", "record")
 
 
 class EngineOptions(Record):
@@ -48,6 +47,14 @@ class EngineRegistry:
                 f"engine '{engine_id}' is already registered; pass replace=True to override it"
             )
         self._factories[engine_id] = factory
+
+    def copy(self) -> EngineRegistry:
+        """A new registry with the same engines, to add to or replace in without touching this."""
+        self._load_entry_points()
+        other = EngineRegistry()
+        other._factories = dict(self._factories)
+        other._entry_points_loaded = True
+        return other
 
     def ids(self) -> list[str]:
         """Every registered engine id, sorted."""

@@ -23,7 +23,14 @@ from swarm_runtime.engines.base import (
 )
 from swarm_runtime.errors import ConfigError
 
-__all__ = ["DEFAULT_MAX_TOKENS", "DEFAULT_MODEL", "SdkEngine", "estimate_cost", "load_prices"]
+__all__ = [
+    "DEFAULT_MAX_TOKENS",
+    "DEFAULT_MODEL",
+    "SdkEngine",
+    "build_sdk_engine",
+    "estimate_cost",
+    "load_prices",
+]
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
 DEFAULT_MAX_TOKENS = 4096

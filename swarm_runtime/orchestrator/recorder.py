@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from swarm_runtime.documents import EventDoc, ReceiptDoc, RunSpecDoc, RunSummaryDoc
-from swarm_runtime.errors import ConfigError, StorageError
+from swarm_runtime.errors import ConfigError, CredentialLeak, StorageError
 from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.storage.layout import RunLayout, new_run_id
 from swarm_runtime.storage.store import (
@@ -179,7 +179,7 @@ class RunRecorder:
 def _refuse(text: str, what: str, values: tuple[str, ...]) -> None:
     for value in values:
         if value in text or json_escape(value) in text:
-            raise StorageError(
+            raise CredentialLeak(
                 f"refusing to write {what}: it holds the value of a credential "
                 f"({value[:4]}…); keep secrets out of params, prompts and replies"
             )

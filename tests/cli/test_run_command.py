@@ -7,6 +7,8 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import SHIPPED_FLOWS, CliResult
 from tests.runtime.helpers import step_yaml, write_flow
 
@@ -139,6 +141,9 @@ def test_runs_list_and_show(cli: Callable[..., CliResult], tmp_path: Path) -> No
     assert shown.code == 0
     assert "signal/critique_requirements" in shown.out
     assert "loop -> author_requirements (loop_iteration:1)" in shown.out
+    # The flow's last step ends the flow: the table says so, and never prints "None".
+    assert "terminate (end_of_flow)" in shown.out
+    assert "None" not in shown.out
 
 
 def test_schema_prints_json_schema(cli: Callable[..., CliResult]) -> None:
@@ -254,3 +259,10 @@ def test_cli_usage_errors_exit_2(cli: Callable[..., CliResult], tmp_path: Path) 
     empty.mkdir()
     result = cli("run", "--flows-dir", str(empty))
     assert result.code == 2 and str(empty) in result.err
+
+
+@pytest.mark.parametrize("value", ["-1", "0", "ten", "2.5"])
+def test_max_steps_below_one_is_a_usage_error(cli: Callable[..., CliResult], value: str) -> None:
+    result = cli("run", "signal", "--max-steps", value)
+    assert result.code == 2
+    assert f"--max-steps: {value!r} is not allowed: give a whole number >= 1" in result.err

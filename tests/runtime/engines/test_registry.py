@@ -1,0 +1,68 @@
+"""The engine registry: ids to factories, copied for a test's own engines."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from swarm_runtime.engines.base import StepEngine
+from swarm_runtime.engines.registry import EngineOptions, EngineRegistry, default_registry
+from swarm_runtime.engines.stub import StubEngine
+from swarm_runtime.errors import ConfigError, EngineError
+
+
+def test_a_copy_takes_replacements_without_changing_the_original() -> None:
+    original = default_registry()
+    copy = original.copy()
+
+    def mine(_options: EngineOptions) -> StepEngine:
+        return StubEngine(engine_id="claude-step", engine_short="mine")
+
+    copy.register("claude-step", mine, replace=True)
+    copy.register("extra-step", mine)
+    assert copy.ids() == ["claude-step", "extra-step", "gemini-step"]
+    assert original.ids() == ["claude-step", "gemini-step"]
+    assert copy.create("claude-step", EngineOptions()).engine_short == "mine"
+    assert original.create("claude-step", EngineOptions()).engine_short == "claude"
+
+
+def test_registry_refuses_duplicates_and_names_known_engines() -> None:
+    registry = default_registry()
+    with pytest.raises(EngineError, match="already registered"):
+        registry.register("claude-step", lambda options: registry.create("gemini-step", options))
+    with pytest.raises(
+        ConfigError, match=r"no engine 'warp-step' \(registered: claude-step, gemini-step"
+    ):
+        registry.create("warp-step", EngineOptions())
+    gemini = registry.create("gemini-step", EngineOptions())
+    assert (gemini.engine_id, gemini.engine_short) == ("gemini-step", "gemini")
+
+
+def test_entry_point_engines_are_loaded_on_demand(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+
+    class FakeEntryPoint:
+        name, value = "fake", "fake_pkg:register"
+
+        def load(self) -> Any:
+            def register(registry: EngineRegistry) -> None:
+                calls.append("loaded")
+                registry.register(
+                    "fake-step", lambda options: registry.create("claude-step", options)
+                )
+
+            return register
+
+    import importlib.metadata
+
+    monkeypatch.setattr(
+        importlib.metadata,
+        "entry_points",
+        lambda group: [FakeEntryPoint()] if group == "swarm_runtime.engines" else [],
+    )
+    registry = default_registry()
+    registry.create("claude-step", EngineOptions())
+    assert calls == []  # built-in ids never read entry points
+    assert registry.create("fake-step", EngineOptions()).engine_id == "claude-step"
+    assert calls == ["loaded"]
