@@ -129,7 +129,7 @@ class SwarmGolden:
     def __call__(self, record: RunRecord, scenario: str) -> None:
         """Fail with a per-file, per-step diff when the run differs from its golden."""
         from swarm_runtime.golden import diff_runs, golden_files, markdown_report
-        from swarm_runtime.storage.layout import FLOW_KEY_RE
+        from swarm_runtime.ids import FLOW_KEY_RE
 
         if not FLOW_KEY_RE.fullmatch(scenario.replace("/", "-")) or ".." in scenario:
             raise ValueError(f"golden scenario {scenario!r} must be a simple name like 'signal'")

@@ -74,25 +74,14 @@ def handle_validate(args: argparse.Namespace) -> int:
 def handle_show(args: argparse.Namespace) -> int:
     """The flow's steps with agents and routing."""
     from swarm_runtime.cli.render import format_table
+    from swarm_runtime.flow.kinds import KINDS
     from swarm_runtime.flow.registry import FlowRegistry
 
     flow = FlowRegistry(default_flows_dir(args.flows_dir)).get(args.flow)
     print(f"{flow.key}: {flow.title}\n{flow.description}\n")
     rows: list[list[object]] = []
     for number, step in enumerate(flow.steps, start=1):
-        r = step.routing
-        if r.kind == "microloop":
-            route = (
-                f"microloop -> {r.loop_target} until {r.loop_condition_field} in "
-                f"{'|'.join(r.loop_success_values)} (max {r.max_iterations})"
-                + (f", then {r.next}" if r.next else "")
-            )
-        elif r.kind == "branch":
-            route = f"branch on {r.branch_field}: " + ", ".join(f"{k}->{t}" for k, t in r.branches)
-            if r.default:
-                route += f", default->{r.default}"
-        else:
-            route = f"next -> {r.next}" if r.next else "linear"
+        route = KINDS[step.routing.kind].describe(step.routing)
         rows.append([number, step.id, ",".join(step.agents), route])
     print(format_table(["#", "step", "agents", "routing"], rows))
     return EXIT_OK

@@ -94,6 +94,8 @@ class StepContext(Record):
     """0-based count of earlier executions of this step in this run."""
     handoff_fields: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Fields the reply must declare in its handoff block, with their expected values."""
+    routing_kind: str = "linear"
+    """How the step routes (``linear``, ``microloop``, ``branch``): what its handoff decides."""
     prompt: Prompt | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 

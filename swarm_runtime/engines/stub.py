@@ -22,31 +22,17 @@ from swarm_runtime.engines.base import (
 )
 from swarm_runtime.engines.handoff import format_handoff
 from swarm_runtime.engines.scenario import Outcome, Scenario
+from swarm_runtime.flow.kinds import NO_FURTHER_HELP_FIELD, stub_handoff
 from swarm_runtime.timeutil import interruptible_sleep
 
 __all__ = ["StubEngine", "estimate_tokens"]
 
 STUB_MODEL = "claude-stub"
-FAILING_VALUE = "NEEDS_WORK"
 
 
 def estimate_tokens(text: str) -> int:
     """ceil(characters / 4), the stub's token count."""
     return math.ceil(len(text) / 4)
-
-
-def _default_handoff(ctx: StepContext) -> dict[str, Any]:
-    values: dict[str, Any] = {}
-    for name, allowed in ctx.handoff_fields.items():
-        if name == "can_further_iteration_help":
-            values[name] = "yes" if ctx.iteration == 0 else "no"
-        elif "can_further_iteration_help" in ctx.handoff_fields:
-            # A microloop's condition field: fail once, then succeed.
-            failing = FAILING_VALUE if FAILING_VALUE not in allowed else FAILING_VALUE + "_MORE"
-            values[name] = failing if ctx.iteration == 0 else allowed[0]
-        else:
-            values[name] = allowed[0]
-    return values
 
 
 class StubEngine(StepEngine):
@@ -69,13 +55,13 @@ class StubEngine(StepEngine):
         self._calls: dict[tuple[str, str], int] = {}
 
     def _reply(self, ctx: StepContext, outcome: Outcome | None) -> tuple[str, dict[str, Any]]:
-        handoff = _default_handoff(ctx)
+        handoff = stub_handoff(ctx.routing_kind, ctx.handoff_fields, ctx.iteration)
         if outcome is not None and outcome.handoff is not None:
-            if "can_further_iteration_help" in handoff and (
+            if NO_FURTHER_HELP_FIELD in handoff and (
                 set(outcome.handoff) & set(ctx.handoff_fields)
             ):
                 # The scenario drives this loop: do not let the default end it early.
-                handoff["can_further_iteration_help"] = "yes"
+                handoff[NO_FURTHER_HELP_FIELD] = "yes"
             handoff.update(outcome.handoff)
         if outcome is not None and outcome.text is not None:
             body = outcome.text

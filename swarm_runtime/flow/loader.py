@@ -15,19 +15,18 @@ from typing import Any
 import yaml
 
 from swarm_runtime.errors import FlowDefinitionError
+from swarm_runtime.flow.kinds import KINDS, ROUTING_KEYS, RoutingKind
 from swarm_runtime.flow.spec import (
-    DEFAULT_MAX_ITERATIONS,
     Budget,
     FlowSpec,
     RoutingSpec,
     StepSpec,
     TeachingNotes,
 )
-from swarm_runtime.storage.layout import AGENT_KEY_RE, FLOW_KEY_RE, STEP_ID_RE
+from swarm_runtime.flow.yaml_reader import NodeReader, line_of, load_yaml_nodes, suggest
+from swarm_runtime.ids import AGENT_KEY_RE, FLOW_KEY_RE, STEP_ID_RE
 
 __all__ = ["check_flow_file", "load_flow", "load_yaml_nodes"]
-
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 TOP_KEYS = ("key", "title", "description", "charter", "steps")
 STEP_KEYS = (
@@ -41,366 +40,123 @@ STEP_KEYS = (
     "budget",
 )
 NOTE_KEYS = ("inputs", "outputs", "emphasizes", "constraints")
-ROUTING_KEYS = (
-    "kind",
-    "next",
-    "loop_target",
-    "loop_condition_field",
-    "loop_success_values",
-    "max_iterations",
-    "branch_field",
-    "branches",
-    "default",
-)
 CHARTER_KEYS = ("goal", "exit_criteria", "non_goals")
 BUDGET_KEYS = ("tokens", "cost_usd", "duration_ms")
-ROUTING_KINDS = ("linear", "microloop", "branch")
 
 
-def _line(node: yaml.Node) -> int:
-    return int(node.start_mark.line) + 1
-
-
-def load_yaml_nodes(path: Path, text: str) -> yaml.Node | None:
-    """Compose ``text`` into YAML nodes; raise FlowDefinitionError with the line on failure."""
-    try:
-        node: yaml.Node | None = yaml.compose(text, Loader=_Loader)
-        return node
-    except yaml.MarkedYAMLError as exc:
-        # An unclosed bracket or quote is best found where it was opened (the context);
-        # the problem mark is where the parser gave up, said in the message too.
-        mark = exc.context_mark or exc.problem_mark
-        line = int(mark.line) + 1 if mark is not None else None
-        message = str(exc.problem or exc)
-        if exc.context and exc.problem_mark is not None:
-            message = f"{message} ({exc.context} at line {line}; noticed at line "
-            message += f"{exc.problem_mark.line + 1})"
-        raise FlowDefinitionError(f"invalid YAML: {message}", file=str(path), line=line) from None
-    except yaml.YAMLError as exc:
-        raise FlowDefinitionError(f"invalid YAML: {exc}", file=str(path)) from None
-
-
-def _scalar_value(node: yaml.ScalarNode) -> Any:
-    """The value YAML gives a scalar (0x10, 1:30, .nan …), or None if it has none."""
-    try:
-        return yaml.load(node.value, Loader=_Loader)
-    except (yaml.YAMLError, ValueError):
-        return None
-
-
-def _suggest(word: str, allowed: tuple[str, ...]) -> str:
-    import difflib  # only on the error path
-
-    close = difflib.get_close_matches(word, allowed, n=1)
-    hint = f"; did you mean '{close[0]}'?" if close else ""
-    return f"allowed: {', '.join(allowed)}{hint}"
-
-
-class _FileReader:
-    """Walks the nodes of one file and records every error it meets."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.errors: list[FlowDefinitionError] = []
-        self.lines: dict[str, int] = {}
-
-    def error(
-        self,
-        message: str,
-        node: yaml.Node | None,
-        *,
-        step: str | None = None,
-        field: str | None = None,
-    ) -> None:
-        self.errors.append(
-            FlowDefinitionError(
-                message,
-                file=str(self.path),
-                line=_line(node) if node is not None else None,
-                step_id=step,
-                field=field,
-            )
-        )
-
-    def mapping(
-        self,
-        node: yaml.Node,
-        allowed: tuple[str, ...],
-        *,
-        what: str,
-        step: str | None = None,
-        field: str | None = None,
-    ) -> dict[str, yaml.Node] | None:
-        if not isinstance(node, yaml.MappingNode):
-            self.error(f"{what} must be a mapping", node, step=step, field=field)
-            return None
-        result: dict[str, yaml.Node] = {}
-        for key_node, value_node in node.value:
-            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
-            name = f"{field}.{key}" if field else str(key)
-            if key is None:
-                self.error(f"{what} keys must be plain names", key_node, step=step, field=field)
-            elif key in result:
-                self.error(f"duplicate key '{key}' in {what}", key_node, step=step, field=name)
-            elif key not in allowed:
-                self.error(
-                    f"unknown key '{key}' in {what} ({_suggest(key, allowed)})",
-                    key_node,
-                    step=step,
-                    field=name,
-                )
-            else:
-                result[key] = value_node
-        return result
-
-    def string(self, node: yaml.Node, *, step: str | None, field: str) -> str | None:
-        self.lines[field] = _line(node)
-        if (
-            not isinstance(node, yaml.ScalarNode)
-            or node.tag != "tag:yaml.org,2002:str"
-            or not node.value.strip()
-        ):
-            self.error("must be a non-empty string", node, step=step, field=field)
-            return None
-        return str(node.value)
-
-    def integer(self, node: yaml.Node, *, step: str | None, field: str, minimum: int) -> int | None:
-        if not isinstance(node, yaml.ScalarNode) or node.tag != "tag:yaml.org,2002:int":
-            self.error(f"must be a whole number >= {minimum}", node, step=step, field=field)
-            return None
-        value = _scalar_value(node)
-        if not isinstance(value, int):
-            self.error(f"must be a whole number >= {minimum}", node, step=step, field=field)
-            return None
-        if value < minimum:
-            self.error(f"must be >= {minimum}, got {value}", node, step=step, field=field)
-            return None
-        return value
-
-    def number(self, node: yaml.Node, *, step: str | None, field: str) -> float | None:
-        if not isinstance(node, yaml.ScalarNode) or node.tag not in (
-            "tag:yaml.org,2002:int",
-            "tag:yaml.org,2002:float",
-        ):
-            self.error("must be a number >= 0", node, step=step, field=field)
-            return None
-        value = _scalar_value(node)
-        if (
-            not isinstance(value, int | float)
-            or value != value
-            or value
-            in (
-                float("inf"),
-                float("-inf"),
-            )
-        ):
-            self.error("must be a finite number >= 0", node, step=step, field=field)
-            return None
-        if value < 0:
-            self.error(f"must be >= 0, got {node.value}", node, step=step, field=field)
-            return None
-        return value
-
-    def strings(
-        self, node: yaml.Node, *, step: str | None, field: str, non_empty: bool = True
-    ) -> tuple[str, ...] | None:
-        if not isinstance(node, yaml.SequenceNode):
-            self.error("must be a list of strings", node, step=step, field=field)
-            return None
-        values: list[str] = []
-        for item in node.value:
-            # Values such as VERIFIED or yes/no are compared as text whatever YAML made of them.
-            if not isinstance(item, yaml.ScalarNode) or not str(item.value).strip():
-                self.error("every item must be a non-empty string", item, step=step, field=field)
-                return None
-            values.append(str(item.value))
-        if non_empty and not values:
-            self.error("must not be empty", node, step=step, field=field)
-            return None
-        return tuple(values)
-
-    def identifier(
-        self, node: yaml.Node, pattern: Any, *, step: str | None, field: str, what: str
-    ) -> str | None:
-        text = self.string(node, step=step, field=field)
-        if text is None:
-            return None
-        if not pattern.fullmatch(text):
-            self.error(
-                f"{what} {text!r} is invalid: it must match {pattern.pattern}",
-                node,
-                step=step,
-                field=field,
-            )
-            return None
-        return text
+class _FlowReader(NodeReader):
+    """Reads the parts of a flow file into a :class:`FlowSpec`."""
 
     # -- the parts of a flow -------------------------------------------------------------
 
     def routing(self, node: yaml.Node, step: str) -> RoutingSpec | None:
+        """A ``routing:`` mapping: its kind, then each key, checked against the kind's entry."""
         fields = self.mapping(node, ROUTING_KEYS, what="routing", step=step, field="routing")
         if fields is None:
             return None
-        kind_node = fields.get("kind")
-        kind = "linear"
-        if kind_node is not None:
-            value = self.string(kind_node, step=step, field="routing.kind")
-            if value is None:
-                return None
-            if value not in ROUTING_KINDS:
-                self.error(
-                    f"unknown routing kind '{value}' ({_suggest(value, ROUTING_KINDS)})",
-                    kind_node,
-                    step=step,
-                    field="routing.kind",
-                )
-                return None
-            kind = value
+        kind = self._routing_kind(fields.get("kind"), step)
+        if kind is None:
+            return None
+        values: dict[str, Any] = {}
         ok = True
-
-        def ident(name: str) -> str | None:
-            nonlocal ok
-            sub = fields.get(name)
-            if sub is None:
-                return None
-            value = self.identifier(
-                sub, STEP_ID_RE, step=step, field=f"routing.{name}", what="step id"
-            )
+        for name, value_node in fields.items():
+            if name == "kind":
+                continue
+            value = self._routing_value(name, value_node, step)
             ok = ok and value is not None
-            return value
-
-        next_step = ident("next")
-        loop_target = ident("loop_target")
-        default = ident("default")
-        condition = None
-        if "loop_condition_field" in fields:
-            condition = self.string(
-                fields["loop_condition_field"], step=step, field="routing.loop_condition_field"
-            )
-            ok = ok and condition is not None
-        success: tuple[str, ...] = ()
-        if "loop_success_values" in fields:
-            got = self.strings(
-                fields["loop_success_values"], step=step, field="routing.loop_success_values"
-            )
-            ok = ok and got is not None
-            success = got or ()
-        max_iterations = DEFAULT_MAX_ITERATIONS
-        if "max_iterations" in fields:
-            got_int = self.integer(
-                fields["max_iterations"], step=step, field="routing.max_iterations", minimum=1
-            )
-            ok = ok and got_int is not None
-            max_iterations = got_int or DEFAULT_MAX_ITERATIONS
-        branch_field = "status"
-        if "branch_field" in fields:
-            got_str = self.string(fields["branch_field"], step=step, field="routing.branch_field")
-            ok = ok and got_str is not None
-            branch_field = got_str or "status"
-        branches: list[tuple[str, str]] = []
-        if "branches" in fields:
-            branch_node = fields["branches"]
-            if not isinstance(branch_node, yaml.MappingNode) or not branch_node.value:
+            values[name] = value
+        for name, hint in kind.required:
+            if name not in fields:
                 self.error(
-                    "must be a non-empty mapping of handoff value to step id",
-                    branch_node,
-                    step=step,
-                    field="routing.branches",
+                    f"a {kind.name} needs '{name}'{hint}", node, step=step, field=f"routing.{name}"
                 )
                 ok = False
-            else:
-                seen_keys: dict[str, str] = {}
-                for key_node, target_node in branch_node.value:
-                    if not isinstance(key_node, yaml.ScalarNode) or not str(key_node.value):
-                        self.error(
-                            "branch keys must be plain values a handoff can declare",
-                            key_node,
-                            step=step,
-                            field="routing.branches",
-                        )
-                        ok = False
-                        continue
-                    key = str(key_node.value)
-                    if key.lower() in seen_keys:
-                        self.error(
-                            f"branch key '{key}' repeats '{seen_keys[key.lower()]}' (keys are "
-                            "compared case-insensitively)",
-                            key_node,
-                            step=step,
-                            field=f"routing.branches.{key}",
-                        )
-                        ok = False
-                        continue
-                    seen_keys[key.lower()] = key
-                    target = self.identifier(
-                        target_node,
-                        STEP_ID_RE,
-                        step=step,
-                        field=f"routing.branches.{key}",
-                        what="step id",
-                    )
-                    if target is None:
-                        ok = False
-                        continue
-                    branches.append((key, target))
-
-        node_of = fields.get
-        if kind == "microloop":
-            for name in ("loop_target", "loop_condition_field", "loop_success_values"):
-                if name not in fields:
-                    self.error(
-                        f"a microloop needs '{name}'", node, step=step, field=f"routing.{name}"
-                    )
-                    ok = False
-        if kind == "branch" and "branches" not in fields:
-            self.error(
-                "a branch needs 'branches' (handoff value -> step id)",
-                node,
-                step=step,
-                field="routing.branches",
-            )
-            ok = False
-        misplaced = {
-            "linear": (
-                "loop_target",
-                "loop_condition_field",
-                "loop_success_values",
-                "max_iterations",
-                "branch_field",
-                "branches",
-                "default",
-            ),
-            "microloop": ("branch_field", "branches", "default"),
-            "branch": (
-                "loop_target",
-                "loop_condition_field",
-                "loop_success_values",
-                "max_iterations",
-                "next",
-            ),
-        }[kind]
-        for name in misplaced:
-            if name in fields:
+        for name in fields:
+            if name != "kind" and name not in kind.keys:
                 self.error(
-                    f"'{name}' does not apply to routing kind '{kind}'",
-                    node_of(name),
+                    f"'{name}' does not apply to routing kind '{kind.name}'",
+                    fields[name],
                     step=step,
                     field=f"routing.{name}",
                 )
                 ok = False
         if not ok:
             return None
-        return RoutingSpec(
-            kind=kind,  # type: ignore[arg-type]
-            next=next_step,
-            loop_target=loop_target,
-            loop_condition_field=condition,
-            loop_success_values=success,
-            max_iterations=max_iterations,
-            branch_field=branch_field,
-            branches=tuple(branches),
-            default=default,
-        )
+        return RoutingSpec(kind=kind.name, **values)  # type: ignore[arg-type]
+
+    def _routing_kind(self, node: yaml.Node | None, step: str) -> RoutingKind | None:
+        if node is None:
+            return KINDS["linear"]
+        value = self.string(node, step=step, field="routing.kind")
+        if value is None:
+            return None
+        if value not in KINDS:
+            self.error(
+                f"unknown routing kind '{value}' ({suggest(value, tuple(KINDS))})",
+                node,
+                step=step,
+                field="routing.kind",
+            )
+            return None
+        return KINDS[value]
+
+    def _branches(self, node: yaml.Node, step: str) -> tuple[tuple[str, str], ...] | None:
+        """``branches:``: handoff value -> step id, keys compared case-insensitively."""
+        if not isinstance(node, yaml.MappingNode) or not node.value:
+            self.error(
+                "must be a non-empty mapping of handoff value to step id",
+                node,
+                step=step,
+                field="routing.branches",
+            )
+            return None
+        branches: list[tuple[str, str]] = []
+        seen: dict[str, str] = {}
+        ok = True
+        for key_node, target_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or not str(key_node.value):
+                self.error(
+                    "branch keys must be plain values a handoff can declare",
+                    key_node,
+                    step=step,
+                    field="routing.branches",
+                )
+                ok = False
+                continue
+            key = str(key_node.value)
+            field = f"routing.branches.{key}"
+            if key.lower() in seen:
+                self.error(
+                    f"branch key '{key}' repeats '{seen[key.lower()]}' (keys are compared "
+                    "case-insensitively)",
+                    key_node,
+                    step=step,
+                    field=field,
+                )
+                ok = False
+                continue
+            seen[key.lower()] = key
+            target = self.identifier(
+                target_node, STEP_ID_RE, step=step, field=field, what="step id"
+            )
+            if target is None:
+                ok = False
+                continue
+            branches.append((key, target))
+        return tuple(branches) if ok else None
+
+    def _routing_value(self, name: str, node: yaml.Node, step: str) -> Any:
+        """One routing key's value (the kinds table says which keys a kind takes)."""
+        field = f"routing.{name}"
+        if name in ("next", "loop_target", "default"):
+            return self.identifier(node, STEP_ID_RE, step=step, field=field, what="step id")
+        if name in ("loop_condition_field", "branch_field"):
+            return self.string(node, step=step, field=field)
+        if name == "loop_success_values":
+            return self.strings(node, step=step, field=field)
+        if name == "max_iterations":
+            return self.integer(node, step=step, field=field, minimum=1)
+        return self._branches(node, step)
 
     def notes(self, node: yaml.Node, step: str) -> TeachingNotes | None:
         fields = self.mapping(
@@ -509,7 +265,7 @@ class _FileReader:
             role=role,
             teaching_notes=notes,
             routing=routing,
-            line=_line(node),
+            line=line_of(node),
             engine=engine,
             max_attempts=max_attempts,
             budget=budget,
@@ -616,7 +372,7 @@ def check_flow_file(
         root = load_yaml_nodes(path, text)
     except FlowDefinitionError as exc:
         return None, [exc]
-    reader = _FileReader(path)
+    reader = _FlowReader(path)
     flow = reader.flow(root)
     errors = list(reader.errors)
     if flow is not None:

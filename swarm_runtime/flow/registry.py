@@ -7,9 +7,10 @@ from pathlib import Path
 import yaml
 
 from swarm_runtime.errors import FlowDefinitionError, SwarmUsageError
-from swarm_runtime.flow.loader import check_flow_file, load_yaml_nodes
+from swarm_runtime.flow.loader import check_flow_file
 from swarm_runtime.flow.spec import FlowSpec
-from swarm_runtime.storage.layout import AGENT_KEY_RE
+from swarm_runtime.flow.yaml_reader import load_yaml_nodes
+from swarm_runtime.ids import AGENT_KEY_RE
 
 __all__ = ["ORDER_FILE", "FlowRegistry", "packaged_flows_dir"]
 

@@ -73,18 +73,6 @@ class StepSpec(Record):
         """The agent that names the step's receipt and transcript."""
         return self.agents[0]
 
-    def handoff_fields(self) -> dict[str, tuple[str, ...]]:
-        """Fields the step must declare in its handoff for routing, with their values."""
-        routing = self.routing
-        if routing.kind == "microloop" and routing.loop_condition_field:
-            return {
-                routing.loop_condition_field: routing.loop_success_values,
-                "can_further_iteration_help": ("yes", "no"),
-            }
-        if routing.kind == "branch":
-            return {routing.branch_field: tuple(key for key, _ in routing.branches)}
-        return {}
-
 
 class FlowSpec(Record):
     """A validated flow."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from swarm_runtime.errors import FlowDefinitionError
+from swarm_runtime.flow.kinds import KINDS
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
 
 __all__ = ["successors", "validate_flow"]
@@ -10,22 +11,9 @@ __all__ = ["successors", "validate_flow"]
 
 def successors(flow: FlowSpec, step: StepSpec) -> list[tuple[str, str]]:
     """Every (field, step id) edge out of ``step``, including the fall-through."""
-    routing = step.routing
     position = flow.index_of(step.id)
     following = flow.steps[position + 1].id if position + 1 < len(flow.steps) else None
-    edges: list[tuple[str, str]] = []
-    if routing.kind == "branch":
-        edges.extend((f"routing.branches.{key}", target) for key, target in routing.branches)
-        if routing.default:
-            edges.append(("routing.default", routing.default))
-        return edges
-    if routing.kind == "microloop" and routing.loop_target:
-        edges.append(("routing.loop_target", routing.loop_target))
-    if routing.next:
-        edges.append(("routing.next", routing.next))
-    elif following:
-        edges.append(("", following))
-    return edges
+    return KINDS[step.routing.kind].successors(step.routing, following)
 
 
 def validate_flow(flow: FlowSpec) -> list[FlowDefinitionError]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from swarm_runtime.flow.kinds import HandoffField, step_handoff
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
 
 __all__ = ["handoff_instructions", "request_text", "system_prompt", "user_prompt"]
@@ -23,8 +24,8 @@ SECTIONS = (
 )
 
 
-def handoff_instructions(fields: dict[str, tuple[str, ...]]) -> str:
-    """Tell the model which handoff fields to declare, and how."""
+def handoff_instructions(fields: tuple[HandoffField, ...]) -> str:
+    """Tell the model which handoff fields to declare, the values, and what each one does."""
     if not fields:
         return (
             "## Handoff\nYou may end your reply with a fenced block headed handoff holding "
@@ -35,9 +36,8 @@ def handoff_instructions(fields: dict[str, tuple[str, ...]]) -> str:
         "Routing reads your decision from a fenced block at the very end of your reply,",
         "opened with ```handoff and closed with ```, holding these YAML fields:",
     ]
-    for name, values in fields.items():
-        lines.append(f"- {name}: one of {', '.join(values)}")
-    example = "\n".join(f"{name}: {values[0]}" for name, values in fields.items())
+    lines.extend(f"- {item.name}: {item.guide}" for item in fields)
+    example = "\n".join(f"{item.name}: {item.values[0]}" for item in fields)
     lines.append(f"Example:\n```handoff\n{example}\n```")
     return "\n".join(lines)
 
@@ -56,7 +56,7 @@ def system_prompt(flow: FlowSpec, step: StepSpec, *, persona: str | None) -> str
     for heading, attr in SECTIONS:
         notes: tuple[str, ...] = getattr(step.teaching_notes, attr)
         system.append(f"## {heading}\n" + "\n".join(f"- {note}" for note in notes))
-    system.append(handoff_instructions(step.handoff_fields()))
+    system.append(handoff_instructions(step_handoff(flow, step)))
     return "\n\n".join(system)
 
 

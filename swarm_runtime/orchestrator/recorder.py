@@ -13,8 +13,9 @@ from typing import Any
 
 from swarm_runtime.documents import EventDoc, ReceiptDoc, RunSpecDoc, RunSummaryDoc
 from swarm_runtime.errors import ConfigError, CredentialLeak, StorageError
+from swarm_runtime.ids import new_run_id
 from swarm_runtime.orchestrator.state import RunState
-from swarm_runtime.storage.layout import RunLayout, new_run_id
+from swarm_runtime.storage.layout import RunLayout
 from swarm_runtime.storage.store import (
     EventLog,
     dump_json,

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from swarm_runtime.errors import RoutingError
+from swarm_runtime.flow.kinds import NO_FURTHER_HELP_FIELD
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
 from swarm_runtime.record import Record
 
-__all__ = ["Decision", "decide", "loop_key"]
+__all__ = ["ROUTERS", "Decision", "decide"]
 
 
 class Decision(Record):
@@ -22,11 +23,6 @@ class Decision(Record):
     source: str
     """fast_path | deterministic."""
     receipt_routing: dict[str, Any]
-
-
-def loop_key(step: StepSpec) -> str:
-    """The ``loop_state`` key of a microloop step: ``<step>:<loop_target>``."""
-    return f"{step.id}:{step.routing.loop_target}"
 
 
 def _lookup(name: str, handoff: Mapping[str, Any] | None, receipt: Mapping[str, Any]) -> Any:
@@ -52,6 +48,68 @@ def _onward(target: str | None, reason: str, source: str, extra: dict[str, Any])
     )
 
 
+def _microloop(
+    flow: FlowSpec, step: StepSpec, value_of: Callable[[str], Any], executions: int
+) -> Decision:
+    routing = step.routing
+    extra = {"loop_iteration": executions - 1, "max_iterations": routing.max_iterations}
+    value = value_of(routing.loop_condition_field or "status")
+    success = {item.lower() for item in routing.loop_success_values}
+    onward = _following(flow, step)
+    if value is not None and str(value).lower() in success:
+        return _onward(onward, f"success_value:{value}", "deterministic", extra)
+    if str(value_of(NO_FURTHER_HELP_FIELD) or "").lower() == "no":
+        return _onward(onward, "no_further_help", "deterministic", extra)
+    if executions >= routing.max_iterations:
+        return _onward(onward, "max_iterations", "deterministic", extra)
+    reason = f"loop_iteration:{executions}"
+    return Decision(
+        routing.loop_target,
+        "loop",
+        reason,
+        "deterministic",
+        {"decision": "loop", "reason": reason, **extra},
+    )
+
+
+def _branch(
+    flow: FlowSpec, step: StepSpec, value_of: Callable[[str], Any], _executions: int
+) -> Decision:
+    routing = step.routing
+    value = value_of(routing.branch_field)
+    table = {key.lower(): target for key, target in routing.branches}
+    if value is not None and str(value).lower() in table:
+        target = table[str(value).lower()]
+        return _onward(target, f"branch:{routing.branch_field}={value}", "deterministic", {})
+    if routing.default:
+        return _onward(
+            routing.default, f"branch_default:{routing.branch_field}={value}", "deterministic", {}
+        )
+    raise RoutingError(
+        f"branch step '{step.id}' of flow '{flow.key}': {routing.branch_field}={value!r} "
+        f"matches no branch (allowed: {', '.join(k for k, _ in routing.branches)}) and "
+        "there is no default; declare one of them in the handoff or add 'default:'"
+    )
+
+
+def _linear(
+    flow: FlowSpec, step: StepSpec, _value_of: Callable[[str], Any], _executions: int
+) -> Decision:
+    onward = _following(flow, step)
+    if onward is None:
+        return _onward(None, "end_of_flow", "fast_path", {})
+    reason = f"next:{onward}" if step.routing.next else "linear"
+    return _onward(onward, reason, "fast_path", {})
+
+
+ROUTERS: dict[str, Callable[[FlowSpec, StepSpec, Callable[[str], Any], int], Decision]] = {
+    "linear": _linear,
+    "microloop": _microloop,
+    "branch": _branch,
+}
+"""The run-time decision of each routing kind (the rest of a kind is in ``flow.kinds``)."""
+
+
 def decide(
     flow: FlowSpec,
     step: StepSpec,
@@ -66,47 +124,5 @@ def decide(
     ``linear_only`` routes a skipped step as linear whatever its kind. Raises RoutingError
     when a branch matches nothing and has no default.
     """
-    routing = step.routing
-    if routing.kind == "microloop" and not linear_only:
-        field = routing.loop_condition_field or "status"
-        extra = {"loop_iteration": executions - 1, "max_iterations": routing.max_iterations}
-        value = _lookup(field, handoff, receipt)
-        success = {item.lower() for item in routing.loop_success_values}
-        onward = _following(flow, step)
-        if value is not None and str(value).lower() in success:
-            return _onward(onward, f"success_value:{value}", "deterministic", extra)
-        if str(_lookup("can_further_iteration_help", handoff, receipt) or "").lower() == "no":
-            return _onward(onward, "no_further_help", "deterministic", extra)
-        if executions >= routing.max_iterations:
-            return _onward(onward, "max_iterations", "deterministic", extra)
-        reason = f"loop_iteration:{executions}"
-        return Decision(
-            routing.loop_target,
-            "loop",
-            reason,
-            "deterministic",
-            {"decision": "loop", "reason": reason, **extra},
-        )
-    if routing.kind == "branch" and not linear_only:
-        value = _lookup(routing.branch_field, handoff, receipt)
-        table = {key.lower(): target for key, target in routing.branches}
-        if value is not None and str(value).lower() in table:
-            target = table[str(value).lower()]
-            return _onward(target, f"branch:{routing.branch_field}={value}", "deterministic", {})
-        if routing.default:
-            return _onward(
-                routing.default,
-                f"branch_default:{routing.branch_field}={value}",
-                "deterministic",
-                {},
-            )
-        raise RoutingError(
-            f"branch step '{step.id}' of flow '{flow.key}': {routing.branch_field}={value!r} "
-            f"matches no branch (allowed: {', '.join(k for k, _ in routing.branches)}) and "
-            "there is no default; declare one of them in the handoff or add 'default:'"
-        )
-    onward = _following(flow, step)
-    if onward is None:
-        return _onward(None, "end_of_flow", "fast_path", {})
-    reason = f"next:{onward}" if routing.next else "linear"
-    return _onward(onward, reason, "fast_path", {})
+    router = ROUTERS["linear" if linear_only else step.routing.kind]
+    return router(flow, step, lambda name: _lookup(name, handoff, receipt), executions)

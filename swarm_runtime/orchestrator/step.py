@@ -23,6 +23,7 @@ from swarm_runtime.engines.base import (
     StepResult,
 )
 from swarm_runtime.errors import RoutingError
+from swarm_runtime.flow.kinds import handoff_fields
 from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
 from swarm_runtime.orchestrator.control import RunControl
@@ -183,7 +184,8 @@ class StepRunner:
             history=rendered.items,
             run_base=run_base,
             iteration=iteration,
-            handoff_fields=step.handoff_fields(),
+            handoff_fields=handoff_fields(flow, step),
+            routing_kind=step.routing.kind,
             prompt=Prompt(system, user),
         )
 

@@ -4,35 +4,27 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
-from datetime import datetime
 from pathlib import Path
 
 from swarm_runtime.errors import StorageError
+from swarm_runtime.ids import (
+    AGENT_KEY_RE,
+    ENGINE_SHORT_RE,
+    FLOW_KEY_RE,
+    RUN_ID_RE,
+    STEP_ID_RE,
+    new_run_id,
+)
 
 __all__ = [
     "AGENT_KEY_RE",
+    "ENGINE_SHORT_RE",
     "FLOW_KEY_RE",
     "RUN_ID_RE",
     "STEP_ID_RE",
     "RunLayout",
     "new_run_id",
 ]
-
-STEP_ID_RE = re.compile(r"^[a-z][a-z0-9_]*$")
-AGENT_KEY_RE = re.compile(r"^[a-z][a-z0-9-]*$")
-FLOW_KEY_RE = re.compile(r"^[a-z][a-z0-9_-]*$")
-RUN_ID_RE = re.compile(r"^run-[0-9]{8}-[0-9]{6}-[a-z0-9]{6}$")
-ENGINE_SHORT_RE = re.compile(r"^[a-z][a-z0-9_-]*$")
-_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
-
-
-def new_run_id(moment: datetime, rand: Callable[[int], str] | None = None) -> str:
-    """``run-YYYYMMDD-HHMMSS-xxxxxx`` from a UTC moment and six random characters."""
-    # os.urandom rather than secrets: the secrets module costs more to import than a run
-    # of a small flow takes. 256 % 36 != 0 gives a slight bias, harmless for an id.
-    suffix = rand(6) if rand else "".join(_ALPHABET[b % 36] for b in os.urandom(6))
-    return f"run-{moment.strftime('%Y%m%d-%H%M%S')}-{suffix}"
 
 
 def _check(value: str, pattern: re.Pattern[str], what: str) -> str:
@@ -85,44 +77,29 @@ class RunLayout:
     def step_files(
         self, flow_key: str, step_id: str, agent_key: str, engine_short: str
     ) -> tuple[str, str]:
-        """The receipt and transcript paths of a step, as strings, for the hot path.
+        """The receipt and transcript paths of a step: the only way run files are named.
 
-        Each part is checked against its pattern, so with the flow dir fenced once the
-        joined paths cannot leave it; the flow's ``receipts/`` and ``llm/`` dirs are
-        created on first use.
+        ``<flow>/receipts/<step>-<agent>.json`` and
+        ``<flow>/llm/<step>-<agent>-<engine_short>.jsonl``, as strings for the hot path.
+        Every part is checked against its pattern before anything is made, so with the flow
+        dir fenced the joined paths cannot leave it; the flow's ``receipts/`` and ``llm/``
+        dirs are created on first use.
         """
+        name = (
+            f"{_check(step_id, STEP_ID_RE, 'step id')}-"
+            f"{_check(agent_key, AGENT_KEY_RE, 'agent key')}"
+        )
+        engine = _check(engine_short, ENGINE_SHORT_RE, "engine name")
         base = self._flow_dirs.get(flow_key)
         if base is None:
             base = str(self.flow_base(flow_key))
             os.makedirs(os.path.join(base, "receipts"), exist_ok=True)
             os.makedirs(os.path.join(base, "llm"), exist_ok=True)
             self._flow_dirs[flow_key] = base
-        name = (
-            f"{_check(step_id, STEP_ID_RE, 'step id')}-"
-            f"{_check(agent_key, AGENT_KEY_RE, 'agent key')}"
-        )
-        engine = _check(engine_short, ENGINE_SHORT_RE, "engine name")
         return (
             f"{base}{os.sep}receipts{os.sep}{name}.json",
             f"{base}{os.sep}llm{os.sep}{name}-{engine}.jsonl",
         )
-
-    def receipt(self, flow_key: str, step_id: str, agent_key: str) -> Path:
-        """``<flow>/receipts/<step>-<agent>.json``."""
-        step = _check(step_id, STEP_ID_RE, "step id")
-        name = f"{step}-{_check(agent_key, AGENT_KEY_RE, 'agent key')}"
-        return self._fenced(self.flow_base(flow_key) / "receipts" / f"{name}.json")
-
-    def transcript(self, flow_key: str, step_id: str, agent_key: str, engine_short: str) -> Path:
-        """``<flow>/llm/<step>-<agent>-<engine_short>.jsonl``."""
-        name = "-".join(
-            (
-                _check(step_id, STEP_ID_RE, "step id"),
-                _check(agent_key, AGENT_KEY_RE, "agent key"),
-                _check(engine_short, ENGINE_SHORT_RE, "engine name"),
-            )
-        )
-        return self._fenced(self.flow_base(flow_key) / "llm" / f"{name}.jsonl")
 
     def artifacts(self, flow_key: str) -> Path:
         """``<flow>/artifacts/``: files a step produced."""

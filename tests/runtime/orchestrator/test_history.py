@@ -1,4 +1,4 @@
-"""History within budgets (SPEC §6.2–§6.3) and what a prompt holds (SPEC §6.1)."""
+"""History in prompts (SPEC §6.2–§6.3): newest first, within budgets, cuts visible."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import pytest
 
 from swarm_runtime.engines.base import HistoryItem, truncate_output
 from swarm_runtime.orchestrator.history import History, HistoryBudget
-from swarm_runtime.storage.store import encode_line
 from tests.runtime.helpers import receipt, run_flows, step_yaml, write_flow
 
 
@@ -92,35 +91,3 @@ def test_truncation_reaches_the_receipt(tmp_path: Path) -> None:
     assert "context_truncation" not in receipt(outcome, "long", "talk", "worker")
     lines = (outcome.path / "long/llm/listen-worker-claude.jsonl").read_text().splitlines()
     assert "[CONTEXT_TRUNCATED:" in json.loads(lines[1])["content"]
-
-
-def test_prompt_lines_are_byte_identical_to_the_line_encoder(tmp_path: Path) -> None:
-    flows = tmp_path / "flows"
-    write_flow(flows, "esc", [step_yaml("one"), step_yaml("two"), step_yaml("three")])
-    outcome = run_flows(
-        flows,
-        tmp_path / "runs",
-        ("esc",),
-        scenario={"one": {"text": 'quote " backslash \\ tab \t nl \n ctrl \x01 é ☃'}},
-    )
-    for name in ("one", "two", "three"):
-        path = outcome.path / "esc" / "llm" / f"{name}-worker-claude.jsonl"
-        for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
-            assert encode_line(json.loads(line)) == line
-
-
-def test_prompt_has_role_notes_sections_and_handoff_fields(tmp_path: Path) -> None:
-    flows = tmp_path / "flows"
-    loop = "routing:\n  kind: microloop\n  loop_target: one\n  loop_condition_field: verdict\n  loop_success_values: [PASS, OK]\n"
-    write_flow(flows, "p", [step_yaml("one"), step_yaml("two", loop)])
-    (flows / "agents").mkdir()
-    (flows / "agents" / "worker.md").write_text("You are the worker persona.\n")
-    outcome = run_flows(flows, tmp_path / "runs", ("p",))
-    line = json.loads((outcome.path / "p/llm/two-worker-claude.jsonl").read_text().splitlines()[0])
-    system = line["content"]
-    assert system.startswith("You are the worker persona.")
-    assert "## Step 2 of 2: two" in system and "Role: Does two." in system
-    for heading in ("## Inputs", "## Outputs", "## Emphasizes", "## Constraints"):
-        assert heading in system
-    assert "- verdict: one of PASS, OK" in system
-    assert "- can_further_iteration_help: one of yes, no" in system

@@ -162,59 +162,46 @@ def layout(tmp_path: Path) -> RunLayout:
 def test_a_valid_layout_stays_in_the_runs_dir(tmp_path: Path, layout: RunLayout) -> None:
     runs = (tmp_path / "runs").resolve()
     assert layout.root == runs / RUN_ID
-    assert (
-        layout.receipt("demo", "draft", "writer")
-        == runs / RUN_ID / "demo/receipts/draft-writer.json"
-    )
-    assert (
-        layout.transcript("demo", "draft", "writer", "claude")
-        == runs / RUN_ID / "demo/llm/draft-writer-claude.jsonl"
-    )
     assert layout.flow_base("stepwise-demo") == runs / RUN_ID / "stepwise-demo"
-    assert not (tmp_path / "runs").exists()  # building paths writes nothing
+    assert not (tmp_path / "runs").exists()  # naming the run's paths writes nothing
+    receipt, transcript = layout.step_files("demo", "draft", "writer", "claude")
+    assert Path(receipt) == runs / RUN_ID / "demo/receipts/draft-writer.json"
+    assert Path(transcript) == runs / RUN_ID / "demo/llm/draft-writer-claude.jsonl"
+    made = {p.relative_to(runs).as_posix() for p in runs.rglob("*")}
+    assert made == {RUN_ID, f"{RUN_ID}/demo", f"{RUN_ID}/demo/receipts", f"{RUN_ID}/demo/llm"}
+
+
+def _refused(tmp_path: Path, layout: RunLayout, match: str, *parts: str) -> None:
+    """``step_files`` (the path the recorder writes through) refuses, and makes nothing."""
+    with pytest.raises(StorageError, match=match):
+        layout.step_files(*parts)
+    assert not (tmp_path / "runs").exists()
 
 
 @pytest.mark.parametrize("step_id", FORGED)
-def test_forged_step_id_raises_for_receipt_and_transcript(
-    tmp_path: Path, layout: RunLayout, step_id: str
-) -> None:
-    with pytest.raises(StorageError, match="step id"):
-        layout.receipt("demo", step_id, "writer")
-    with pytest.raises(StorageError, match="step id"):
-        layout.transcript("demo", step_id, "writer", "claude")
-    assert files_under(tmp_path) == set()
+def test_a_forged_step_id_names_no_file(tmp_path: Path, layout: RunLayout, step_id: str) -> None:
+    _refused(tmp_path, layout, "step id", "demo", step_id, "writer", "claude")
 
 
 @pytest.mark.parametrize("agent", [*FORGED, "../../etc"])
-def test_forged_agent_key_raises_for_receipt_and_transcript(
-    tmp_path: Path, layout: RunLayout, agent: str
-) -> None:
-    with pytest.raises(StorageError, match="agent key"):
-        layout.receipt("demo", "draft", agent)
-    with pytest.raises(StorageError, match="agent key"):
-        layout.transcript("demo", "draft", agent, "claude")
-    assert files_under(tmp_path) == set()
+def test_a_forged_agent_key_names_no_file(tmp_path: Path, layout: RunLayout, agent: str) -> None:
+    _refused(tmp_path, layout, "agent key", "demo", "draft", agent, "claude")
 
 
 @pytest.mark.parametrize("flow_key", FORGED)
-def test_forged_flow_key_raises_for_every_flow_path(
-    tmp_path: Path, layout: RunLayout, flow_key: str
-) -> None:
+def test_a_forged_flow_key_names_no_path(tmp_path: Path, layout: RunLayout, flow_key: str) -> None:
     with pytest.raises(StorageError, match="flow key"):
         layout.flow_base(flow_key)
     with pytest.raises(StorageError, match="flow key"):
         layout.artifacts(flow_key)
-    with pytest.raises(StorageError, match="flow key"):
-        layout.receipt(flow_key, "draft", "writer")
-    with pytest.raises(StorageError, match="flow key"):
-        layout.transcript(flow_key, "draft", "writer", "claude")
-    assert files_under(tmp_path) == set()
+    _refused(tmp_path, layout, "flow key", flow_key, "draft", "writer", "claude")
 
 
 @pytest.mark.parametrize("engine_short", ["../x", "/abs", ""])
-def test_forged_engine_name_raises_for_transcript(layout: RunLayout, engine_short: str) -> None:
-    with pytest.raises(StorageError, match="engine name"):
-        layout.transcript("demo", "draft", "writer", engine_short)
+def test_a_forged_engine_name_names_no_transcript(
+    tmp_path: Path, layout: RunLayout, engine_short: str
+) -> None:
+    _refused(tmp_path, layout, "engine name", "demo", "draft", "writer", engine_short)
 
 
 @pytest.mark.parametrize(
@@ -223,11 +210,10 @@ def test_forged_engine_name_raises_for_transcript(layout: RunLayout, engine_shor
     ids=["step-id", "agent-key", "flow-key"],
 )
 def test_layout_refuses_a_trailing_newline_in_ids(
-    layout: RunLayout, flow_key: str, step_id: str, agent: str
+    tmp_path: Path, layout: RunLayout, flow_key: str, step_id: str, agent: str
 ) -> None:
     # Same `$`-before-final-newline gap as at load: the name must match the pattern exactly.
-    with pytest.raises(StorageError):
-        layout.receipt(flow_key, step_id, agent)
+    _refused(tmp_path, layout, "must match", flow_key, step_id, agent, "claude")
 
 
 @pytest.mark.parametrize(
@@ -283,7 +269,7 @@ def test_relative_runs_dir_is_resolved_before_fencing(
     layout = RunLayout(Path("a/../runs"), RUN_ID)
     assert layout.root == tmp_path.resolve() / "runs" / RUN_ID
     with pytest.raises(StorageError):
-        layout.receipt("demo", "../../../escape", "writer")
+        layout.step_files("demo", "../../../escape", "writer", "claude")
 
 
 # -- the whole run over a forged flow ------------------------------------------------------
