@@ -5,7 +5,9 @@ one ``older_chars``, all together ``total_chars``. Whatever is cut is marked in 
 with ``[CONTEXT_TRUNCATED …]`` and counted, so the receipt can say what the step missed.
 
 Rendering happens before every step, so each item's text is rendered once and kept; when
-everything fits (the usual case) a prompt's history is one join.
+everything fits (the usual case) a prompt's history is one join. Once the budget is full,
+rendering walks only the newest items that fit and counts everything older from running
+totals, so a step costs the same however long the run has been.
 """
 
 from __future__ import annotations
@@ -53,6 +55,9 @@ class History:
         self._cut: list[bool] = []
         self._cut_count = 0
         """How many items do not fit within ``older_chars`` whole."""
+        self._chars_before = [0]
+        """``_chars_before[i]``: the output chars of the ``i`` oldest items, for counting
+        what a full budget drops without walking it."""
 
     def add(self, item: HistoryItem) -> None:
         """Append the output of a finished step execution."""
@@ -63,6 +68,7 @@ class History:
         self._older_chars += used
         self._cut.append(cut > 0)
         self._cut_count += cut > 0
+        self._chars_before.append(self._chars_before[-1] + len(item.output))
 
     def render(self) -> RenderedHistory:
         """The history text for the next step's prompt."""
@@ -73,9 +79,10 @@ class History:
         newest = items[-1]
         older_total = self._older_chars - min(len(newest.output), budget.older_chars)
         if (
-            self._cut_count == int(self._cut[-1])
+            min(budget.total_chars, budget.recent_chars, budget.older_chars) > 0  # no 0 budget
+            and self._cut_count == int(self._cut[-1])
             and len(newest.output) <= min(budget.recent_chars, budget.total_chars)
-            and len(newest.output) + older_total <= budget.total_chars
+            and len(newest.output) + older_total < budget.total_chars  # room left for each
         ):
             parts = self._older[:-1]
             parts.reverse()
@@ -96,25 +103,43 @@ class History:
     def _render_slowly(self) -> RenderedHistory:
         budget = self.budget
         parts: list[str] = []
+        escaped: list[str] = []
         kept: list[HistoryItem] = []
-        used = items_dropped = chars_dropped = dropped_whole = 0
-        for position, item in enumerate(reversed(self.items)):
-            limit = budget.recent_chars if position == 0 else budget.older_chars
+        used = chars_dropped = 0
+        items = self.items
+        left = len(items)  # items[:left] are not rendered yet
+        newest_dropped = budget.recent_chars <= 0 < budget.total_chars
+        if newest_dropped:  # a recent_chars of 0 drops the newest item alone
+            left -= 1
+        while left:
+            limit = budget.recent_chars if left == len(items) else budget.older_chars
             room = min(limit, budget.total_chars - used)
             if room <= 0:
-                items_dropped += 1
-                dropped_whole += len(item.output)
-                continue
-            text, took, cut = item.render(room)
+                break  # the budget is full: everything older is dropped whole
+            item = items[left - 1]
+            if left < len(items) and room >= budget.older_chars:  # as rendered in add()
+                text, took = self._older[left - 1], min(len(item.output), limit)
+                cut = len(item.output) - took
+                escaped.append(self._older_json[left - 1])
+            else:
+                text, took, cut = item.render(room)
+                escaped.append(json_escape(text))
             used += took
             chars_dropped += cut
             parts.append(text)
             kept.append(item)
+            left -= 1
+        items_dropped = left + newest_dropped
+        dropped_whole = self._chars_before[left]
+        if newest_dropped:
+            dropped_whole += len(items[-1].output)
         if items_dropped:
-            parts.append(
+            marker = (
                 f"[CONTEXT_TRUNCATED: {items_dropped} older step output(s) dropped, "
                 f"{dropped_whole} chars]"
             )
+            parts.append(marker)
+            escaped.append(json_escape(marker))
         chars_dropped += dropped_whole
         truncation = (
             {"items_dropped": items_dropped, "chars_dropped": chars_dropped}
@@ -123,6 +148,7 @@ class History:
         )
         return RenderedHistory(
             text="\n\n".join(parts),
+            json_text="\\n\\n".join(escaped),
             items=tuple(kept),
             items_dropped=items_dropped,
             chars_dropped=chars_dropped,

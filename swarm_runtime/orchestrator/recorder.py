@@ -155,7 +155,7 @@ class RunRecorder:
         receipt: ReceiptDoc,
         lines: list[TranscriptLine],
         *,
-        again: bool,
+        iteration: int,
     ) -> None:
         """Write a step execution's transcript and receipt, keeping earlier ones as ``~n``."""
         transcript = "".join(line if isinstance(line, str) else encode_line(line) for line in lines)
@@ -166,9 +166,9 @@ class RunRecorder:
                 f"{transcript_path} and its receipt",
                 self.refuse_values,
             )
-        if again:  # the step ran before in this run: keep its files as ~n
-            preserve_previous(receipt_path)
-            preserve_previous(transcript_path)
+        if iteration:  # the step ran before in this run: keep its files as ~n
+            preserve_previous(receipt_path, first=iteration)
+            preserve_previous(transcript_path, first=iteration)
         write_text_atomic(transcript_path, transcript, durable=self.durable)
         write_text_atomic(receipt_path, receipt_text, durable=self.durable)
 

@@ -364,8 +364,9 @@ class StepRunner:
             f'{{"content": "{user_json}", "role": "user", "timestamp": "{started_ts}"}}\n',
         ]
         lines.extend({"timestamp": completed_ts, **line} for line in outcome.transcript)
-        again = receipt["iteration"] > 0
-        self.recorder.write_step(receipt_path, transcript_path, receipt, lines, again=again)
+        self.recorder.write_step(
+            receipt_path, transcript_path, receipt, lines, iteration=receipt["iteration"]
+        )
 
     def _fail(
         self, flow: FlowSpec, step: StepSpec, engine: StepEngine, duration: int, error: str

@@ -123,17 +123,19 @@ def write_jsonl_atomic(
     write_text_atomic(path, text, durable=durable)
 
 
-def preserve_previous(path: StrPath) -> str | None:
-    """If ``path`` exists, rename it to ``<stem>~<n><suffix>`` with the next free n.
+def preserve_previous(path: StrPath, *, first: int = 1) -> str | None:
+    """If ``path`` exists, rename it to ``<stem>~<n><suffix>`` with the next free n >= first.
 
     Called before a step's receipt or transcript is written again, so earlier executions
-    are kept in execution order (``~1`` is the first).
+    are kept in execution order (``~1`` is the first). The caller that knows how many
+    executions came before passes ``first``, so a step run thousands of times costs one
+    probe, not thousands.
     """
     target = os.fspath(path)
     if not os.path.exists(target):
         return None
     stem, suffix = os.path.splitext(target)
-    n = 1
+    n = max(1, first)
     while os.path.exists(f"{stem}~{n}{suffix}"):
         n += 1
     os.replace(target, f"{stem}~{n}{suffix}")

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import random
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from swarm_runtime.engines.base import HistoryItem, truncate_output
 from swarm_runtime.orchestrator.history import History, HistoryBudget
+from swarm_runtime.storage.store import json_escape
 from tests.runtime.helpers import receipt, run_flows, step_yaml, write_flow
 
 
@@ -91,3 +95,94 @@ def test_truncation_reaches_the_receipt(tmp_path: Path) -> None:
     assert "context_truncation" not in receipt(outcome, "long", "talk", "worker")
     lines = (outcome.path / "long/llm/listen-worker-claude.jsonl").read_text().splitlines()
     assert "[CONTEXT_TRUNCATED:" in json.loads(lines[1])["content"]
+
+
+def _reference(items: list[HistoryItem], budget: HistoryBudget) -> tuple[str, tuple[Any, ...]]:
+    """The history as first specified: walk every item, newest first, within the budgets."""
+    parts: list[str] = []
+    kept: list[HistoryItem] = []
+    used = items_dropped = chars_dropped = dropped_whole = 0
+    for position, item in enumerate(reversed(items)):
+        limit = budget.recent_chars if position == 0 else budget.older_chars
+        room = min(limit, budget.total_chars - used)
+        if room <= 0:
+            items_dropped += 1
+            dropped_whole += len(item.output)
+            continue
+        text, took, cut = item.render(room)
+        used += took
+        chars_dropped += cut
+        parts.append(text)
+        kept.append(item)
+    if items_dropped:
+        parts.append(
+            f"[CONTEXT_TRUNCATED: {items_dropped} older step output(s) dropped, "
+            f"{dropped_whole} chars]"
+        )
+    chars_dropped += dropped_whole
+    return "\n\n".join(parts), (tuple(kept), items_dropped, chars_dropped)
+
+
+def test_rendering_matches_the_reference_on_many_histories() -> None:
+    rng = random.Random(20261123)
+    for case in range(400):
+        budget = HistoryBudget(
+            total_chars=rng.choice([0, 1, 50, 120, 400, 5000]),
+            recent_chars=rng.choice([0, 1, 30, 80, 300]),
+            older_chars=rng.choice([0, 1, 10, 40, 200]),
+        )
+        history = History(budget)
+        items: list[HistoryItem] = []
+        for n in range(rng.randint(1, 30)):
+            size = rng.choice([0, 0, 1, 5, 9, 10, 11, 39, 40, 41, 79, 80, 81, 250, 700])
+            item = HistoryItem("f", f"s{n}", "a", 0, 'x"\n' * (size // 3) + "x" * (size % 3))
+            items.append(item)
+            history.add(item)
+            rendered = history.render()
+            text, (kept, dropped, chars) = _reference(items, budget)
+            where = f"case {case}, {len(items)} items, {budget}"
+            assert rendered.text == text, where
+            assert rendered.items == kept, where
+            assert rendered.truncation == (
+                {"items_dropped": dropped, "chars_dropped": chars} if dropped or chars else {}
+            ), where
+            if rendered.json_text is not None:
+                assert rendered.json_text == json_escape(text), where
+
+
+class _CountingList(list[HistoryItem]):
+    """A list that counts how many of its items are read, however they are read."""
+
+    reads = 0
+
+    def __getitem__(self, index: Any) -> Any:
+        value = super().__getitem__(index)
+        _CountingList.reads += len(value) if isinstance(index, slice) else 1
+        return value
+
+    def __iter__(self) -> Iterator[HistoryItem]:
+        for item in super().__iter__():
+            _CountingList.reads += 1
+            yield item
+
+    def __reversed__(self) -> Iterator[HistoryItem]:
+        for item in super().__reversed__():
+            _CountingList.reads += 1
+            yield item
+
+
+def test_once_the_budget_is_full_a_step_reads_the_same_few_items() -> None:
+    budget = HistoryBudget(total_chars=2_000, recent_chars=600, older_chars=100)
+    reads = {}
+    for length in (200, 4_000):
+        history = History(budget)
+        for n in range(length):
+            history.add(HistoryItem("f", f"s{n}", "a", 0, f"output {n} " + "y" * 150))
+        history.items = _CountingList(history.items)
+        _CountingList.reads = 0
+        rendered = history.render()
+        reads[length] = _CountingList.reads
+        assert rendered.truncation["items_dropped"] == length - len(rendered.items)
+    # Twenty older items of 100 chars fill 2 000 chars: what is read does not grow with
+    # the run, and everything older is counted without being read.
+    assert reads[200] == reads[4_000] <= 2 * (2_000 // 100 + 2)

@@ -159,3 +159,15 @@ def test_a_whole_last_line_without_newline_is_an_event_not_torn(tmp_path: Path) 
     path.write_text('{"seq": 1}\n{"seq": 2}')
     result = read_event_log(path)
     assert [e["seq"] for e in result.events] == [1, 2] and result.torn is None
+
+
+def test_preserve_previous_starts_where_the_caller_says(tmp_path: Path) -> None:
+    path = tmp_path / "step-agent.json"
+    for n in (1, 2, 3):
+        (tmp_path / f"step-agent~{n}.json").write_text(str(n))
+    path.write_text("fourth")
+    assert preserve_previous(path, first=4) == str(tmp_path / "step-agent~4.json")
+    path.write_text("fifth")
+    # A hint that is too low still finds the next free number: nothing is overwritten.
+    assert preserve_previous(path, first=2) == str(tmp_path / "step-agent~5.json")
+    assert [(tmp_path / f"step-agent~{n}.json").read_text() for n in (4, 5)] == ["fourth", "fifth"]
