@@ -37,12 +37,15 @@ PLACEHOLDERS = {
     "path": "<PATH>",
     "cost": "<COST>",
     "timing": "<TIMING>",
+    "initiator": "<INITIATOR>",
 }
 RUN_ID_RE = re.compile(r"run-[0-9]{8}-[0-9]{6}-[a-z0-9]{6}")
 TIMESTAMP_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?Z")
 DURATION_KEYS = frozenset({"duration_ms", "durationMs", "llmWaitMs", "toolCallMs", "ioMs"})
 COST_KEYS = frozenset({"cost", "cost_usd", "estimatedCostUsd", "total_cost_usd"})
 TIMING_KEYS = frozenset({"timing"})
+INITIATOR_KEYS = frozenset({"initiator"})
+"""Who started the run (``cli``, ``pytest``, ``api``): the same run whoever started it."""
 
 
 def normalise_value(value: Any, *, roots: Iterable[str] = (), volatile: Iterable[str] = ()) -> Any:
@@ -62,6 +65,8 @@ def normalise_value(value: Any, *, roots: Iterable[str] = (), volatile: Iterable
                 return PLACEHOLDERS["cost"]
             if key in TIMING_KEYS and item is not None:
                 return PLACEHOLDERS["timing"]
+            if key in INITIATOR_KEYS and isinstance(item, str):
+                return PLACEHOLDERS["initiator"]
             if key in extra:
                 return "<VOLATILE>"
         if isinstance(item, dict):
