@@ -21,7 +21,7 @@ sys.path.insert(0, str(REPO))
 
 
 def main() -> int:
-    from pytest_swarm.cassettes import CassetteSdkEngine
+    from swarm_runtime.engines.cassette import Cassettes, CassetteSdkEngine
     from swarm_runtime.engines.registry import EngineOptions, EngineRegistry, default_registry
     from swarm_runtime.engines.sdk import build_sdk_engine
     from swarm_runtime.flow.registry import FlowRegistry
@@ -32,12 +32,17 @@ def main() -> int:
     args = parser.parse_args()
     flows = FlowRegistry(REPO / "flows")
     order = tuple(flows.order())
-    cassettes = REPO / "golden" / "cassettes"
-    if not (cassettes / "sdlc").is_dir():
-        sys.exit(f"no cassettes in {cassettes / 'sdlc'}: run tests/record_cassettes.py")
+    cassettes = (
+        REPO / "golden" / "cassettes" / "tests" / "golden" / "test_goldens" / "test_sdlc_golden"
+    )
+    if not cassettes.is_dir():
+        sys.exit(f"no cassettes in {cassettes}: run tests/record_cassettes.py")
 
     def replay_registry() -> EngineRegistry:
         registry = EngineRegistry()
+        replayed = Cassettes(
+            cassettes, name="sdlc", record=False, rerecord_command="tests/record_cassettes.py"
+        )
 
         def factory(options: EngineOptions) -> CassetteSdkEngine:
             engine = build_sdk_engine(
@@ -45,10 +50,7 @@ def main() -> int:
                 engine_id="claude-step",
                 engine_short="claude",
                 engine_class=CassetteSdkEngine,
-                cassette_dir=cassettes,
-                scenario="sdlc",
-                record=False,
-                rerecord_command="tests/record_cassettes.py",
+                cassettes=replayed,
             )
             assert isinstance(engine, CassetteSdkEngine)
             return engine

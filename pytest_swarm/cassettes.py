@@ -1,211 +1,120 @@
-"""Record and replay of real SDK calls with vcrpy: one cassette per step call (SPEC §10.4).
+"""Cassettes per test (SPEC §10.4), the way pytest-recording keeps them.
 
-``<cassette dir>/<scenario>/<flow>/<step>-<agent>-<iteration>.yaml``, so a divergence
-names its step. Requests match on method, path and JSON body (not host or port: a
-recording made against any server replays anywhere). Replay is strict: a request with no
-recording fails with flow, step, iteration, the part of the body that differs, and the
-command that re-records. Before anything is written, credential headers are removed and
-the cassette is scanned for every credential value in the environment.
-vcrpy is imported here, and this module only in the replay and record modes.
+Each test records to, and replays from, its own directory:
+``<cassette dir>/<test module path>/<test name>/<flow>/<step>-<agent>-<iteration>.yaml``
+(parametrised ids made file-safe; a second run in the same test goes to
+``<test name>@2/`` and so on). ``@pytest.mark.swarm_cassette("name")`` or
+``swarm_cassette.use("name")`` names the directory instead. Recording a test again
+replaces its directory whole, once the test has passed; a test recorded under
+``pytest -n N`` writes only its own directory.
 """
 
 from __future__ import annotations
 
-import difflib
-import json
 import re
-from pathlib import Path
-from typing import Any
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
-import vcr  # type: ignore[import-untyped]
-from vcr.errors import CannotOverwriteExistingCassetteException  # type: ignore[import-untyped]
+import pytest
 
-from swarm_runtime.credentials import credential_values, find_credentials
-from swarm_runtime.engines.base import StepContext
-from swarm_runtime.engines.sdk import SdkEngine
-from swarm_runtime.errors import CredentialLeak, ReplayDivergence
+if TYPE_CHECKING:
+    from swarm_runtime.engines.cassette import Cassettes
 
-__all__ = [
-    "CassetteSdkEngine",
-    "CredentialLeak",
-    "ReplayDivergence",
-]
+__all__ = ["CALL_PASSED", "SwarmCassette", "cassette_name", "check_cassette_name"]
 
-DROPPED_HEADERS = re.compile(
-    r"^(authorization|x-api-key|cookie|set-cookie|anthropic-.*-id|request-id)$", re.I
-)
+CALL_PASSED = pytest.StashKey[bool]()
+"""Whether a test's call phase passed: only then does its recording replace the old one."""
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-def _json_body(r1: Any, r2: Any) -> None:
-    def load(request: Any) -> Any:
-        body = request.body
-        if isinstance(body, bytes):
-            body = body.decode("utf-8", "replace")
-        try:
-            return json.loads(body or "null")
-        except json.JSONDecodeError:
-            return body
-
-    assert load(r1) == load(r2), "request bodies differ"
+def cassette_name(nodeid: str) -> str:
+    """``tests/test_triage.py::test_refund[eu]`` -> ``tests/test_triage/test_refund-eu``."""
+    path, _, rest = nodeid.partition("::")
+    module = PurePosixPath(path.replace("\\", "/"))
+    parts = [p for p in module.with_suffix("").parts if p not in ("..", ".", "/")]
+    test = _UNSAFE.sub("-", rest.replace("::", ".")).strip("-.") or "test"
+    return "/".join([*(_UNSAFE.sub("-", p) for p in parts), test])
 
 
-def _scrub_headers(headers: Any) -> None:
-    for name in list(headers):
-        if DROPPED_HEADERS.match(name):
-            del headers[name]
-
-
-def _body_diff(recorded: Any, sent: Any, limit: int = 24) -> str:
-    def pretty(request: Any) -> list[str]:
-        body = request.body
-        if isinstance(body, bytes):
-            body = body.decode("utf-8", "replace")
-        try:
-            value = json.loads(body or "null")
-        except json.JSONDecodeError:
-            return str(body).splitlines()
-        lines: list[str] = []
-        for key, item in sorted(value.items()) if isinstance(value, dict) else []:
-            text = item if isinstance(item, str) else json.dumps(item, sort_keys=True, indent=1)
-            lines.extend(f"{key}| {line}" for line in text.splitlines())
-        return lines
-
-    diff = [
-        line
-        for line in difflib.unified_diff(
-            pretty(recorded), pretty(sent), "recorded", "sent", n=1, lineterm=""
+def check_cassette_name(name: object, where: str) -> str:
+    """A cassette name a test gives: a relative path of plain names."""
+    if (
+        not isinstance(name, str)
+        or not name.strip("/")
+        or name.startswith("/")
+        or any(part in ("", ".", "..") or _UNSAFE.search(part) for part in name.split("/"))
+    ):
+        raise ValueError(
+            f"{where}: cassette name {name!r} must be a relative path of names made of "
+            "letters, digits, '.', '_' and '-', e.g. 'triage/refund'"
         )
-    ]
-    if len(diff) > limit:
-        diff = [*diff[:limit], f"… ({len(diff) - limit} more diff lines)"]
-    return "\n".join(diff)
+    return name
 
 
-class CassetteSdkEngine(SdkEngine):
-    """The sdk engine whose HTTP is recorded to, or served from, one cassette per call."""
+class SwarmCassette:
+    """The cassette directory of one test (the ``swarm_cassette`` fixture)."""
 
-    def __init__(
-        self,
-        client: Any,
-        *,
-        cassette_dir: Path,
-        scenario: str,
-        record: bool,
-        rerecord_command: str,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(client, **kwargs)
-        self.cassette_dir = Path(cassette_dir)
-        self.scenario = scenario
-        self.record = record
-        self.rerecord_command = rerecord_command
-        self.played: set[Path] = set()
-        self.unplayed: list[str] = []
-        self._open: dict[Path, tuple[Any, Any]] = {}
-        self._current: Path | None = None
-        self.secrets = credential_values()
-        self._vcr = vcr.VCR(
-            record_mode="all" if record else "none",
-            match_on=("method", "path", "json_body"),
-            before_record_request=self._before_request,
-            before_record_response=self._before_response,
-            decode_compressed_response=True,
+    def __init__(self, root: Path, nodeid: str, *, name: str | None = None) -> None:
+        self.root = Path(root)
+        self.nodeid = nodeid
+        self.name = name or cassette_name(nodeid)
+        self.used: list[Cassettes] = []
+
+    @property
+    def directory(self) -> Path:
+        """Where the test's first run records or replays."""
+        return self.root / self.name
+
+    def use(self, name: str) -> None:
+        """Record to and replay from ``<cassette dir>/<name>/`` (before the test's runs)."""
+        if self.used:
+            raise RuntimeError("swarm_cassette.use() must come before the test's first run")
+        self.name = check_cassette_name(name, "swarm_cassette.use()")
+
+    def for_run(self, *, record: bool) -> Cassettes:
+        """The cassettes of the test's next run."""
+        from swarm_runtime.engines.cassette import Cassettes
+
+        number = len(self.used) + 1
+        name = self.name if number == 1 else f"{self.name}@{number}"
+        cassettes = Cassettes(
+            self.root / name,
+            name=name,
+            record=record,
+            rerecord_command=(
+                f"pytest --swarm-mode=record '{self.nodeid}' (with ANTHROPIC_API_KEY, or "
+                "ANTHROPIC_BASE_URL for a local Anthropic-compatible server)"
+            ),
         )
-        self._vcr.register_matcher("json_body", _json_body)
+        self.used.append(cassettes)
+        return cassettes
 
-    def cassette_path(self, ctx: StepContext) -> Path:
-        """Where this call's cassette lives."""
-        agent = ctx.step_agents[0]
-        return (
-            self.cassette_dir
-            / self.scenario
-            / ctx.flow_key
-            / (f"{ctx.step_id}-{agent}-{ctx.iteration}.yaml")
-        )
+    def unplayed(self) -> list[str]:
+        """After replay: recorded calls, files or runs of this test that nothing asked for."""
+        problems: list[str] = []
+        for cassettes in self.used:
+            problems.extend(cassettes.unplayed)
+            problems.extend(cassettes.never_asked_for())
+        if self.used and not self.used[0].record:
+            base = self.directory
+            known = {c.directory for c in self.used}
+            extra = sorted(p for p in base.parent.glob(f"{base.name}@*") if p not in known)
+            problems.extend(f"{p.name}/: a recorded run this test no longer makes" for p in extra)
+        return problems
 
-    def _refuse_secrets(self, text: str, what: str) -> None:
-        found = find_credentials(text, self.secrets)
-        if found:
-            raise CredentialLeak(
-                f"refusing to write cassette {self._current}: the {what} holds the value of a "
-                f"credential from the environment ({', '.join(found)})"
-            )
+    def finish(self, *, passed: bool) -> None:
+        """Keep what a passing test recorded (in place of its old cassettes), else drop it."""
+        for cassettes in self.used:
+            if passed:
+                cassettes.commit()
+            else:
+                cassettes.discard()
+        if passed and self.used and self.used[0].record:
+            # Runs an earlier recording made and this one does not: gone with the rest.
+            import shutil
 
-    def _before_request(self, request: Any) -> Any:
-        _scrub_headers(request.headers)
-        body = (
-            request.body.decode("utf-8", "replace")
-            if isinstance(request.body, bytes)
-            else str(request.body or "")
-        )
-        self._refuse_secrets(body + request.uri, "request")
-        return request
-
-    def _before_response(self, response: dict[str, Any]) -> dict[str, Any]:
-        headers = response.get("headers") or {}
-        _scrub_headers(headers)
-        body = (response.get("body") or {}).get("string", b"")
-        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
-        self._refuse_secrets(text, "response")
-        return response
-
-    def cassette_for(self, ctx: StepContext) -> str | None:
-        """A recorded or replayed call names its cassette."""
-        return self.cassette_path(ctx).relative_to(self.cassette_dir).as_posix()
-
-    def _cassette(self, path: Path) -> Any:
-        # A cassette stays open for the whole run, so the retries of a call play (or
-        # record) its interactions in order; close() writes and checks them.
-        if path not in self._open:
-            if self.record:
-                path.parent.mkdir(parents=True, exist_ok=True)
-            manager = self._vcr.use_cassette(str(path))
-            self._open[path] = (manager, manager.__enter__())
-        return self._open[path][1]
-
-    def create_message(self, ctx: StepContext, **request: Any) -> Any:
-        """The call, inside this step's cassette."""
-        import anthropic
-
-        path = self.cassette_path(ctx)
-        where = f"{ctx.flow_key}/{ctx.step_id} iteration {ctx.iteration}"
-        self._current = path
-        cassette = self._cassette(path)
-        self.played.add(path)
-        try:
-            return super().create_message(ctx, **request)
-        except anthropic.APIConnectionError as exc:
-            cause: BaseException | None = exc
-            while cause is not None and not isinstance(
-                cause, CannotOverwriteExistingCassetteException
-            ):
-                cause = cause.__cause__ or cause.__context__
-            if cause is None:
-                raise
-            recorded = list(cassette.requests)
-            detail = (
-                _body_diff(recorded[0], cause.failed_request)
-                if recorded
-                else f"there is no cassette {path}"
-            )
-            raise ReplayDivergence(
-                f"replay of {where}: no recorded call matches this request "
-                f"(cassette {path.relative_to(self.cassette_dir)}).\n{detail}\n"
-                f"Re-record with: {self.rerecord_command}"
-            ) from None
-
-    def close(self) -> None:
-        """Write recorded cassettes; in replay, note recordings that were never played."""
-        try:
-            # Each open cassette patches the HTTP transports over the one before it: undo
-            # them in reverse order, or an original transport is never put back.
-            for path, (manager, cassette) in reversed(list(self._open.items())):
-                if not self.record and not cassette.all_played:
-                    self.unplayed.append(
-                        f"{path.relative_to(self.cassette_dir)}: "
-                        f"{len(cassette) - cassette.play_count} recorded call(s) never played"
-                    )
-                manager.__exit__(None, None, None)
-        finally:
-            self._open.clear()
-            super().close()
+            known = {c.directory for c in self.used}
+            for stale in self.directory.parent.glob(f"{self.directory.name}@*"):
+                if stale not in known:
+                    shutil.rmtree(stale, ignore_errors=True)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_swarm.cassettes import CALL_PASSED, SwarmCassette
 from pytest_swarm.options import OPTIONS_KEY, SwarmOptions
 from pytest_swarm.run_record import RunRecord
 
@@ -28,6 +29,7 @@ __all__ = [
     "flows_dir_error",
     "isolated_runs_env",
     "stub_scenario",
+    "swarm_cassette",
     "swarm_contract",
     "swarm_engine",
     "swarm_flows",
@@ -188,6 +190,7 @@ class FlowRunner:
         default_flow: str | None,
         on_run: Callable[[RunRecord], None],
         settings: Settings,
+        cassette: SwarmCassette,
         nodeid: str = "",
     ) -> None:
         self.options = options
@@ -199,8 +202,7 @@ class FlowRunner:
         self.default_flow = default_flow
         self.on_run = on_run
         self.nodeid = nodeid
-        self.problems: list[str] = []
-        """Found after runs (unplayed recordings); reported when the test ends."""
+        self.cassette = cassette
 
     def __call__(
         self,
@@ -214,41 +216,6 @@ class FlowRunner:
         if scenario is not None:
             self.scenario(scenario)
         return self._run(flow_keys, self.engine.mode, start_step, end_step, params)
-
-    def _cassette_registry(
-        self, keys: tuple[str, ...], mode: str, made: list[Any]
-    ) -> EngineRegistry:
-        """The session's engines, with claude-step recording to or replaying cassettes."""
-        from pytest_swarm.cassettes import CassetteSdkEngine
-        from swarm_runtime.engines.registry import EngineOptions
-        from swarm_runtime.engines.sdk import build_sdk_engine
-
-        scenario = "sdlc" if keys == tuple(self.flows.order()) else "+".join(keys)
-        record = mode == "record"
-        overrides: dict[str, Any] = {}
-        if not record:  # replay never reaches a server: vcrpy answers, or refuses
-            overrides = {"api_key": "replay-needs-no-key", "base_url": "http://127.0.0.1:9"}
-
-        def factory(options: EngineOptions) -> Any:
-            engine = build_sdk_engine(
-                {**options.config, **overrides},
-                engine_id="claude-step",
-                engine_short="claude",
-                engine_class=CassetteSdkEngine,
-                cassette_dir=self.options.cassette_dir,
-                scenario=scenario,
-                record=record,
-                rerecord_command=(
-                    f"pytest --swarm-mode=record {self.nodeid} (with ANTHROPIC_API_KEY, or "
-                    "ANTHROPIC_BASE_URL for a local server)"
-                ),
-            )
-            made.append(engine)
-            return engine
-
-        registry = self.engine.registry.copy()
-        registry.register("claude-step", factory, replace=True)
-        return registry
 
     def stub(self, *flow_keys: str, **params: Any) -> RunRecord:
         """The same flows in stub mode, as the reference for mode parity."""
@@ -269,24 +236,30 @@ class FlowRunner:
         from swarm_runtime.orchestrator.runner import RunSpec
 
         results: list[tuple[str, StepResult]] = []
-        cassette_engines: list[Any] = []
+        cassettes = None
+        overrides: dict[str, Any] = {}
+        if mode in ("replay", "record"):
+            cassettes = self.cassette.for_run(record=mode == "record")
+            overrides["cassettes"] = cassettes
+            if mode == "replay":  # never reaches a server: vcrpy answers, or refuses
+                overrides.update(api_key="replay-needs-no-key", base_url="http://127.0.0.1:9")
         try:
             default = (self.default_flow,) if self.default_flow else tuple(self.flows.order())
             keys = flow_keys or default
-            engines = self.engine.registry
-            if mode in ("replay", "record"):
-                engines = self._cassette_registry(keys, mode, cassette_engines)
             orchestrator = build_orchestrator(
                 self.settings,
                 self.flows,
                 env=os.environ,
                 runs_dir=self.runs_dir,
-                engines=engines,
+                engines=self.engine.registry,
                 engine_id=self.engine.engine_id,
                 # A recorded or replayed call is an sdk call; only its HTTP differs (§3.1).
                 mode="sdk" if mode in ("replay", "record") else mode,
                 scenario=self.scenario.scenario,
                 result_observer=lambda flow, result: results.append((flow, result)),
+                engine_overrides=overrides,
+                # A replayed retry is logged and counted as recorded, without the wait.
+                sleep=_no_wait if mode == "replay" else None,
             )
             spec = RunSpec(
                 flows=keys,
@@ -304,18 +277,14 @@ class FlowRunner:
         record = RunRecord(outcome.path, flows=self.flows, results=results, mode=mode)
         if mode != "stub":
             _refuse_credentials_in(record.path)
-        for engine in cassette_engines if outcome.status == "succeeded" else ():
-            # A run that failed or stopped early leaves recordings unplayed for that reason.
-            self.problems.extend(f"unplayed recording: {item}" for item in engine.unplayed)
-            if mode == "replay" and start_step is None and end_step is None:
-                for flow in keys:
-                    folder = engine.cassette_dir / engine.scenario / flow
-                    for path in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:
-                        if path not in engine.played:
-                            self.problems.append(
-                                f"unplayed recording: {path.relative_to(engine.cassette_dir)}: "
-                                "no call of this run asked for it"
-                            )
+        if cassettes is not None and cassettes.divergences:
+            self.on_run(record)
+            __tracebackhide__ = True
+            pytest.fail(
+                "swarm: the replay diverged from the recording\n\n"
+                + "\n\n".join(cassettes.divergences),
+                pytrace=False,
+            )
         self.on_run(record)
         return record
 
@@ -329,6 +298,7 @@ def flow_runner(
     isolated_runs_env: IsolatedRunsEnv,
     stub_scenario: StubScenario,
     _swarm_settings: Settings,
+    swarm_cassette: SwarmCassette,
 ) -> Iterator[FlowRunner]:
     """Run flows in the current mode and get a :class:`RunRecord` back."""
     from pytest_swarm.summary import TOTALS_KEY
@@ -344,15 +314,36 @@ def flow_runner(
         default_flow=marker.args[0] if marker else None,
         on_run=lambda record: totals.add_run(record.summary),
         settings=_swarm_settings,
+        cassette=swarm_cassette,
         nodeid=request.node.nodeid,
     )
     yield runner
-    if runner.problems:
+    swarm_cassette.finish(passed=request.node.stash.get(CALL_PASSED, False))
+    # After a divergence the test has failed with the one message that matters.
+    diverged = any(c.divergences for c in swarm_cassette.used)
+    problems = [] if diverged else swarm_cassette.unplayed()
+    if problems:
         pytest.fail(
-            "swarm: recorded calls were never played (the flow no longer makes them? "
-            "re-record):\n  " + "\n  ".join(runner.problems),
+            "swarm: recorded calls were never played (the test no longer makes them); "
+            f"re-record with: pytest --swarm-mode=record '{request.node.nodeid}'\n  "
+            + "\n  ".join(problems),
             pytrace=False,
         )
+
+
+@pytest.fixture
+def swarm_cassette(request: pytest.FixtureRequest, swarm_options: SwarmOptions) -> SwarmCassette:
+    """The test's cassette directory; ``swarm_cassette.use("name")`` names another."""
+    marker = request.node.get_closest_marker("swarm_cassette")
+    return SwarmCassette(
+        swarm_options.cassette_dir,
+        request.node.nodeid,
+        name=marker.args[0] if marker and marker.args else None,
+    )
+
+
+def _no_wait(_seconds: float) -> None:
+    """The retry wait of a replay: the recording already holds what came after it."""
 
 
 def _refuse_credentials_in(run_dir: Path) -> None:
@@ -401,4 +392,6 @@ def swarm_golden(request: pytest.FixtureRequest, swarm_options: SwarmOptions) ->
             pytrace=False,
         )
     snapshot = request.getfixturevalue("snapshot")
-    return SwarmGolden(snapshot, swarm_options.golden_dir, request.config.hook)
+    return SwarmGolden(
+        snapshot, swarm_options.golden_dir, request.config.hook, mode=swarm_options.mode
+    )

@@ -22,7 +22,13 @@ if TYPE_CHECKING:
 
     from pytest_swarm.run_record import RunRecord
 
-__all__ = ["GoldenRunExtension", "SwarmGolden", "golden_extension"]
+__all__ = [
+    "REPLAY_SUFFIX",
+    "GoldenRunExtension",
+    "SwarmGolden",
+    "golden_extension",
+    "golden_scenario",
+]
 
 
 class GoldenRunExtension(SingleFileSnapshotExtension):
@@ -117,22 +123,54 @@ def golden_extension(golden_root: Path, scenario: str) -> type[GoldenRunExtensio
     )
 
 
-class SwarmGolden:
-    """``swarm_golden(record, scenario)`` compares a run with ``golden/<scenario>/``."""
+REPLAY_SUFFIX = ".replay"
+"""Goldens of recorded runs live beside the stub's: ``golden/<scenario>.replay/``."""
 
-    def __init__(self, snapshot: SnapshotAssertion, golden_root: Path, hook: Any) -> None:
+
+def golden_scenario(scenario: str, mode: str) -> str:
+    """Where a scenario's golden lives in ``mode``: one golden per mode family.
+
+    A stub run and a recorded run of the same flows differ (mode, model, tokens,
+    cassettes), so each family has its own; live modes have none (see ``SwarmGolden``).
+    """
+    return scenario + REPLAY_SUFFIX if mode in ("replay", "record") else scenario
+
+
+class SwarmGolden:
+    """``swarm_golden(record, scenario)`` compares a run with its golden.
+
+    In stub mode that is ``golden/<scenario>/``; in record and replay mode
+    ``golden/<scenario>.replay/`` (``--snapshot-update`` in record mode writes it); in the
+    live modes (sdk, cli) the comparison is skipped: a live model's replies differ from run
+    to run, so no golden can hold them.
+    """
+
+    def __init__(
+        self, snapshot: SnapshotAssertion, golden_root: Path, hook: Any, mode: str = "stub"
+    ) -> None:
         self.snapshot = snapshot
         self.golden_root = Path(golden_root)
         self.hook = hook
+        self.mode = mode
         self.compared = 0
 
     def __call__(self, record: RunRecord, scenario: str) -> None:
         """Fail with a per-file, per-step diff when the run differs from its golden."""
+        import pytest
+
         from swarm_runtime.golden import diff_runs, golden_files, markdown_report
         from swarm_runtime.ids import FLOW_KEY_RE
 
+        __tracebackhide__ = True
         if not FLOW_KEY_RE.fullmatch(scenario.replace("/", "-")) or ".." in scenario:
             raise ValueError(f"golden scenario {scenario!r} must be a simple name like 'signal'")
+        if self.mode in ("sdk", "cli"):
+            pytest.skip(
+                f"golden '{scenario}' not compared in live {self.mode} mode: a live model's "
+                "replies differ from run to run; record with --swarm-mode=record to make a "
+                f"golden of recorded calls ({scenario}{REPLAY_SUFFIX})"
+            )
+        scenario = golden_scenario(scenario, self.mode)
         self.hook.pytest_swarm_normalize(record=record)
         current = golden_files(record.path, volatile=record.volatile)
         from swarm_runtime.credentials import credential_values, find_credentials

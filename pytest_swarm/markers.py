@@ -1,9 +1,10 @@
-"""The plugin's markers: ``swarm_flow(key)`` and ``swarm_modes(*modes)``, and their checks."""
+"""The plugin's markers: ``swarm_flow``, ``swarm_modes`` and ``swarm_cassette``, and checks."""
 
 from __future__ import annotations
 
 import pytest
 
+from pytest_swarm.cassettes import check_cassette_name
 from pytest_swarm.options import MODES, SwarmOptions
 
 __all__ = ["marker_errors"]
@@ -36,4 +37,14 @@ def marker_errors(item: pytest.Item, options: SwarmOptions) -> list[str]:
                 f"{item.nodeid}: @pytest.mark.swarm_modes takes one or more of "
                 f"{', '.join(MODES)}, got args={marker.args!r} kwargs={marker.kwargs!r}"
             )
+    for marker in item.iter_markers("swarm_cassette"):
+        try:
+            if len(marker.args) != 1 or marker.kwargs:
+                raise ValueError(
+                    f"@pytest.mark.swarm_cassette takes one cassette name, got "
+                    f"args={marker.args!r} kwargs={marker.kwargs!r}"
+                )
+            check_cassette_name(marker.args[0], "@pytest.mark.swarm_cassette")
+        except ValueError as exc:
+            errors.append(f"{item.nodeid}: {exc}")
     return errors

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from pytest_swarm.cassettes import CALL_PASSED
 from pytest_swarm.markers import marker_errors
 from pytest_swarm.options import OPTIONS_KEY, add_options, check_credentials, resolve
 from pytest_swarm.summary import TOTALS_KEY, SwarmTotals
@@ -21,6 +22,7 @@ __all__ = [
     "pytest_collection_modifyitems",
     "pytest_configure",
     "pytest_report_header",
+    "pytest_runtest_makereport",
     "pytest_runtest_setup",
     "pytest_sessionfinish",
     "pytest_terminal_summary",
@@ -50,6 +52,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "swarm_modes(*modes): run the test only in these swarm modes (skipped in others)",
+    )
+    config.addinivalue_line(
+        "markers",
+        "swarm_cassette(name): record to and replay from <cassette dir>/<name>/ "
+        "instead of the test's own directory",
     )
     options = resolve(config)
     if not (config.option.help or config.option.collectonly or config.option.showfixtures):
@@ -96,6 +103,15 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     errors = item.stash.get(MARKER_ERRORS, None)
     if errors:
         pytest.fail("invalid swarm marker:\n  " + "\n  ".join(errors), pytrace=False)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Note how the test's call phase ended, for the fixtures' teardown."""
+    report = yield
+    if call.when == "call":
+        item.stash[CALL_PASSED] = report.passed
+    return report
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

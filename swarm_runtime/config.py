@@ -23,7 +23,7 @@ DEFAULT_CONFIG_PATH = Path("swarm/config/runtime.yaml")
 DEFAULT_RUNS_DIR = Path("swarm/runs")
 _TOP_KEYS = ("runs_dir", "engines", "engine_strategy", "history")
 _ENGINE_KEYS = {
-    "claude": ("mode", "provider", "model", "max_tokens", "prices", "env"),
+    "claude": ("mode", "provider", "model", "max_tokens", "prices", "env", "stream"),
     "gemini": ("mode",),
 }
 _HISTORY_KEYS = ("total_chars", "recent_chars", "older_chars")
@@ -184,6 +184,13 @@ def engine_config(settings: Settings, env: Mapping[str, str]) -> dict[str, Any]:
     for key in ("provider", "model", "prices"):
         if claude.get(key) is not None:
             config[key] = str(claude[key])
+    if claude.get("stream") is not None:
+        if not isinstance(claude["stream"], bool):
+            raise ConfigError(
+                "runtime.yaml: engines.claude.stream must be true or false, "
+                f"got {claude['stream']!r}"
+            )
+        config["stream"] = claude["stream"]
     if claude.get("max_tokens") is not None:
         value = claude["max_tokens"]
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:

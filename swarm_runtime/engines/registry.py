@@ -103,6 +103,17 @@ def _builtin(engine_id: str, engine_short: str) -> EngineFactory:
         if options.mode == "sdk" and engine_id == "claude-step":
             from swarm_runtime.engines.sdk import build_sdk_engine
 
+            cassettes = options.config.get("cassettes")
+            if cassettes is not None:  # record or replay: the same calls, through cassettes
+                from swarm_runtime.engines.cassette import CassetteSdkEngine
+
+                return build_sdk_engine(
+                    options.config,
+                    engine_id=engine_id,
+                    engine_short=engine_short,
+                    engine_class=CassetteSdkEngine,
+                    cassettes=cassettes,
+                )
             return build_sdk_engine(options.config, engine_id=engine_id, engine_short=engine_short)
         available = "stub, sdk" if engine_id == "claude-step" else "stub"
         raise ConfigError(

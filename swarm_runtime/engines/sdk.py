@@ -3,7 +3,9 @@
 The SDK's own retries are off: the orchestrator owns retries (SPEC §7.3), so API errors
 become result codes here — connection errors, 408, 409, 429, 5xx and 529 are
 ``retryable`` (with ``retry-after`` honoured), 400, 401, 403, 404, 413 and 422 are
-``fatal``, and a reply that is not a Messages response is a clear ``fatal`` error.
+``fatal``, and a reply that is not a Messages response is a clear ``fatal`` error. Replies
+are streamed by default (``engines.claude.stream: false`` in runtime.yaml turns it off); an
+error event in the middle of a stream (``overloaded_error``, …) maps like its HTTP status.
 The anthropic package is imported only when this engine is built.
 """
 
@@ -58,6 +60,30 @@ def estimate_cost(
     return round((tokens.prompt * price["input"] + tokens.completion * price["output"]) / 1e6, 8)
 
 
+ERROR_TYPE_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "overloaded_error": 529,
+}
+"""The HTTP status each API error type stands for: an error event in the middle of a
+streamed reply arrives on a 200 response and is judged by its type."""
+
+
+def _status_of(exc: Any) -> int:
+    status = int(exc.status_code)
+    if status < 400:  # an error event inside a 200 stream
+        body: dict[str, Any] = exc.body if isinstance(exc.body, dict) else {}
+        inner = body.get("error")
+        error: dict[str, Any] = inner if isinstance(inner, dict) else body
+        return ERROR_TYPE_STATUS.get(str(error.get("type")), 500)
+    return status
+
+
 def _retry_after_ms(headers: Any) -> int | None:
     for name in ("retry-after-ms", "retry-after"):
         value = headers.get(name) if headers is not None else None
@@ -72,7 +98,7 @@ def _retry_after_ms(headers: Any) -> int | None:
 
 
 class SdkEngine(StepEngine):
-    """One ``messages.create`` call per step, no streaming, no SDK retries."""
+    """One Messages API call per step, streamed by default, no SDK retries."""
 
     mode = "sdk"
 
@@ -86,8 +112,11 @@ class SdkEngine(StepEngine):
         prices: dict[str, dict[str, float]] | None = None,
         engine_id: str = "claude-step",
         engine_short: str = "claude",
+        stream: bool = True,
     ) -> None:
         self.client = client
+        self.stream = stream
+        """Stream the reply (the default; what long agent calls need), or one plain call."""
         self.model = model
         self.max_tokens = max_tokens
         self.provider = provider
@@ -110,8 +139,16 @@ class SdkEngine(StepEngine):
         )
 
     def create_message(self, ctx: StepContext, **request: Any) -> Any:
-        """The one API call of a step; a subclass may wrap it (cassettes do)."""
-        return self.client.messages.create(**request)
+        """The one API call of a step, streamed unless turned off; cassettes wrap it.
+
+        Streamed, the reply arrives as server-sent events that the SDK assembles into the
+        same Message a plain call returns (text, usage); an ``error`` event mid-stream
+        raises like an HTTP error does.
+        """
+        if not self.stream:
+            return self.client.messages.create(**request)
+        with self.client.messages.stream(**request) as events:
+            return events.get_final_message()
 
     def cassette_for(self, ctx: StepContext) -> str | None:
         """The cassette a recorded or replayed call goes through (a subclass says)."""
@@ -135,7 +172,7 @@ class SdkEngine(StepEngine):
                 messages=[{"role": "user", "content": prompt.user}],
             )
         except anthropic.APIStatusError as exc:
-            status = exc.status_code
+            status = _status_of(exc)
             detail = exc.api_message or str(exc)
             error = f"Anthropic API answered HTTP {status}: {detail}"
             if status in FATAL_STATUS:
@@ -149,7 +186,8 @@ class SdkEngine(StepEngine):
             )
         except anthropic.APIConnectionError as exc:
             return self._failed(ctx, "retryable", f"cannot reach the Anthropic API: {exc}")
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        except (ValueError, TypeError, KeyError, AttributeError, AssertionError) as exc:
+            # A body that is neither JSON nor a stream of events (the SDK asserts on those).
             return self._failed(
                 ctx, "fatal", f"Anthropic API reply could not be read ({type(exc).__name__}: {exc})"
             )
@@ -200,7 +238,11 @@ def build_sdk_engine(
     engine_class: type[SdkEngine] | None = None,
     **extra: Any,
 ) -> SdkEngine:
-    """The engine from resolved settings: ``api_key``, ``base_url``, ``model``, ``max_tokens``."""
+    """The engine from resolved settings.
+
+    ``api_key``, ``base_url``, ``model``, ``max_tokens``, ``prices`` and ``stream``;
+    ``engine_class`` and ``extra`` build a subclass (the cassette engine).
+    """
     try:
         import anthropic
     except ImportError:
@@ -225,6 +267,7 @@ def build_sdk_engine(
     )
     return (engine_class or SdkEngine)(
         client,
+        stream=bool(config.get("stream", True)),
         model=str(config.get("model") or DEFAULT_MODEL),
         max_tokens=int(config.get("max_tokens") or DEFAULT_MAX_TOKENS),
         provider=provider,

@@ -38,13 +38,15 @@ def build_orchestrator(
     result_observer: Callable[[str, StepResult], None] | None = None,
     max_steps: int | None = None,
     engine_overrides: Mapping[str, object] | None = None,
+    sleep: Callable[[float], None] | None = None,
 ) -> Orchestrator:
     """The orchestrator ``settings`` describe.
 
     ``mode`` is the engines' mode when it differs from ``settings.mode`` (a recorded or
     replayed call is an sdk call); ``engine_overrides`` replace engine settings (replay
-    needs no key). Credential values from ``env`` are refused in every file of a run that
-    may reach a provider.
+    needs no key; ``cassettes`` records or replays); ``sleep`` waits between retries
+    (replay passes one that does not wait: a recorded 429 costs no time). Credential values
+    from ``env`` are refused in every file of a run that may reach a provider.
     """
     engine_mode = mode or settings.mode
     config = engine_config(settings, env)
@@ -64,4 +66,5 @@ def build_orchestrator(
         max_steps=max_steps,
         engine_config=config,
         refuse_values=tuple(credential_values(env)) if settings.mode != "stub" else (),
+        sleep=sleep,
     )

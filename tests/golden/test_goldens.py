@@ -21,9 +21,12 @@ def test_flow_golden(flow: str, flow_runner: FlowRunner, swarm_golden: SwarmGold
     swarm_golden(flow_runner(flow), flow)
 
 
-@pytest.mark.swarm_modes("stub")
 def test_sdlc_golden(flow_runner: FlowRunner, swarm_golden: SwarmGolden) -> None:
-    swarm_golden(flow_runner(), "sdlc")
+    """The whole SDLC: golden/sdlc/ in stub mode; golden/sdlc.replay/ recorded through the SDK
+    (against the local server) and replayed in CI."""
+    record = flow_runner()
+    assert record.status == "succeeded", record.summary.get("error")
+    swarm_golden(record, "sdlc")
 
 
 @pytest.mark.swarm_modes("stub")
@@ -48,11 +51,3 @@ def test_failing_step_golden(flow_runner: FlowRunner, swarm_golden: SwarmGolden)
     )
     assert record.status == "failed"
     swarm_golden(record, "build-fails-at-implement")
-
-
-@pytest.mark.swarm_modes("replay", "record")
-def test_sdk_sdlc_golden(flow_runner: FlowRunner, swarm_golden: SwarmGolden) -> None:
-    """The whole SDLC through the SDK: recorded against the local server, replayed in CI."""
-    record = flow_runner()
-    assert record.status == "succeeded", record.summary.get("error")
-    swarm_golden(record, "sdk-sdlc")

@@ -40,6 +40,11 @@ def _cassettes(root: Path) -> list[Path]:
     return sorted((root / "golden" / "cassettes").rglob("*.yaml"))
 
 
+def _test_dir(pytester: pytest.Pytester) -> str:
+    """The one test's cassette dir: ``<test module>/test_demo`` (the module is pytester's)."""
+    return f"{pytester.path.name.rsplit('0', 1)[0]}/test_demo"
+
+
 def test_record_writes_one_cassette_per_step_call_and_replay_plays_them(
     recorded: pytest.Pytester,
 ) -> None:
@@ -47,9 +52,10 @@ def test_record_writes_one_cassette_per_step_call_and_replay_plays_them(
         p.relative_to(recorded.path / "golden" / "cassettes").as_posix()
         for p in _cassettes(recorded.path)
     ]
-    assert "stepwise-demo/stepwise-demo/read_request-demo-intake-0.yaml" in names
+    test_dir = _test_dir(recorded)
+    assert f"{test_dir}/stepwise-demo/read_request-demo-intake-0.yaml" in names
     # Like the stub, the local model fails a first draft: a critic's step runs twice.
-    assert "stepwise-demo/stepwise-demo/review_function-demo-reviewer-1.yaml" in names
+    assert f"{test_dir}/stepwise-demo/review_function-demo-reviewer-1.yaml" in names
     # Replaying gives the very goldens the recording wrote (compared, not updated).
     replay = recorded.runpytest_subprocess("--swarm-mode=replay", "--swarm-runs-dir=replay-runs")
     replay.assert_outcomes(passed=1)
@@ -60,7 +66,7 @@ def test_record_writes_one_cassette_per_step_call_and_replay_plays_them(
         ).read_text()
     )
     assert receipt["mode"] == "sdk"
-    assert receipt["cassette"] == "stepwise-demo/stepwise-demo/read_request-demo-intake-0.yaml"
+    assert receipt["cassette"] == f"{test_dir}/stepwise-demo/read_request-demo-intake-0.yaml"
 
 
 def test_the_canary_key_lands_in_no_file(recorded: pytest.Pytester) -> None:
@@ -87,13 +93,18 @@ def test_a_changed_teaching_note_fails_replay_naming_the_call(recorded: pytest.P
 
 
 def test_recorded_calls_never_played_fail_the_test(recorded: pytest.Pytester) -> None:
-    folder = recorded.path / "golden" / "cassettes" / "stepwise-demo" / "stepwise-demo"
+    test_dir = _test_dir(recorded)
+    folder = recorded.path / "golden" / "cassettes" / test_dir / "stepwise-demo"
     extra = folder / "read_request-demo-intake-7.yaml"
     extra.write_text((folder / "read_request-demo-intake-0.yaml").read_text())
     result = recorded.runpytest_subprocess("--swarm-mode=replay")
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(
-        ["*unplayed recording: stepwise-demo/stepwise-demo/read_request-demo-intake-7.yaml*"]
+        [
+            "*recorded calls were never played*",
+            f"*{test_dir}/stepwise-demo/read_request-demo-intake-7.yaml: no call of this run "
+            "asked for it*",
+        ]
     )
 
 

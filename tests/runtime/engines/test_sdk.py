@@ -200,24 +200,28 @@ def test_replay_leaves_the_http_transport_as_it_found_it(tmp_path: Path) -> None
     """Cassettes open for a whole run must all be closed, in order, or later calls break."""
     import httpx2
 
-    from pytest_swarm.cassettes import CassetteSdkEngine
+    from swarm_runtime.engines.cassette import Cassettes, CassetteSdkEngine
     from swarm_runtime.engines.registry import EngineOptions, EngineRegistry
     from swarm_runtime.engines.sdk import build_sdk_engine
     from tests.conftest import REPO
 
     original = httpx2.HTTPTransport.handle_request
     registry = EngineRegistry()
+    shipped = REPO / "golden" / "cassettes" / "tests" / "contract" / "test_contract"
+    cassettes = Cassettes(
+        shipped / "test_flow_honours_the_contract-stepwise-demo",
+        name="stepwise-demo",
+        record=False,
+        rerecord_command="tests/record_cassettes.py",
+    )
 
     def factory(options: EngineOptions) -> Any:
         return build_sdk_engine(
-            {"api_key": "replay", "base_url": "http://127.0.0.1:9", "model": "claude-sonnet-4-6"},
+            {"api_key": "replay", "base_url": "http://127.0.0.1:9"},
             engine_id="claude-step",
             engine_short="claude",
             engine_class=CassetteSdkEngine,
-            cassette_dir=REPO / "golden" / "cassettes",
-            scenario="stepwise-demo",
-            record=False,
-            rerecord_command="tests/record_cassettes.py",
+            cassettes=cassettes,
         )
 
     registry.register("claude-step", factory)

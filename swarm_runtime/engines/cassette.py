@@ -1,0 +1,257 @@
+"""Record and replay of real SDK calls with vcrpy: one cassette per step call (SPEC §10.4).
+
+A :class:`Cassettes` is one directory of cassettes, ``<flow>/<step>-<agent>-<iteration>.yaml``
+(the plugin gives each test its own; ``swarm run --cassette-dir`` names one). Requests match
+on method, path and JSON body (not host or port: a recording made against any server
+replays anywhere). Replay is strict: a request with no recording fails the step with flow,
+step, iteration, the part of the body that differs, and the command that re-records.
+Recording writes into a staging directory that replaces the old one whole once the run
+is done, so a re-recording never leaves stale interactions behind; each file is written
+atomically. Before anything is written, credential headers are removed and the cassette
+is scanned for every credential value in the environment.
+
+vcrpy is imported here, and this module only in the record and replay modes.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import vcr  # type: ignore[import-untyped]
+from vcr.errors import CannotOverwriteExistingCassetteException  # type: ignore[import-untyped]
+from vcr.persisters.filesystem import FilesystemPersister  # type: ignore[import-untyped]
+from vcr.serialize import serialize  # type: ignore[import-untyped]
+
+from swarm_runtime.credentials import credential_values, find_credentials
+from swarm_runtime.engines.base import StepContext
+from swarm_runtime.engines.sdk import SdkEngine
+from swarm_runtime.errors import CredentialLeak, ReplayDivergence
+from swarm_runtime.storage.store import write_text_atomic
+
+__all__ = ["CassetteSdkEngine", "Cassettes", "CredentialLeak", "ReplayDivergence"]
+
+DROPPED_HEADERS = re.compile(
+    r"^(authorization|x-api-key|cookie|set-cookie|anthropic-.*-id|request-id)$", re.I
+)
+
+
+class Cassettes:
+    """One directory of cassettes, and what a run did with them.
+
+    ``name`` is how receipts and messages refer to the directory (a test's cassette
+    name, or the ``--cassette-dir`` given). In record mode files go to a staging
+    directory until :meth:`commit` puts it in place of the old one.
+    """
+
+    def __init__(self, directory: Path, *, name: str, record: bool, rerecord_command: str):
+        self.directory = Path(directory)
+        self.name = name
+        self.record = record
+        self.rerecord_command = rerecord_command
+        self.root = self.directory.with_name(f".{self.directory.name}.recording")
+        if record:
+            shutil.rmtree(self.root, ignore_errors=True)  # a staging dir an earlier crash left
+        else:
+            self.root = self.directory
+        self.played: set[Path] = set()
+        self.divergences: list[str] = []
+        self.unplayed: list[str] = []
+        """Recorded calls a run never asked for, noted when its cassettes are closed."""
+
+    def path(self, ctx: StepContext) -> Path:
+        """Where this call's cassette lives (in the staging dir while recording)."""
+        return self.root / ctx.flow_key / f"{ctx.step_id}-{ctx.step_agents[0]}-{ctx.iteration}.yaml"
+
+    def label(self, path: Path) -> str:
+        """A cassette as receipts name it: ``<name>/<flow>/<file>``."""
+        relative = path.relative_to(self.root).as_posix()
+        return f"{self.name}/{relative}" if self.name else relative
+
+    def never_asked_for(self) -> list[str]:
+        """Recordings in the directory that no call asked for (after a replay)."""
+        if self.record or not self.directory.is_dir():
+            return []
+        return [
+            f"{self.label(path)}: no call of this run asked for it"
+            for path in sorted(self.directory.rglob("*.yaml"))
+            if path not in self.played
+        ]
+
+    def commit(self) -> None:
+        """Put what was recorded in place of the old cassettes, whole."""
+        if not self.record or not self.root.is_dir():
+            return
+        old = self.directory.with_name(f".{self.directory.name}.old")
+        shutil.rmtree(old, ignore_errors=True)
+        if self.directory.exists():
+            os.replace(self.directory, old)
+        os.replace(self.root, self.directory)
+        shutil.rmtree(old, ignore_errors=True)
+
+    def discard(self) -> None:
+        """Drop a recording that is not to be kept (the old cassettes stay)."""
+        if self.record:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
+class _AtomicPersister(FilesystemPersister):  # type: ignore[misc]
+    """vcrpy's file persister, writing each cassette atomically."""
+
+    @classmethod
+    def save_cassette(cls, cassette_path: str, cassette_dict: Any, serializer: Any) -> None:
+        text = serialize(cassette_dict, serializer)
+        Path(cassette_path).parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(cassette_path, text)
+
+
+def _json_body(r1: Any, r2: Any) -> None:
+    def load(request: Any) -> Any:
+        body = request.body
+        if isinstance(body, bytes):
+            body = body.decode("utf-8", "replace")
+        try:
+            return json.loads(body or "null")
+        except json.JSONDecodeError:
+            return body
+
+    assert load(r1) == load(r2), "request bodies differ"
+
+
+def _scrub_headers(headers: Any) -> None:
+    for name in list(headers):
+        if DROPPED_HEADERS.match(name):
+            del headers[name]
+
+
+def _body_diff(recorded: Any, sent: Any, limit: int = 24) -> str:
+    def pretty(request: Any) -> list[str]:
+        body = request.body
+        if isinstance(body, bytes):
+            body = body.decode("utf-8", "replace")
+        try:
+            value = json.loads(body or "null")
+        except json.JSONDecodeError:
+            return str(body).splitlines()
+        lines: list[str] = []
+        for key, item in sorted(value.items()) if isinstance(value, dict) else []:
+            text = item if isinstance(item, str) else json.dumps(item, sort_keys=True, indent=1)
+            lines.extend(f"{key}| {line}" for line in text.splitlines())
+        return lines
+
+    diff = list(
+        difflib.unified_diff(pretty(recorded), pretty(sent), "recorded", "sent", n=1, lineterm="")
+    )
+    if len(diff) > limit:
+        diff = [*diff[:limit], f"… ({len(diff) - limit} more diff lines)"]
+    return "\n".join(diff)
+
+
+class CassetteSdkEngine(SdkEngine):
+    """The sdk engine whose HTTP is recorded to, or served from, one cassette per call."""
+
+    def __init__(self, client: Any, *, cassettes: Cassettes, **kwargs: Any) -> None:
+        super().__init__(client, **kwargs)
+        self.cassettes = cassettes
+        self._open: dict[Path, tuple[Any, Any]] = {}
+        self._current: Path | None = None
+        self.secrets = credential_values()
+        self._vcr = vcr.VCR(
+            record_mode="all" if cassettes.record else "none",
+            match_on=("method", "path", "json_body"),
+            before_record_request=self._before_request,
+            before_record_response=self._before_response,
+            decode_compressed_response=True,
+        )
+        self._vcr.register_matcher("json_body", _json_body)
+        self._vcr.register_persister(_AtomicPersister)
+
+    def cassette_for(self, ctx: StepContext) -> str | None:
+        """A recorded or replayed call names its cassette."""
+        return self.cassettes.label(self.cassettes.path(ctx))
+
+    def _refuse_secrets(self, text: str, what: str) -> None:
+        found = find_credentials(text, self.secrets)
+        if found:
+            raise CredentialLeak(
+                f"refusing to write cassette {self._current}: the {what} holds the value of a "
+                f"credential from the environment ({', '.join(found)})"
+            )
+
+    def _before_request(self, request: Any) -> Any:
+        _scrub_headers(request.headers)
+        body = (
+            request.body.decode("utf-8", "replace")
+            if isinstance(request.body, bytes)
+            else str(request.body or "")
+        )
+        self._refuse_secrets(body + request.uri, "request")
+        return request
+
+    def _before_response(self, response: dict[str, Any]) -> dict[str, Any]:
+        headers = response.get("headers") or {}
+        _scrub_headers(headers)
+        body = (response.get("body") or {}).get("string", b"")
+        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
+        self._refuse_secrets(text, "response")
+        return response
+
+    def _cassette(self, path: Path) -> Any:
+        # A cassette stays open for the whole run, so the retries of a call play (or
+        # record) its interactions in order; close() writes and checks them.
+        if path not in self._open:
+            manager = self._vcr.use_cassette(str(path))
+            self._open[path] = (manager, manager.__enter__())
+        return self._open[path][1]
+
+    def create_message(self, ctx: StepContext, **request: Any) -> Any:
+        """The call, inside this step's cassette."""
+        import anthropic
+
+        path = self.cassettes.path(ctx)
+        self._current = path
+        cassette = self._cassette(path)
+        self.cassettes.played.add(self.cassettes.directory / path.relative_to(self.cassettes.root))
+        try:
+            return super().create_message(ctx, **request)
+        except anthropic.APIConnectionError as exc:
+            cause: BaseException | None = exc
+            while cause is not None and not isinstance(
+                cause, CannotOverwriteExistingCassetteException
+            ):
+                cause = cause.__cause__ or cause.__context__
+            if cause is None:
+                raise
+            raise self._divergence(ctx, path, cassette, cause.failed_request) from None
+
+    def _divergence(self, ctx: StepContext, path: Path, cassette: Any, sent: Any) -> Exception:
+        recorded = list(cassette.requests)
+        detail = _body_diff(recorded[0], sent) if recorded else f"there is no cassette {path}"
+        message = (
+            f"replay of {ctx.flow_key}/{ctx.step_id} iteration {ctx.iteration}: no recorded "
+            f"call matches this request (cassette {self.cassettes.label(path)}).\n{detail}\n"
+            f"Re-record with: {self.cassettes.rerecord_command}"
+        )
+        self.cassettes.divergences.append(message)
+        return ReplayDivergence(message)
+
+    def close(self) -> None:
+        """Write recorded cassettes; in replay, note recordings that were never played."""
+        try:
+            # Each open cassette patches the HTTP transports over the one before it: undo
+            # them in reverse order, or an original transport is never put back.
+            for path, (manager, cassette) in reversed(list(self._open.items())):
+                if not self.cassettes.record and not cassette.all_played:
+                    self.cassettes.unplayed.append(
+                        f"{self.cassettes.label(path)}: "
+                        f"{len(cassette) - cassette.play_count} recorded call(s) never played"
+                    )
+                manager.__exit__(None, None, None)
+        finally:
+            self._open.clear()
+            super().close()
