@@ -175,6 +175,8 @@ class SdkEngine(StepEngine):
             status = _status_of(exc)
             detail = exc.api_message or str(exc)
             error = f"Anthropic API answered HTTP {status}: {detail}"
+            if exc.status_code < 400:  # an error event inside a streamed reply
+                error = f"Anthropic API stream broke off with an error ({status}): {detail}"
             if status in FATAL_STATUS:
                 return self._failed(ctx, "fatal", error)
             if status in RETRYABLE_STATUS or status >= 500:

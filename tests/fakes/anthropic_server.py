@@ -34,6 +34,8 @@ class Reply:
     """Close the connection without answering."""
     text: str | None = None
     """The assistant text of a 200 reply (default: copy the prompt's handoff example)."""
+    stream_error: dict[str, Any] | None = None
+    """For a streamed request: start the stream, then send this ``error`` event and stop."""
 
 
 def error_body(kind: str, message: str) -> dict[str, Any]:
@@ -108,7 +110,9 @@ class AnthropicServer:
                     and isinstance(body, dict)
                     and body.get("stream")
                 ):
-                    owner.stream(self, owner.default_message(body, reply.text))
+                    owner.stream(
+                        self, owner.default_message(body, reply.text), error=reply.stream_error
+                    )
                     return
                 if reply.raw is not None:
                     payload = reply.raw
@@ -145,8 +149,17 @@ class AnthropicServer:
         return message_body(text, model=model, prompt_chars=len(system) + len(user))
 
     @staticmethod
-    def stream(handler: BaseHTTPRequestHandler, message: dict[str, Any]) -> None:
-        """Answer as server-sent events, the way the Messages API streams."""
+    def stream(
+        handler: BaseHTTPRequestHandler,
+        message: dict[str, Any],
+        *,
+        error: dict[str, Any] | None = None,
+    ) -> None:
+        """Answer as server-sent events, the way the Messages API streams.
+
+        With ``error``, the stream starts and then carries an ``error`` event instead of
+        the reply, as the API does when it is overloaded mid-stream.
+        """
         text = message["content"][0]["text"]
         start = {**message, "content": [], "usage": {**message["usage"], "output_tokens": 0}}
         events: list[tuple[str, dict[str, Any]]] = [
@@ -183,6 +196,8 @@ class AnthropicServer:
             ),
             ("message_stop", {"type": "message_stop"}),
         ]
+        if error is not None:
+            events = [*events[:2], ("error", error)]
         payload = "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
         raw = payload.encode()
         handler.send_response(200)

@@ -120,3 +120,83 @@ def test_replay_without_recordings_fails_without_the_network(
             "*there is no cassette*",
         ]
     )
+
+
+def test_a_recorded_429_replays_without_waiting_out_its_retry_after(
+    swarm_pytester: pytest.Pytester, anthropic_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.fakes.anthropic_server import Reply, error_body
+    from tests.runtime.helpers import step_yaml, write_flow
+
+    write_flow(swarm_pytester.path / "flows", "one", [step_yaml("ask")])
+    swarm_pytester.makepyfile(
+        """
+        def test_one(flow_runner):
+            assert flow_runner("one").status == "succeeded"
+        """
+    )
+    slept: list[float] = []  # the orchestrator's sleep, as the runs of this process see it
+    monkeypatch.setattr("swarm_runtime.orchestrator.runner.interruptible_sleep", slept.append)
+    anthropic_server.script(
+        Reply(status=429, headers={"retry-after": "1"}, body=error_body("rate_limit_error", "slow"))
+    )
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", anthropic_server.url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", CANARY)
+    swarm_pytester.runpytest("--swarm-mode=record").assert_outcomes(passed=1)
+    assert slept == [1.0]  # recording waits as the server asked
+
+    monkeypatch.delenv("ANTHROPIC_BASE_URL")
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    slept.clear()
+    replay = swarm_pytester.runpytest("--swarm-mode=replay", "--swarm-runs-dir=replayed")
+    replay.assert_outcomes(passed=1)
+    assert slept == []  # the replay does not wait: the recording holds what came next
+    (run_dir,) = (swarm_pytester.path / "replayed").iterdir()
+    receipt = json.loads((run_dir / "one" / "receipts" / "ask-worker.json").read_text())
+    assert (receipt["attempt"], receipt["status"]) == (2, "succeeded")
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    retry = next(e for e in events if e["kind"] == "log")
+    assert retry["payload"]["retry_in_ms"] == 1000  # still logged as recorded
+
+
+def test_swarm_cassette_marker_and_fixture_name_the_directory(
+    recorded: pytest.Pytester, anthropic_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recorded.makepyfile(
+        test_named="""
+        import pytest
+
+        @pytest.mark.swarm_cassette("shared/demo")
+        def test_marked(flow_runner):
+            assert flow_runner("stepwise-demo").status == "succeeded"
+
+        def test_by_fixture(flow_runner, swarm_cassette):
+            swarm_cassette.use("shared/demo")
+            assert flow_runner("stepwise-demo").status == "succeeded"
+        """
+    )
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", anthropic_server.url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", CANARY)
+    recorded.runpytest_subprocess(
+        "--swarm-mode=record", "test_named.py::test_marked"
+    ).assert_outcomes(passed=1)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL")
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    shared = recorded.path / "golden" / "cassettes" / "shared" / "demo" / "stepwise-demo"
+    assert (shared / "read_request-demo-intake-0.yaml").is_file()
+    # The other test replays the marked test's recordings through the fixture.
+    replay = recorded.runpytest_subprocess("--swarm-mode=replay", "test_named.py")
+    replay.assert_outcomes(passed=2)
+
+    recorded.makepyfile(
+        test_escape="""
+        import pytest
+
+        @pytest.mark.swarm_cassette("../outside")
+        def test_escape(flow_runner):
+            flow_runner("stepwise-demo")
+        """
+    )
+    bad = recorded.runpytest_subprocess("--swarm-mode=replay", "test_escape.py")
+    bad.assert_outcomes(errors=1)
+    bad.stdout.fnmatch_lines(["*cassette name '../outside' must be a relative path of names*"])

@@ -230,3 +230,56 @@ def test_replay_leaves_the_http_transport_as_it_found_it(tmp_path: Path) -> None
     ).run(RunSpec(flows=("stepwise-demo",), initiator="pytest"))
     assert outcome.status == "succeeded", outcome.error
     assert httpx2.HTTPTransport.handle_request is original
+
+
+def _only_receipt(outcome: RunOutcome) -> dict[str, Any]:
+    (path,) = outcome.path.glob("one/receipts/ask-worker.json")
+    value: dict[str, Any] = json.loads(path.read_text())
+    return value
+
+
+def test_a_streamed_reply_gives_what_a_plain_call_gives(
+    anthropic_server: AnthropicServer, one_step: Path, tmp_path: Path
+) -> None:
+    text = "Looked at it.\n\n```handoff\nstatus: DONE\nnotes: fine\n```"
+    anthropic_server.script(Reply(text=text), Reply(text=text))
+    streamed = _run(anthropic_server, tmp_path / "a", ("one",), one_step)
+    plain = _run(anthropic_server, tmp_path / "b", ("one",), one_step, stream=False)
+    assert [r["body"].get("stream") for r in anthropic_server.requests] == [True, None]
+    assert streamed.status == plain.status == "succeeded"
+    a, b = _only_receipt(streamed), _only_receipt(plain)
+    assert a["handoff"] == b["handoff"] == {"status": "DONE", "notes": "fine"}
+    assert a["tokens"] == b["tokens"] and a["tokens"]["completion"] > 0
+    lines = [
+        json.loads(line)
+        for outcome in (streamed, plain)
+        for line in next(outcome.path.glob("one/llm/*.jsonl")).read_text().splitlines()
+    ]
+    assert lines[2]["content"] == lines[5]["content"] == text  # the assistant line
+
+
+def test_an_overloaded_error_mid_stream_is_retried(
+    anthropic_server: AnthropicServer, one_step: Path, tmp_path: Path
+) -> None:
+    anthropic_server.script(
+        Reply(stream_error=error_body("overloaded_error", "Overloaded")), Reply()
+    )
+    slept: list[float] = []
+    outcome = _run(anthropic_server, tmp_path / "runs", ("one",), one_step, slept=slept)
+    assert outcome.status == "succeeded", outcome.error
+    assert len(anthropic_server.requests) == 2 and len(slept) == 1
+    retry = next(e for e in events_of(outcome) if e["kind"] == "log")
+    assert retry["payload"]["error"] == (
+        "Anthropic API stream broke off with an error (529): Overloaded"
+    )
+    assert _only_receipt(outcome)["attempt"] == 2
+
+
+def test_an_invalid_request_error_mid_stream_fails_at_once(
+    anthropic_server: AnthropicServer, one_step: Path, tmp_path: Path
+) -> None:
+    anthropic_server.script(Reply(stream_error=error_body("invalid_request_error", "bad")))
+    outcome = _run(anthropic_server, tmp_path / "runs", ("one",), one_step)
+    assert outcome.status == "failed"
+    assert len(anthropic_server.requests) == 1
+    assert _only_receipt(outcome)["result_code"] == "fatal"
