@@ -18,6 +18,7 @@ from swarm_runtime.cli.common import (
 )
 
 if TYPE_CHECKING:
+    from swarm_runtime.engines.cassette import Cassettes
     from swarm_runtime.orchestrator.runner import Orchestrator, RunOutcome, RunSpec
 
 __all__ = [
@@ -46,6 +47,13 @@ def add_parser(commands: Any) -> None:
         help="claude-step-orchestrator (default) or gemini-step-orchestrator",
     )
     parser.add_argument("--scenario", type=Path, help="stub scenario file (YAML)")
+    parser.add_argument(
+        "--cassette-dir",
+        type=Path,
+        metavar="DIR",
+        help="record/replay: the cassettes, DIR/<flow>/<step>-<agent>-<iteration>.yaml "
+        "(a recording replaces DIR whole once the run succeeds)",
+    )
     parser.add_argument(
         "--from", dest="start_step", metavar="STEP", help="first step (STEP or FLOW/STEP)"
     )
@@ -113,12 +121,63 @@ def _params(pairs: list[str]) -> dict[str, str]:
 def handle(args: argparse.Namespace) -> int:
     """Run and report; the exit code says how the run ended."""
     began = time.monotonic()
-    orchestrator, spec = _prepare(args)
+    orchestrator, spec, cassettes = _prepare(args)
     outcome = _run_with_signals(orchestrator, spec)
-    return _report(outcome, int((time.monotonic() - began) * 1000))
+    code = _report(outcome, int((time.monotonic() - began) * 1000))
+    if cassettes is not None:
+        code = max(code, _settle_cassettes(cassettes, outcome))
+    return code
 
 
-def _prepare(args: argparse.Namespace) -> tuple[Orchestrator, RunSpec]:
+def _cassettes(args: argparse.Namespace, mode: str) -> Cassettes:
+    """The cassettes of a record or replay run, named by ``--cassette-dir``."""
+    from swarm_runtime.engines.cassette import Cassettes
+    from swarm_runtime.errors import SwarmUsageError
+
+    if args.cassette_dir is None:
+        raise SwarmUsageError(
+            f"--mode {mode} needs --cassette-dir DIR: where the cassettes of this run are "
+            "(DIR/<flow>/<step>-<agent>-<iteration>.yaml)"
+        )
+    words = [*args.flows, *(f"--param {p}" for p in args.param)]
+    words += [f"--from {args.start_step}"] if args.start_step else []
+    words += [f"--to {args.end_step}"] if args.end_step else []
+    return Cassettes(
+        args.cassette_dir,
+        name="",
+        record=mode == "record",
+        rerecord_command=" ".join(
+            ["swarm run --mode record --cassette-dir", str(args.cassette_dir), *words]
+        )
+        + " (with ANTHROPIC_API_KEY, or ANTHROPIC_BASE_URL for a local server)",
+    )
+
+
+def _settle_cassettes(cassettes: Cassettes, outcome: RunOutcome) -> int:
+    """Keep a successful recording; after a replay, fail on recordings nothing asked for."""
+    if cassettes.record:
+        if outcome.status == "succeeded":
+            cassettes.commit()
+            print(f"swarm: recorded the run's calls in {cassettes.directory}", file=sys.stderr)
+            return EXIT_OK
+        cassettes.discard()
+        print(
+            f"swarm: the run did not succeed: nothing recorded, {cassettes.directory} is as it was",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+    problems = [*cassettes.unplayed, *cassettes.never_asked_for()]
+    if problems and not cassettes.divergences and outcome.status == "succeeded":
+        print(
+            "swarm: error: recorded calls were never played (the run no longer makes "
+            f"them); re-record with: {cassettes.rerecord_command}\n  " + "\n  ".join(problems),
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _prepare(args: argparse.Namespace) -> tuple[Orchestrator, RunSpec, Cassettes | None]:
     """The orchestrator and the run the arguments, environment and runtime.yaml ask for."""
     from swarm_runtime.cli.render import ProgressPrinter
     from swarm_runtime.config import resolve_settings
@@ -142,14 +201,25 @@ def _prepare(args: argparse.Namespace) -> tuple[Orchestrator, RunSpec]:
     flow_keys = tuple(args.flows) or tuple(registry.order())
     scenario = Scenario.from_file(args.scenario) if args.scenario else None
     show = args.progress == "always" or (args.progress == "auto" and sys.stdout.isatty())
+    cassettes = None
+    overrides: dict[str, object] = {}
+    if settings.mode in ("record", "replay"):
+        cassettes = _cassettes(args, settings.mode)
+        overrides["cassettes"] = cassettes
+        if settings.mode == "replay":  # never reaches a server: vcrpy answers, or refuses
+            overrides.update(api_key="replay-needs-no-key", base_url="http://127.0.0.1:9")
     orchestrator = build_orchestrator(
         settings,
         registry,
         env=os.environ,
         engine_id=_BACKENDS[args.backend],
+        # A recorded or replayed call is an sdk call; only its HTTP differs (§3.1).
+        mode="sdk" if cassettes is not None else None,
         scenario=scenario,
         observer=ProgressPrinter(sys.stdout) if show else None,
         max_steps=args.max_steps,
+        engine_overrides=overrides,
+        sleep=_no_wait if settings.mode == "replay" else None,
     )
     spec = RunSpec(
         flows=flow_keys,
@@ -159,7 +229,11 @@ def _prepare(args: argparse.Namespace) -> tuple[Orchestrator, RunSpec]:
         start_step=args.start_step,
         end_step=args.end_step,
     )
-    return orchestrator, spec
+    return orchestrator, spec, cassettes
+
+
+def _no_wait(_seconds: float) -> None:
+    """A replay's retry wait: the recording already holds what came after it."""
 
 
 def _run_with_signals(orchestrator: Orchestrator, spec: RunSpec) -> RunOutcome:

@@ -10,7 +10,8 @@ is done, so a re-recording never leaves stale interactions behind; each file is 
 atomically. Before anything is written, credential headers are removed and the cassette
 is scanned for every credential value in the environment.
 
-vcrpy is imported here, and this module only in the record and replay modes.
+vcrpy is imported only when a cassette engine is built (record and replay modes); without
+it, those modes stop with what to install.
 """
 
 from __future__ import annotations
@@ -23,15 +24,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import vcr  # type: ignore[import-untyped]
-from vcr.errors import CannotOverwriteExistingCassetteException  # type: ignore[import-untyped]
-from vcr.persisters.filesystem import FilesystemPersister  # type: ignore[import-untyped]
-from vcr.serialize import serialize  # type: ignore[import-untyped]
-
 from swarm_runtime.credentials import credential_values, find_credentials
 from swarm_runtime.engines.base import StepContext
 from swarm_runtime.engines.sdk import SdkEngine
-from swarm_runtime.errors import CredentialLeak, ReplayDivergence
+from swarm_runtime.errors import ConfigError, CredentialLeak, ReplayDivergence
 from swarm_runtime.storage.store import write_text_atomic
 
 __all__ = ["CassetteSdkEngine", "Cassettes", "CredentialLeak", "ReplayDivergence"]
@@ -100,11 +96,31 @@ class Cassettes:
             shutil.rmtree(self.root, ignore_errors=True)
 
 
-class _AtomicPersister(FilesystemPersister):  # type: ignore[misc]
+def _vcrpy() -> Any:
+    """The vcr module, or a ConfigError that says what to install."""
+    try:
+        import vcr  # type: ignore[import-untyped]
+    except ImportError:
+        raise ConfigError(
+            "record and replay modes need vcrpy: pip install 'swarm-stepwise[replay]' "
+            "(or use --swarm-mode=stub / --mode stub, which needs nothing)"
+        ) from None
+    return vcr
+
+
+class _AtomicPersister:
     """vcrpy's file persister, writing each cassette atomically."""
 
     @classmethod
+    def load_cassette(cls, cassette_path: str, serializer: Any) -> Any:
+        from vcr.persisters.filesystem import FilesystemPersister  # type: ignore[import-untyped]
+
+        return FilesystemPersister.load_cassette(cassette_path, serializer)
+
+    @classmethod
     def save_cassette(cls, cassette_path: str, cassette_dict: Any, serializer: Any) -> None:
+        from vcr.serialize import serialize  # type: ignore[import-untyped]
+
         text = serialize(cassette_dict, serializer)
         Path(cassette_path).parent.mkdir(parents=True, exist_ok=True)
         write_text_atomic(cassette_path, text)
@@ -161,7 +177,7 @@ class CassetteSdkEngine(SdkEngine):
         self._open: dict[Path, tuple[Any, Any]] = {}
         self._current: Path | None = None
         self.secrets = credential_values()
-        self._vcr = vcr.VCR(
+        self._vcr = _vcrpy().VCR(
             record_mode="all" if cassettes.record else "none",
             match_on=("method", "path", "json_body"),
             before_record_request=self._before_request,
@@ -220,6 +236,10 @@ class CassetteSdkEngine(SdkEngine):
         try:
             return super().create_message(ctx, **request)
         except anthropic.APIConnectionError as exc:
+            from vcr.errors import (  # type: ignore[import-untyped]
+                CannotOverwriteExistingCassetteException,
+            )
+
             cause: BaseException | None = exc
             while cause is not None and not isinstance(
                 cause, CannotOverwriteExistingCassetteException

@@ -1,0 +1,88 @@
+"""``swarm run --mode record|replay --cassette-dir DIR``, as a user runs it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CliResult
+from tests.fakes.anthropic_server import AnthropicServer
+
+KEY = "sk-ant-cli-record-not-a-key"
+
+
+def _swarm(cwd: Path, *args: str, server: AnthropicServer | None = None) -> CliResult:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SWARM_", "ANTHROPIC_"))}
+    if server is not None:
+        env.update(ANTHROPIC_BASE_URL=server.url, ANTHROPIC_API_KEY=KEY)
+    done = subprocess.run(
+        [sys.executable, "-m", "swarm_runtime.cli.main", "run", "stepwise-demo", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    return CliResult(done.returncode, done.stdout, done.stderr)
+
+
+@pytest.fixture
+def recorded(cli: Callable[..., CliResult], tmp_path: Path) -> Path:
+    server = AnthropicServer().start()
+    try:
+        result = _swarm(
+            tmp_path, "--mode", "record", "--cassette-dir", "cas", "--runs-dir", "a", server=server
+        )
+    finally:
+        server.stop()  # everything below runs with no server to reach
+    assert result.code == 0, result.err
+    assert f"recorded the run's calls in {Path('cas')}" in result.err
+    return tmp_path
+
+
+def test_a_replay_reproduces_the_recorded_run(
+    recorded: Path, cli: Callable[..., CliResult]
+) -> None:
+    names = sorted(p.name for p in (recorded / "cas" / "stepwise-demo").iterdir())
+    assert "read_request-demo-intake-0.yaml" in names
+    replay = _swarm(recorded, "--mode", "replay", "--cassette-dir", "cas", "--runs-dir", "b")
+    assert replay.code == 0, replay.err
+    (first,) = (recorded / "a").iterdir()
+    (second,) = (recorded / "b").iterdir()
+    same = cli("golden", "diff", str(first), str(second))
+    assert same.code == 0 and "No differences" in same.out, same.out
+    assert cli("runs", "validate", str(second)).code == 0
+
+
+def test_a_replay_miss_exits_1_saying_how_to_re_record(recorded: Path) -> None:
+    flow = recorded / "flows" / "stepwise-demo.yaml"
+    flow.write_text(flow.read_text().replace("role: ", "role: Now ", 1))
+    replay = _swarm(recorded, "--mode", "replay", "--cassette-dir", "cas", "--runs-dir", "b")
+    assert replay.code == 1
+    assert "replay of stepwise-demo/read_request iteration 0: no recorded call matches" in (
+        replay.err
+    )
+    assert "Re-record with: swarm run --mode record --cassette-dir cas stepwise-demo" in replay.err
+    assert "Traceback" not in replay.err
+
+
+def test_unplayed_recordings_fail_the_replay(recorded: Path) -> None:
+    folder = recorded / "cas" / "stepwise-demo"
+    (folder / "read_request-demo-intake-5.yaml").write_text(
+        (folder / "read_request-demo-intake-0.yaml").read_text()
+    )
+    replay = _swarm(recorded, "--mode", "replay", "--cassette-dir", "cas", "--runs-dir", "b")
+    assert replay.code == 1
+    assert "read_request-demo-intake-5.yaml: no call of this run asked for it" in replay.err
+
+
+def test_record_and_replay_need_a_cassette_dir(cli: Callable[..., CliResult]) -> None:
+    result = cli("run", "stepwise-demo", "--mode", "replay")
+    assert result.code == 2
+    assert "--mode replay needs --cassette-dir DIR" in result.err
