@@ -55,7 +55,7 @@ OPTIONS = (
     Option("cassette_dir", "SWARM_CASSETTE_DIR", "golden/cassettes", "cassettes directory"),
     Option(
         "runs_dir",
-        "SWARM_RUNS_DIR",
+        "SWARM_PYTEST_RUNS_DIR",  # not the CLI's SWARM_RUNS_DIR: tests keep their runs apart
         "",
         "where test runs are written (default: a temporary directory per test)",
     ),
@@ -142,6 +142,8 @@ def resolve(config: pytest.Config, env: Mapping[str, str] | None = None) -> Swar
         if values[name] and sources[name] == f"ini swarm_{name}":
             base = config.inipath.parent if config.inipath else config.rootpath
             values[name] = str(base / values[name])  # ini paths: from the ini file's dir
+        elif values[name] and sources[name] == "default":
+            values[name] = str(config.rootpath / values[name])  # `cd tests && pytest` works
         elif values[name] and not Path(values[name]).is_absolute():
             values[name] = str(Path(config.invocation_params.dir) / values[name])
     return SwarmOptions(values, sources, contract=bool(config.getoption("swarm_contract")))
@@ -151,15 +153,10 @@ def check_credentials(options: SwarmOptions) -> None:
     """Stop at start-up when a live mode lacks what it needs, saying what to set."""
     mode = options.mode
     if mode in ("sdk", "record"):
-        if os.environ.get("ANTHROPIC_API_KEY"):
+        # As for `swarm run --mode sdk`: a key, or the URL of an Anthropic-compatible server.
+        if os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_BASE_URL"):
             return
-        if mode == "record" and os.environ.get("ANTHROPIC_BASE_URL"):
-            return
-        extra = (
-            " (or ANTHROPIC_BASE_URL for a local Anthropic-compatible server)"
-            if mode == "record"
-            else ""
-        )
+        extra = " (or ANTHROPIC_BASE_URL for a local Anthropic-compatible server)"
 
         raise pytest.UsageError(
             f"swarm: mode {mode} (from {options.sources['mode']}) makes live API calls and "

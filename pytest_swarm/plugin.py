@@ -11,6 +11,11 @@ from typing import Any
 
 import pytest
 
+# PyYAML's C loader cannot be imported a second time in one process (its nodes lose their
+# tags), and pytester's inline sessions drop the modules first imported inside them: so
+# the plugin imports PyYAML once, up front, for every session of the process.
+import yaml  # noqa: F401
+
 from pytest_swarm.cassettes import CALL_PASSED
 from pytest_swarm.markers import marker_errors
 from pytest_swarm.options import OPTIONS_KEY, add_options, check_credentials, resolve

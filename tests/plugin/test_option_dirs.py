@@ -23,7 +23,7 @@ OPTIONS = [
         "swarm_cassette_dir",
         "golden/cassettes",
     ),
-    ("runs_dir", "--swarm-runs-dir", "SWARM_RUNS_DIR", "swarm_runs_dir", None),
+    ("runs_dir", "--swarm-runs-dir", "SWARM_PYTEST_RUNS_DIR", "swarm_runs_dir", None),
 ]
 
 
@@ -122,3 +122,35 @@ def test_a_bad_slice_names_the_argument(swarm_pytester: pytest.Pytester) -> None
     result = swarm_pytester.runpytest()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*swarm: start_step=nope: no such step*"])
+
+
+def test_the_clis_runs_dir_variable_does_not_pool_test_runs(
+    swarm_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = swarm_pytester.path / "exported"
+    monkeypatch.setenv("SWARM_RUNS_DIR", str(shared))  # exported for `swarm run`, say
+    swarm_pytester.makepyfile(
+        """
+        def test_one(flow_runner, tmp_path):
+            record = flow_runner("stepwise-demo")
+            assert tmp_path in record.path.parents  # the test's own runs dir
+
+        def test_two(flow_runner, tmp_path):
+            assert tmp_path in flow_runner("stepwise-demo").path.parents
+        """
+    )
+    swarm_pytester.runpytest().assert_outcomes(passed=2)
+    assert not shared.exists()
+
+
+def test_default_dirs_are_found_from_the_rootdir_in_a_subdirectory(
+    swarm_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    swarm_pytester.makeini("[pytest]\n")
+    tests = swarm_pytester.mkdir("tests")
+    (tests / "test_demo.py").write_text(
+        "def test_demo(flow_runner):\n"
+        "    assert flow_runner('stepwise-demo').status == 'succeeded'\n"
+    )
+    monkeypatch.chdir(tests)  # `cd tests && pytest`
+    swarm_pytester.runpytest().assert_outcomes(passed=1)

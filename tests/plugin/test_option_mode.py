@@ -101,14 +101,16 @@ def test_sdk_with_a_key_starts(
     assert _mode(swarm_pytester, "--swarm-mode=sdk") == "MODE=sdk FROM=--swarm-mode"
 
 
-def test_record_accepts_a_base_url_instead_of_a_key(
-    swarm_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("mode", ["record", "sdk"])
+def test_record_and_sdk_accept_a_base_url_instead_of_a_key(
+    swarm_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode: str
 ) -> None:
+    # As `swarm run --mode sdk` does: a local Anthropic-compatible server needs no key.
     swarm_pytester.makepyfile(SHOW_MODE)
-    result = swarm_pytester.runpytest("--swarm-mode=record")
+    result = swarm_pytester.runpytest(f"--swarm-mode={mode}")
     result.stderr.fnmatch_lines(["*needs ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL*"])
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
-    assert _mode(swarm_pytester, "--swarm-mode=record") == "MODE=record FROM=--swarm-mode"
+    assert _mode(swarm_pytester, f"--swarm-mode={mode}") == f"MODE={mode} FROM=--swarm-mode"
 
 
 def test_cli_mode_needs_the_executable(
