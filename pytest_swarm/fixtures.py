@@ -11,6 +11,7 @@ import pytest
 from pytest_swarm.cassettes import CALL_PASSED, SwarmCassette
 from pytest_swarm.options import OPTIONS_KEY, SwarmOptions
 from pytest_swarm.run_record import RunRecord
+from pytest_swarm.summary import TOTALS_KEY
 
 if TYPE_CHECKING:
     from swarm_runtime.config import Settings
@@ -86,7 +87,8 @@ def _swarm_settings(pytestconfig: pytest.Config, swarm_options: SwarmOptions) ->
     try:
         return resolve_settings(env=os.environ, mode=swarm_options.mode, cwd=pytestconfig.rootpath)
     except ConfigError as exc:
-        pytest.fail(f"swarm: {exc}", pytrace=False)
+        problem = str(exc)
+    pytest.fail(f"swarm: {problem}", pytrace=False)
 
 
 class SwarmEngine:
@@ -149,11 +151,19 @@ class StubScenario:
     def __call__(self, scenario: Mapping[str, Any] | str | Path, *, strict: bool = True) -> None:
         """Use ``scenario`` (a mapping or a YAML file); ``strict=False`` allows unused entries."""
         from swarm_runtime.engines.scenario import Scenario
+        from swarm_runtime.errors import ScenarioError
 
-        if isinstance(scenario, str | Path):
-            self.scenario = Scenario.from_file(scenario)
-        else:
-            self.scenario = Scenario.from_mapping(scenario, source="stub_scenario(...)")
+        __tracebackhide__ = True
+        problem = None
+        try:
+            if isinstance(scenario, str | Path):
+                self.scenario = Scenario.from_file(scenario)
+            else:
+                self.scenario = Scenario.from_mapping(scenario, source="stub_scenario(...)")
+        except ScenarioError as exc:
+            problem = str(exc)
+        if problem is not None:  # failed outside the except: one message, no chained twin
+            pytest.fail(f"swarm: {problem}", pytrace=False)
         self.strict = strict
 
     def check_used(self) -> None:
@@ -236,6 +246,7 @@ class FlowRunner:
         from swarm_runtime.orchestrator.runner import RunSpec
 
         results: list[tuple[str, StepResult]] = []
+        problem: str | None = None
         cassettes = None
         overrides: dict[str, Any] = {}
         if mode in ("replay", "record"):
@@ -270,9 +281,12 @@ class FlowRunner:
             )
             outcome = orchestrator.run(spec)
         except SwarmUsageError as exc:
-            # What the test asked for is wrong (flow, slice, scenario, mode): say it plainly.
-            message = str(exc).replace("--from ", "start_step=").replace("--to ", "end_step=")
-            pytest.fail(f"swarm: {message}", pytrace=False)
+            # What the test asked for is wrong (flow, slice, scenario, mode): say it plainly,
+            # once (failing inside the except would print the error twice, chained).
+            problem = str(exc).replace("--from ", "start_step=").replace("--to ", "end_step=")
+        if problem is not None:
+            __tracebackhide__ = True
+            pytest.fail(f"swarm: {problem}", pytrace=False)
         self.scenario.ran = self.scenario.ran or self.scenario.scenario is not None
         record = RunRecord(outcome.path, flows=self.flows, results=results, mode=mode)
         if mode != "stub":
@@ -301,8 +315,6 @@ def flow_runner(
     swarm_cassette: SwarmCassette,
 ) -> Iterator[FlowRunner]:
     """Run flows in the current mode and get a :class:`RunRecord` back."""
-    from pytest_swarm.summary import TOTALS_KEY
-
     marker = request.node.get_closest_marker("swarm_flow")
     totals = request.config.stash[TOTALS_KEY]
     runner = FlowRunner(
@@ -318,10 +330,17 @@ def flow_runner(
         nodeid=request.node.nodeid,
     )
     yield runner
-    swarm_cassette.finish(passed=request.node.stash.get(CALL_PASSED, False))
+    passed = request.node.stash.get(CALL_PASSED, False)
+    swarm_cassette.finish(passed=passed)
     # After a divergence the test has failed with the one message that matters.
     diverged = any(c.divergences for c in swarm_cassette.used)
     problems = [] if diverged else swarm_cassette.unplayed()
+    for cassettes in swarm_cassette.used:
+        if not cassettes.record:
+            totals.count("cassettes_played", len(cassettes.played))
+        elif passed:  # a recording a failed test made is dropped, not counted
+            totals.count("cassettes_recorded", len(cassettes.played))
+    totals.count("cassettes_unplayed", len(problems))
     if problems:
         pytest.fail(
             "swarm: recorded calls were never played (the test no longer makes them); "
@@ -392,6 +411,11 @@ def swarm_golden(request: pytest.FixtureRequest, swarm_options: SwarmOptions) ->
             pytrace=False,
         )
     snapshot = request.getfixturevalue("snapshot")
+    totals = request.config.stash[TOTALS_KEY]
     return SwarmGolden(
-        snapshot, swarm_options.golden_dir, request.config.hook, mode=swarm_options.mode
+        snapshot,
+        swarm_options.golden_dir,
+        request.config.hook,
+        mode=swarm_options.mode,
+        count=totals.count,
     )

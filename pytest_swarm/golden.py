@@ -28,6 +28,7 @@ __all__ = [
     "SwarmGolden",
     "golden_extension",
     "golden_scenario",
+    "prune_unused_goldens",
 ]
 
 
@@ -146,13 +147,20 @@ class SwarmGolden:
     """
 
     def __init__(
-        self, snapshot: SnapshotAssertion, golden_root: Path, hook: Any, mode: str = "stub"
+        self,
+        snapshot: SnapshotAssertion,
+        golden_root: Path,
+        hook: Any,
+        mode: str = "stub",
+        count: Any = None,
     ) -> None:
         self.snapshot = snapshot
         self.golden_root = Path(golden_root)
         self.hook = hook
         self.mode = mode
         self.compared = 0
+        self.count = count or (lambda _name: None)
+        """Told ``goldens_compared``, ``goldens_updated`` or ``goldens_drifted`` per call."""
 
     def __call__(self, record: RunRecord, scenario: str) -> None:
         """Fail with a per-file, per-step diff when the run differs from its golden."""
@@ -171,6 +179,7 @@ class SwarmGolden:
                 f"golden of recorded calls ({scenario}{REPLAY_SUFFIX})"
             )
         scenario = golden_scenario(scenario, self.mode)
+        self.count(f"scenario:{scenario}")
         self.hook.pytest_swarm_normalize(record=record)
         current = golden_files(record.path, volatile=record.volatile)
         from swarm_runtime.credentials import credential_values, find_credentials
@@ -193,6 +202,13 @@ class SwarmGolden:
             if not assertion(name=name) == text  # noqa: SIM201
         ]
         self.compared += 1
+        if getattr(self.snapshot, "update_snapshots", False):
+            changed = set(stored) != set(current) or any(
+                stored.get(name) != text for name, text in current.items()
+            )
+            self.count("goldens_updated" if changed else "goldens_compared")
+        else:
+            self.count("goldens_drifted" if mismatched else "goldens_compared")
         if not mismatched:
             return
         if not stored:
@@ -206,3 +222,26 @@ class SwarmGolden:
             f"golden drift in scenario '{scenario}': {len(changes)} file(s) differ from "
             f"{target}\n(accept with 'pytest --snapshot-update' after review)\n\n{report}"
         )
+
+
+def prune_unused_goldens(golden_root: Path, used: set[str], mode: str) -> list[str]:
+    """Delete the golden runs of ``mode``'s family that no test of this session compared.
+
+    Called after a whole-suite ``--snapshot-update`` only. A golden run is a directory with
+    a ``spec.json``; those of the other mode family (``<name>.replay`` against the stub's)
+    are left alone, and so is everything else in the golden dir (cassettes, READMEs).
+    """
+    import shutil
+
+    if mode in ("sdk", "cli") or not golden_root.is_dir():
+        return []
+    replay_family = mode in ("replay", "record")
+    removed = []
+    for path in sorted(golden_root.iterdir()):
+        if not (path / "spec.json").is_file() or path.name in used:
+            continue
+        if path.name.endswith(REPLAY_SUFFIX) != replay_family:
+            continue
+        shutil.rmtree(path)
+        removed.append(path.name)
+    return removed

@@ -69,6 +69,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[OPTIONS_KEY] = options
     config.stash[TOTALS_KEY] = SwarmTotals()
     config.pluginmanager.register(fixtures, "swarm-fixtures")
+    config.pluginmanager.register(_SkipWatcher(config.stash[TOTALS_KEY]), "swarm-skips")
     if options.contract:
         from pytest_swarm import contract_suite
 
@@ -119,11 +120,53 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
+class _SkipWatcher:
+    """Notes tests skipped for reasons of their own: then no golden counts as unused."""
+
+    def __init__(self, totals: SwarmTotals) -> None:
+        self.totals = totals
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Count a skip that is not a swarm_modes skip."""
+        if report.skipped and "runs only in swarm mode" not in str(report.longrepr):
+            self.totals.unexplained_skips += 1
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """On an xdist worker, hand this worker's totals to the controller."""
-    workeroutput: Any = getattr(session.config, "workeroutput", None)
+    """Hand a worker's totals to the controller; prune goldens after a whole update."""
+    config = session.config
+    workeroutput: Any = getattr(config, "workeroutput", None)
     if workeroutput is not None:
-        workeroutput["swarm_totals"] = session.config.stash[TOTALS_KEY].as_dict()
+        workeroutput["swarm_totals"] = config.stash[TOTALS_KEY].as_dict()
+        return
+    totals = config.stash[TOTALS_KEY]
+    options = config.stash[OPTIONS_KEY]
+    if (
+        config.getoption("--snapshot-update", default=False)
+        and session.testsfailed == 0
+        and totals.unexplained_skips == 0
+        and _whole_suite(config)
+    ):
+        from pytest_swarm.golden import prune_unused_goldens
+
+        totals.goldens_removed = prune_unused_goldens(
+            options.golden_dir, totals.scenarios, options.mode
+        )
+
+
+def _whole_suite(config: pytest.Config) -> bool:
+    """Whether this session ran every test (no paths, -k, -m or deselection narrowing it)."""
+    option = config.option
+    if option.keyword or option.markexpr or getattr(option, "deselect", None):
+        return False
+    if getattr(option, "lf", False) or getattr(option, "failedfirst", False):
+        return False
+    source = config.args_source
+    if source == pytest.Config.ArgsSource.TESTPATHS:
+        return True
+    return source == pytest.Config.ArgsSource.INVOCATION_DIR and (
+        config.invocation_params.dir == config.rootpath
+    )
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -137,7 +180,8 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     """The ``swarm`` section: mode, runs, steps, tokens, cost."""
     totals = config.stash.get(TOTALS_KEY, None)
-    if totals is None or totals.runs == 0:
+    if totals is None or not totals.runs:
         return
     terminalreporter.write_sep("-", "swarm")
-    terminalreporter.write_line(totals.line(config.stash[OPTIONS_KEY].mode))
+    for line in totals.lines(config.stash[OPTIONS_KEY].mode):
+        terminalreporter.write_line(line)

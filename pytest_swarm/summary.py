@@ -6,30 +6,67 @@ from typing import Any
 
 import pytest
 
-__all__ = ["TOTALS_KEY", "SwarmTotals"]
+__all__ = ["COUNTERS", "TOTALS_KEY", "SwarmTotals"]
+
+
+COUNTERS = (
+    "runs",
+    "steps",
+    "tokens",
+    "steps_without_cost",
+    "goldens_compared",
+    "goldens_updated",
+    "goldens_drifted",
+    "cassettes_played",
+    "cassettes_recorded",
+    "cassettes_unplayed",
+)
+"""Whole-number totals, added up across pytest-xdist workers as they are."""
 
 
 class SwarmTotals:
-    """Runs, steps, tokens and cost of every run the fixtures made in this session."""
+    """Runs, steps, tokens, cost, goldens and cassettes of this session's tests."""
 
-    __slots__ = ("cost_usd", "runs", "steps", "steps_without_cost", "tokens")
+    __slots__ = ("cost_usd", "goldens_removed", "scenarios", "unexplained_skips", *COUNTERS)
+
+    runs: int
+    steps: int
+    tokens: int
+    steps_without_cost: int
+    goldens_compared: int
+    goldens_updated: int
+    goldens_drifted: int
+    cassettes_played: int
+    cassettes_recorded: int
+    cassettes_unplayed: int
 
     def __init__(self) -> None:
-        self.runs = 0
-        self.steps = 0
-        self.tokens = 0
+        for name in COUNTERS:
+            setattr(self, name, 0)
         self.cost_usd = 0.0
-        self.steps_without_cost = 0
-        """Steps whose cost is unknown: the total is then unknown too, never a made-up 0."""
+        # steps_without_cost: steps whose cost is unknown; the total is then unknown too.
+        self.scenarios: set[str] = set()
+        """Golden scenarios compared in this session (for --snapshot-update's clean-up)."""
+        self.goldens_removed: list[str] = []
+        self.unexplained_skips = 0
+        """Tests skipped for a reason other than their swarm modes (controller only)."""
+
+    def count(self, name: str, amount: int = 1) -> None:
+        """Add to a counter (``goldens_compared``, …), or note ``scenario:<name>`` as used."""
+        if name.startswith("scenario:"):
+            self.scenarios.add(name.partition(":")[2])
+            return
+        setattr(self, name, getattr(self, name) + amount)
 
     def add_run(self, summary: dict[str, Any]) -> None:
         """Count one finished run from its ``meta.json`` summary."""
-        self.runs += 1
-        self.steps += int(summary.get("total_steps_executed", 0))
-        self.tokens += int((summary.get("tokens") or {}).get("total", 0))
+        self.count("runs")
+        self.count("steps", int(summary.get("total_steps_executed", 0)))
+        self.count("tokens", int((summary.get("tokens") or {}).get("total", 0)))
         if summary.get("cost_usd") is None:
-            self.steps_without_cost += int(
-                summary.get("steps_without_cost") or summary.get("total_steps_executed", 0)
+            self.count(
+                "steps_without_cost",
+                int(summary.get("steps_without_cost") or summary.get("total_steps_executed", 0)),
             )
         else:
             self.cost_usd += float(summary["cost_usd"])
@@ -37,29 +74,45 @@ class SwarmTotals:
     def as_dict(self) -> dict[str, Any]:
         """Plain values, for a worker's ``workeroutput``."""
         return {
-            "runs": self.runs,
-            "steps": self.steps,
-            "tokens": self.tokens,
             "cost_usd": self.cost_usd,
-            "steps_without_cost": self.steps_without_cost,
+            "scenarios": sorted(self.scenarios),
+            **{name: getattr(self, name) for name in COUNTERS},
         }
 
     def merge(self, other: dict[str, Any]) -> None:
         """Add a worker's totals."""
-        self.runs += int(other.get("runs", 0))
-        self.steps += int(other.get("steps", 0))
-        self.tokens += int(other.get("tokens", 0))
+        for name in COUNTERS:
+            self.count(name, int(other.get(name, 0)))
         self.cost_usd += float(other.get("cost_usd", 0.0))
-        self.steps_without_cost += int(other.get("steps_without_cost", 0))
+        self.scenarios.update(other.get("scenarios", ()))
 
-    def line(self, mode: str) -> str:
-        """The summary line."""
+    def lines(self, mode: str) -> list[str]:
+        """The summary lines: runs, then goldens and cassettes when any were used."""
+        get = self.as_dict()
         cost = f"cost ${self.cost_usd:.4f}"
-        if self.steps_without_cost:
-            cost = f"cost unknown ({self.steps_without_cost} step(s) of a model without a price)"
-        return (
-            f"mode {mode}: {self.runs} run(s), {self.steps} step(s), {self.tokens} token(s), {cost}"
-        )
+        if get["steps_without_cost"]:
+            cost = f"cost unknown ({get['steps_without_cost']} step(s) of a model without a price)"
+        out = [
+            f"mode {mode}: {get['runs']} run(s), {get['steps']} step(s), {get['tokens']} "
+            f"token(s), {cost}"
+        ]
+        if get["goldens_compared"] or get["goldens_updated"] or self.goldens_removed:
+            removed = (
+                f", {len(self.goldens_removed)} no test produces removed "
+                f"({', '.join(self.goldens_removed)})"
+                if self.goldens_removed
+                else ""
+            )
+            out.append(
+                f"goldens: {get['goldens_compared']} compared, {get['goldens_updated']} updated, "
+                f"{get['goldens_drifted']} drifted{removed}"
+            )
+        if get["cassettes_played"] or get["cassettes_recorded"] or get["cassettes_unplayed"]:
+            out.append(
+                f"cassettes: {get['cassettes_played']} played, {get['cassettes_recorded']} "
+                f"recorded, {get['cassettes_unplayed']} unplayed"
+            )
+        return out
 
 
 TOTALS_KEY = pytest.StashKey[SwarmTotals]()

@@ -65,3 +65,25 @@ def test_bad_scenario_names_the_problem(swarm_pytester: pytest.Pytester) -> None
     result = swarm_pytester.runpytest()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*critique_requirements: unknown key 'handof'*"])
+
+
+def test_a_scenario_mistake_is_one_message_without_a_traceback(
+    swarm_pytester: pytest.Pytester,
+) -> None:
+    swarm_pytester.makepyfile(
+        """
+        def test_typo(flow_runner, stub_scenario):
+            stub_scenario({"critique_requirements": {"hanoff": {"status": "OK"}}})
+            flow_runner("signal")
+
+        def test_bad_slice(flow_runner):
+            flow_runner("signal", start_step="nope")
+        """
+    )
+    result = swarm_pytester.runpytest()
+    result.assert_outcomes(failed=2)
+    out = result.stdout.str()
+    assert "unknown key 'hanoff'" in out
+    assert out.count("swarm: start_step=nope: no such step") == 1
+    assert "During handling of the above exception" not in out
+    assert "Traceback" not in out and "scenario.py" not in out

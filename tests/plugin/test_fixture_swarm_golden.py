@@ -131,3 +131,25 @@ def test_normalize_hook_adds_volatile_fields(swarm_pytester: pytest.Pytester) ->
     assert receipts
     for path in receipts:
         assert '"model": "<VOLATILE>"' in path.read_text()
+
+
+def test_snapshot_update_of_the_whole_suite_deletes_a_golden_no_test_makes(
+    swarm_pytester: pytest.Pytester,
+) -> None:
+    swarm_pytester.makepyfile(GOLDEN_TESTS)
+    swarm_pytester.runpytest_subprocess("--snapshot-update").assert_outcomes(passed=2)
+    golden = swarm_pytester.path / "golden"
+    (golden / "cassettes").mkdir()  # not a golden run: never touched
+    (golden / "README.md").write_text("ours\n")
+    # The plan test is deleted: its golden is left behind.
+    swarm_pytester.makepyfile(GOLDEN_TESTS.replace('["signal", "plan"]', '["signal"]'))
+    # A narrowed run cannot know what the rest of the suite makes: it keeps everything.
+    narrowed = swarm_pytester.runpytest_subprocess("--snapshot-update", "-k", "signal")
+    narrowed.assert_outcomes(passed=1)
+    assert (golden / "plan" / "spec.json").is_file()
+    whole = swarm_pytester.runpytest_subprocess("--snapshot-update")
+    whole.assert_outcomes(passed=1)
+    whole.stdout.fnmatch_lines(
+        ["*goldens: 1 compared, 0 updated, 0 drifted, 1 no test produces removed (plan)*"]
+    )
+    assert sorted(p.name for p in golden.iterdir()) == ["README.md", "cassettes", "signal"]

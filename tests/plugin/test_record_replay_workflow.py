@@ -85,9 +85,22 @@ def test_two_tests_of_one_flow_record_and_replay_each_their_own(
         "test_triage_matches_its_golden",
     ]
     assert (project.path / "golden" / "triage.replay" / "spec.json").is_file()
+    calls = len(list((project.path / "golden" / "cassettes").rglob("*.yaml")))
+    recorded.stdout.fnmatch_lines(
+        [
+            "*goldens: 0 compared, 1 updated, 0 drifted*",
+            f"*cassettes: 0 played, {calls} recorded, 0 unplayed*",
+        ]
+    )
     replayed = project.runpytest_subprocess("--swarm-mode=replay", *workers)
     replayed.assert_outcomes(passed=3)
     assert "never played" not in replayed.stdout.str()
+    replayed.stdout.fnmatch_lines(
+        [
+            "*goldens: 1 compared, 0 updated, 0 drifted*",
+            f"*cassettes: {calls} played, 0 recorded, 0 unplayed*",
+        ]
+    )
     # Recording again replaces each test's cassettes whole: nothing stale is left to replay.
     _record(project, monkeypatch, *workers).assert_outcomes(passed=3)
     project.runpytest_subprocess("--swarm-mode=replay", *workers).assert_outcomes(passed=3)
