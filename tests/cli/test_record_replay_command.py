@@ -86,3 +86,17 @@ def test_record_and_replay_need_a_cassette_dir(cli: Callable[..., CliResult]) ->
     result = cli("run", "stepwise-demo", "--mode", "replay")
     assert result.code == 2
     assert "--mode replay needs --cassette-dir DIR" in result.err
+
+
+def test_replay_without_vcrpy_says_what_to_install(
+    cli: Callable[..., CliResult], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "vcr", None)  # as if vcrpy were not installed
+    result = cli("run", "stepwise-demo", "--mode", "replay", "--cassette-dir", "cas")
+    assert result.code == 2
+    assert "record and replay modes need vcrpy: pip install 'swarm-stepwise[replay]'" in (
+        result.err
+    )
+    assert "Traceback" not in result.err and "ModuleNotFoundError" not in result.err
