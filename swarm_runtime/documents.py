@@ -105,6 +105,7 @@ class RunSpecDoc(TypedDict):
     engine: str
     start_step: str | None
     end_step: str | None
+    origin: NotRequired[dict[str, Any]]
 
 
 class FlowTotalsDoc(TypedDict):

@@ -6,7 +6,8 @@
     ├── SwarmUsageError             what a user wrote is wrong (exit code 2)
     │   ├── FlowDefinitionError     a flow file breaks a rule of SPEC §1.2
     │   ├── ScenarioError           a stub scenario names an unknown step or key
-    │   └── ConfigError             a setting (flag, env var, runtime.yaml) is invalid
+    │   ├── ConfigError             a setting (flag, env var, runtime.yaml) is invalid
+    │   └── RunControlError         a run cannot be resumed, paused or stopped as asked
     └── SwarmRunError               something went wrong while running (exit code 1)
         ├── EngineError             an engine failed outside the step contract
         │   └── HandoffError        a reply's handoff block is not a mapping (also ValueError)
@@ -28,6 +29,7 @@ __all__ = [
     "HandoffError",
     "ReplayDivergence",
     "RoutingError",
+    "RunControlError",
     "ScenarioError",
     "StorageError",
     "SwarmError",
@@ -84,6 +86,10 @@ class ScenarioError(SwarmUsageError):
 
 class ConfigError(SwarmUsageError):
     """A configuration value is invalid; the message names where it came from."""
+
+
+class RunControlError(SwarmUsageError):
+    """A run cannot be resumed, paused or stopped as asked (it ended, or runs elsewhere)."""
 
 
 class EngineError(SwarmRunError):

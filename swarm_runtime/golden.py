@@ -44,6 +44,10 @@ TIMESTAMP_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2
 DURATION_KEYS = frozenset({"duration_ms", "durationMs", "llmWaitMs", "toolCallMs", "ioMs"})
 COST_KEYS = frozenset({"cost", "cost_usd", "estimatedCostUsd", "total_cost_usd"})
 TIMING_KEYS = frozenset({"timing"})
+PATH_KEYS = frozenset({"flows_dir", "scenario_file", "config", "cassette_dir"})
+"""Local paths in ``spec.json``'s ``origin``: where the run was made, not what it did."""
+RESUME_STATE = frozenset({"checkpoint.json", "history.jsonl", "control.json"})
+"""What only a resume reads: left out of goldens, like the lock."""
 INITIATOR_KEYS = frozenset({"initiator"})
 """Who started the run (``cli``, ``pytest``, ``api``): the same run whoever started it."""
 
@@ -67,6 +71,8 @@ def normalise_value(value: Any, *, roots: Iterable[str] = (), volatile: Iterable
                 return PLACEHOLDERS["timing"]
             if key in INITIATOR_KEYS and isinstance(item, str):
                 return PLACEHOLDERS["initiator"]
+            if key in PATH_KEYS and isinstance(item, str):
+                return PLACEHOLDERS["path"]
             if key in extra:
                 return "<VOLATILE>"
         if isinstance(item, dict):
@@ -109,7 +115,8 @@ def golden_files(
     """Every file of a run, by path relative to the run, as its normalised golden text.
 
     A directory that is already a golden (normalised) run gives the same texts back.
-    Lock and temporary files are left out.
+    Lock and temporary files, the resume state (checkpoint, history journal, control
+    requests) and files of interrupted executions are left out.
     """
     base = Path(run_dir)
     root_list = sorted(
@@ -118,7 +125,12 @@ def golden_files(
     files: dict[str, str] = {}
     for path in sorted(p for p in base.rglob("*") if p.is_file()):
         relative = path.relative_to(base).as_posix()
-        if path.suffix == ".tmp" or path.name.endswith(".lock"):
+        if (
+            path.suffix == ".tmp"
+            or path.name.endswith(".lock")
+            or relative in RESUME_STATE
+            or "/interrupted/" in relative
+        ):
             continue
         files[relative] = _render(relative, path.read_text(encoding="utf-8"), root_list, volatile)
     return files

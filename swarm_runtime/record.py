@@ -16,11 +16,12 @@ hashing, ``repr`` and immutability. Type checkers see dataclass semantics throug
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar, dataclass_transform
+from typing import Any, ClassVar, TypeVar, dataclass_transform
 
-__all__ = ["MISSING", "Record", "field", "record_fields"]
+__all__ = ["MISSING", "Record", "field", "record_fields", "replace"]
 
 _MISSING: Any = object()
+_R = TypeVar("_R", bound="Record")
 
 
 class _Field:
@@ -62,6 +63,16 @@ def record_fields(cls: type[Record]) -> dict[str, tuple[Any, Callable[[], Any] |
 
 MISSING = _MISSING
 """The default of a field that has none (see :func:`record_fields`)."""
+
+
+def replace(record: _R, **changes: Any) -> _R:
+    """A copy of ``record`` with some fields changed (like ``dataclasses.replace``)."""
+    values = {name: getattr(record, name) for name in type(record).__record_fields__}
+    unknown = set(changes) - set(values)
+    if unknown:
+        raise TypeError(f"{type(record).__name__} has no field(s) {', '.join(sorted(unknown))}")
+    values.update(changes)
+    return type(record)(**values)
 
 
 @dataclass_transform(frozen_default=True, field_specifiers=(field,))

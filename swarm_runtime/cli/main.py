@@ -30,7 +30,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole command tree."""
-    from swarm_runtime.cli import flows, golden, runs, schema
+    from swarm_runtime.cli import control, flows, golden, runs, schema
     from swarm_runtime.cli import run as run_cmd
 
     parser = _Parser(
@@ -44,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_parser(commands)
     schema.add_parser(commands)
     golden.add_parser(commands)
+    control.add_parser(commands)
     return parser
 
 

@@ -92,6 +92,15 @@ class ProgressPrinter:
             self.stream.write(f"{clear}[FAIL] {where}: {payload['error']}\n")
         elif kind == "route_decision" and payload["decision"] == "loop":
             self.stream.write(f"       loop -> {payload['to_step']} ({payload['reason']})\n")
+        elif kind == "log" and "retry_in_ms" in payload:
+            # A retry shows as it happens, not only in the log (SPEC §7.3).
+            self.stream.write(
+                f"{clear}[wait] retrying {where} in {payload['retry_in_ms'] / 1000:.1f} s "
+                f"(attempt {payload['attempt'] + 1} of {payload['max_attempts']}): "
+                f"{payload.get('error') or 'retryable'}\n"
+            )
+        elif kind in ("run_paused", "run_resumed", "run_stopping"):
+            self.stream.write(f"{clear}-- {kind.removeprefix('run_')}: {payload['reason']}\n")
         else:
             return
         self.stream.flush()

@@ -7,6 +7,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
 __all__ = [
     "add_parser",
     "handle",
+    "report",
+    "run_with_signals",
 ]
 
 
@@ -122,8 +125,8 @@ def handle(args: argparse.Namespace) -> int:
     """Run and report; the exit code says how the run ended."""
     began = time.monotonic()
     orchestrator, spec, cassettes = _prepare(args)
-    outcome = _run_with_signals(orchestrator, spec)
-    code = _report(outcome, int((time.monotonic() - began) * 1000))
+    outcome = run_with_signals(orchestrator, lambda: orchestrator.run(spec))
+    code = report(outcome, int((time.monotonic() - began) * 1000))
     if cassettes is not None:
         code = max(code, _settle_cassettes(cassettes, outcome))
     return code
@@ -220,6 +223,7 @@ def _prepare(args: argparse.Namespace) -> tuple[Orchestrator, RunSpec, Cassettes
         max_steps=args.max_steps,
         engine_overrides=overrides,
         sleep=_no_wait if settings.mode == "replay" else None,
+        origin={"config": str(args.config.resolve()) if args.config else None},
     )
     spec = RunSpec(
         flows=flow_keys,
@@ -236,8 +240,8 @@ def _no_wait(_seconds: float) -> None:
     """A replay's retry wait: the recording already holds what came after it."""
 
 
-def _run_with_signals(orchestrator: Orchestrator, spec: RunSpec) -> RunOutcome:
-    """Run, with Ctrl-C and SIGTERM turned into stop and abort requests."""
+def run_with_signals(orchestrator: Orchestrator, start: Callable[[], RunOutcome]) -> RunOutcome:
+    """Run ``start``, with Ctrl-C and SIGTERM turned into stop and abort requests."""
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
 
     def on_sigint(_signum: int, _frame: object) -> None:
@@ -252,30 +256,42 @@ def _run_with_signals(orchestrator: Orchestrator, spec: RunSpec) -> RunOutcome:
 
     def on_sigterm(_signum: int, _frame: object) -> None:
         # Asked to end (timeout, CI cancel): abort the step under way, close the run.
-        orchestrator.interrupt()
-        if orchestrator.interrupt():
+        orchestrator.interrupt("terminated (SIGTERM)")
+        if orchestrator.interrupt("terminated (SIGTERM)"):
             raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, on_sigint)
     signal.signal(signal.SIGTERM, on_sigterm)
     try:
-        return orchestrator.run(spec)
+        return start()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 
 
-def _report(outcome: RunOutcome, wall_ms: int) -> int:
+def report(outcome: RunOutcome, wall_ms: int) -> int:
     """Print how the run ended and its table; the exit code."""
     from swarm_runtime.cli.render import run_table
 
+    if outcome.paused:
+        if outcome.blocked:
+            print(
+                f"swarm: {outcome.blocked}; resume with: swarm resume {outcome.run_id} "
+                "--input TEXT",
+                file=sys.stderr,
+            )
+        else:
+            print(
+                f"swarm: paused at a step boundary; resume with: swarm resume {outcome.run_id}",
+                file=sys.stderr,
+            )
     if outcome.interrupted:
         code = EXIT_INTERRUPTED
     else:
         code = EXIT_OK if outcome.status == "succeeded" else EXIT_FAILED
     for warning in outcome.warnings:
         print(f"swarm: warning: {warning}", file=sys.stderr)
-    if outcome.interrupted:
+    if outcome.interrupted and not outcome.paused:
         executed = outcome.summary.get("total_steps_executed", 0)
         if outcome.aborted:
             print(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -58,23 +57,15 @@ def resolve_run_dir(ref: str, runs_dir: Path | None) -> Path:
     raise SwarmUsageError(f"no run {ref!r}: not a directory, and no such run in {base}")
 
 
-def _read_meta(run_dir: Path) -> dict[str, Any] | None:
-    """meta.json as a mapping, or None when it is missing, unreadable or not a mapping."""
-    try:
-        meta = json.loads((run_dir / "meta.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return meta if isinstance(meta, dict) else None
-
-
 def handle_list(args: argparse.Namespace) -> int:
     """One row per run with status, flows, steps and tokens."""
     from swarm_runtime.cli.render import format_table
+    from swarm_runtime.storage.status import observed_status, read_meta
 
     base = _runs_dir(args.runs_dir)
     rows: list[list[object]] = []
     for path in sorted(base.glob("run-*"), reverse=True):
-        meta = _read_meta(path)
+        meta = read_meta(path)
         if meta is None:
             rows.append([path.name, "unreadable", "", "", ""])
             continue
@@ -83,7 +74,7 @@ def handle_list(args: argparse.Namespace) -> int:
         rows.append(
             [
                 path.name,
-                str(meta.get("status", "?")),
+                observed_status(path, meta),
                 ",".join(map(str, flows)) if isinstance(flows, list) else "?",
                 meta.get("total_steps_executed", ""),
                 tokens.get("total", "") if isinstance(tokens, dict) else "?",
@@ -99,15 +90,19 @@ def handle_list(args: argparse.Namespace) -> int:
 def handle_show(args: argparse.Namespace) -> int:
     """The run's summary and one row per step execution, from its event log."""
     from swarm_runtime.cli.render import format_table
+    from swarm_runtime.storage.status import observed_status, read_meta
     from swarm_runtime.storage.store import read_event_log
 
     root = resolve_run_dir(args.run, args.runs_dir)
-    meta = _read_meta(root)
+    meta = read_meta(root)
     if meta is None:
         raise SwarmUsageError(f"{root / 'meta.json'}: missing, unreadable or not a JSON object")
     flows = meta.get("flows")
     flow_list = ", ".join(map(str, flows)) if isinstance(flows, list) else "?"
-    print(f"run {meta.get('run_id')}: {meta.get('status')}  flows: {flow_list}")
+    status = observed_status(root, meta)
+    print(f"run {meta.get('run_id')}: {status}  flows: {flow_list}")
+    if status in ("crashed", "paused", "stopped"):
+        print(f"resume it with: swarm resume {root.name}")
     if meta.get("error"):
         print(f"error: {meta['error']}")
     log = read_event_log(root / "events.jsonl")
@@ -148,9 +143,14 @@ def _route(payload: dict[str, Any]) -> str:
 def handle_validate(args: argparse.Namespace) -> int:
     """Print every violation as ``file:line: message``; exit 1 if any."""
     from swarm_runtime.contracts.check import validate_run_dir
+    from swarm_runtime.storage.status import observed_status
 
     root = resolve_run_dir(args.run, args.runs_dir)
     violations = validate_run_dir(root)
+    status = observed_status(root)
+    if status in ("crashed", "paused"):
+        # Killed or paused: no run_completed yet, and that is not a broken contract.
+        print(f"{root}: {status}, resumable with 'swarm resume {root.name}'")
     for violation in violations:
         print(f"{root}/{violation}")
     if violations:

@@ -29,6 +29,7 @@ __all__ = [
     "check_events_file",
     "check_receipt_file",
     "check_transcript_file",
+    "run_is_crashed",
     "validate_run_dir",
 ]
 
@@ -181,15 +182,22 @@ def _payload(event: dict[str, Any]) -> dict[str, Any]:
     return payload if isinstance(payload, dict) else {}
 
 
-def check_event_sequence(events: Sequence[tuple[int, dict[str, Any]]], rel: str) -> list[Violation]:
-    """The §3.3 invariants over (line, event) pairs that already parsed."""
+def check_event_sequence(
+    events: Sequence[tuple[int, dict[str, Any]]], rel: str, *, crashed: bool = False
+) -> list[Violation]:
+    """The §3.3 invariants over (line, event) pairs that already parsed.
+
+    A run is allowed to end open (no ``run_completed``, a step never ended) when it is
+    paused (its log ends with ``run_paused``) or ``crashed`` (killed: ``swarm resume``
+    closes what it left open). A resumed run's log is read across its ``run_resumed``.
+    """
     if not events:
         return [Violation(rel, None, "no events")]
     checker = _SequenceCheck(rel)
     checker.check_head(events)
     for line, event in events:
         checker.event(line, event)
-    checker.finish(events[-1][0])
+    checker.finish(events[-1][0], open_end=crashed or events[-1][1].get("kind") == "run_paused")
     return checker.found
 
 
@@ -203,6 +211,9 @@ class _SequenceCheck:
         self.open_step: tuple[int, dict[str, Any]] | None = None
         self.awaiting_route: tuple[int, dict[str, Any]] | None = None
         self.completed: list[int] = []
+        self.completed_status: object = None
+        self.paused_open = False
+        """A step stays open across a pause (it answered ``blocked``)."""
 
     def at(self, line: int, message: str) -> None:
         self.found.append(Violation(self.rel, line, message))
@@ -233,6 +244,11 @@ class _SequenceCheck:
     def event(self, line: int, event: dict[str, Any]) -> None:
         """Check one event against what came before it."""
         kind = event.get("kind")
+        if kind == "run_resumed":
+            self._resumed(line)
+            return
+        if kind == "run_paused" and self.open_step is not None:
+            self.paused_open = True
         if self.completed:
             self.at(
                 line,
@@ -243,6 +259,7 @@ class _SequenceCheck:
             self.started = True
         elif kind == "run_completed":
             self.completed.append(line)
+            self.completed_status = _payload(event).get("status")
             self._close_open_step()
             return
         if kind in STEP_EVENTS and not self.started:
@@ -255,6 +272,22 @@ class _SequenceCheck:
             self._inside_step(line, str(kind), event)
         elif kind == "route_decision":
             self._route_decision(line, event)
+
+    def _resumed(self, line: int) -> None:
+        """``run_resumed``: the run goes on after a pause, a stop or a crash."""
+        if self.completed:
+            if self.completed_status != "stopped":
+                self.at(
+                    line,
+                    f"run_resumed after run_completed{{status: {self.completed_status}}} "
+                    f"(line {self.completed[-1]}); only a stopped run is resumed",
+                )
+            self.completed = []
+        if self.open_step is not None and not self.paused_open:
+            self._close_open_step()  # a crash's open step must be closed before resuming
+        if self.awaiting_route is not None:
+            self._unrouted()
+        self.paused_open = False
 
     def _close_open_step(self) -> None:
         if self.open_step is not None:
@@ -311,8 +344,10 @@ class _SequenceCheck:
                 )
         self.awaiting_route = None
 
-    def finish(self, last_line: int) -> None:
-        """What must hold once every event has been seen."""
+    def finish(self, last_line: int, *, open_end: bool = False) -> None:
+        """What must hold once every event has been seen (``open_end``: paused, crashed)."""
+        if open_end and not self.completed:
+            return
         if self.awaiting_route is not None:
             self._unrouted()
         self._close_open_step()
@@ -326,7 +361,7 @@ class _SequenceCheck:
             )
 
 
-def check_events_file(path: Path, root: Path) -> list[Violation]:
+def check_events_file(path: Path, root: Path, *, crashed: bool = False) -> list[Violation]:
     """Violations in one file of the run at ``root`` (paths in findings are relative)."""
     rel = str(path.relative_to(root))
     try:
@@ -364,12 +399,19 @@ def check_events_file(path: Path, root: Path) -> list[Violation]:
             found.append(Violation(rel, len(lines) + 1, "the last line has no newline"))
             if isinstance(event, dict):
                 parsed.append((len(lines) + 1, event))
-    found.extend(check_event_sequence(parsed, rel))
+    found.extend(check_event_sequence(parsed, rel, crashed=crashed))
     return found
 
 
 def _walk(root: Path, pattern: str) -> Iterable[Path]:
     return sorted(root.glob(pattern))
+
+
+def run_is_crashed(root: Path) -> bool:
+    """Whether the run at ``root`` was killed and can be resumed (``swarm resume``)."""
+    from swarm_runtime.storage.status import observed_status
+
+    return observed_status(root) == "crashed"
 
 
 def validate_run_dir(root: Path | str) -> list[Violation]:
@@ -380,7 +422,7 @@ def validate_run_dir(root: Path | str) -> list[Violation]:
     found: list[Violation] = []
     found.extend(_check_document(root / "spec.json", root, RunSpecDocument)[0])
     found.extend(_check_document(root / "meta.json", root, RunSummary)[0])
-    found.extend(check_events_file(root / "events.jsonl", root))
+    found.extend(check_events_file(root / "events.jsonl", root, crashed=run_is_crashed(root)))
     for path in _walk(root, "*/receipts/*.json"):
         found.extend(check_receipt_file(path, root))
     for path in _walk(root, "*/llm/*.jsonl"):

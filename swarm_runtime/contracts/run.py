@@ -24,6 +24,9 @@ class RunSpecDocument(Contract):
     engine: str
     start_step: str | None = None
     end_step: str | None = None
+    origin: dict[str, Any] | None = None
+    """How the run was made besides the spec (flows dir, scenario, config), so ``swarm
+    resume`` needs nothing else; paths are of the machine that made it."""
 
 
 class FlowTotals(Contract):

@@ -92,12 +92,15 @@ class StepContext(Record):
     """The flow's directory inside the run: ``<runs_dir>/<run_id>/<flow_key>``."""
     iteration: int = 0
     """0-based count of earlier executions of this step in this run."""
+    attempt: int = 1
+    """1-based call of this execution: a ``retryable`` answer is retried with attempt + 1."""
     handoff_fields: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Fields the reply must declare in its handoff block, with their expected values."""
     routing_kind: str = "linear"
     """How the step routes (``linear``, ``microloop``, ``branch``): what its handoff decides."""
     prompt: Prompt | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    """Anything else; ``input`` holds the external input a ``blocked`` step waited for."""
 
 
 class StepResult(Record):

@@ -26,6 +26,7 @@ OUTCOME_KEYS = (
     "tools",
     "tokens",
     "delay_ms",
+    "failing_attempts",
 )
 TOOL_KEYS = ("tool", "input", "output", "success")
 
@@ -50,6 +51,18 @@ class Outcome(Record):
     tools: tuple[ToolCall, ...] = ()
     tokens: tuple[int, int] | None = None
     delay_ms: int = 0
+    failing_attempts: int | None = None
+    """With ``retryable``: the attempts that answer it before the call succeeds (None:
+    every attempt, so the step runs out of attempts and fails)."""
+
+    def code_for(self, attempt: int, external_input: bool) -> str:
+        """The result code of one call: ``attempt`` (1-based) of its execution."""
+        code = self.result_code
+        if code == "retryable" and self.failing_attempts is not None:
+            return code if attempt <= self.failing_attempts else "ok"
+        if code == "blocked" and external_input:
+            return "ok"  # the input is what the step waited for
+        return code
 
 
 def _check_json(value: Any, where: str) -> None:
@@ -133,13 +146,20 @@ def _parse_outcome(raw: Any, where: str) -> Outcome:
         raise ScenarioError(f"{where}.error: must be a string")
     token_pair = _parse_tokens(raw.get("tokens"), where)
     ints: dict[str, int | None] = {}
-    for name in ("delay_ms", "retry_after_ms"):
+    for name in ("delay_ms", "retry_after_ms", "failing_attempts"):
         value = raw.get(name)
         if value is not None and (
             not isinstance(value, int) or isinstance(value, bool) or value < 0
         ):
             raise ScenarioError(f"{where}.{name}: must be a whole number >= 0, got {value!r}")
         ints[name] = value
+    if ints["failing_attempts"] is not None and (
+        code != "retryable" or not ints["failing_attempts"]
+    ):
+        raise ScenarioError(
+            f"{where}.failing_attempts: only with result_code retryable, and >= 1 (the "
+            "attempts that answer retryable before the call succeeds)"
+        )
     tools = _parse_tools(raw.get("tools") or [], where)
     for name in ("handoff", "tools"):
         if raw.get(name) is not None:
@@ -153,7 +173,18 @@ def _parse_outcome(raw: Any, where: str) -> Outcome:
         tools=tuple(tools),
         tokens=token_pair,
         delay_ms=ints["delay_ms"] or 0,
+        failing_attempts=ints["failing_attempts"],
     )
+
+
+def _plain(raw: Mapping[Any, Any]) -> Any:
+    """``raw`` as JSON can carry it, or None when it holds what JSON cannot."""
+    import json
+
+    try:
+        return json.loads(json.dumps(raw, allow_nan=False))
+    except (TypeError, ValueError):
+        return None
 
 
 class Scenario(Record):
@@ -162,6 +193,8 @@ class Scenario(Record):
     entries: dict[str, tuple[Outcome, ...]] = field(default_factory=dict)
     source: str = "<scenario>"
     used: set[str] = field(default_factory=set)
+    raw: Any = None
+    """The mapping as given, kept in ``spec.json`` so a resumed run gets the same one."""
 
     @classmethod
     def from_mapping(cls, raw: Any, *, source: str = "<scenario>") -> Scenario:
@@ -185,7 +218,7 @@ class Scenario(Record):
                 )
             else:
                 entries[key] = (_parse_outcome(value, where),)
-        return cls(entries=entries, source=source)
+        return cls(entries=entries, source=source, raw=_plain(raw))
 
     @classmethod
     def from_file(cls, path: Path | str) -> Scenario:

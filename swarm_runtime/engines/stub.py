@@ -52,7 +52,6 @@ class StubEngine(StepEngine):
         self.engine_short = engine_short
         self.scenario = scenario or Scenario()
         self._sleep = sleep or interruptible_sleep
-        self._calls: dict[tuple[str, str], int] = {}
 
     def _reply(self, ctx: StepContext, outcome: Outcome | None) -> tuple[str, dict[str, Any]]:
         handoff = stub_handoff(ctx.routing_kind, ctx.handoff_fields, ctx.iteration)
@@ -84,11 +83,9 @@ class StubEngine(StepEngine):
         """Produce the scripted (or default) reply for the step."""
         from swarm_runtime.engines.handoff import parse_handoff
 
-        # Outcomes are counted per call: a retry within an execution takes the next one.
-        key = (ctx.flow_key, ctx.step_id)
-        number = self._calls.get(key, 0)
-        self._calls[key] = number + 1
-        outcome = self.scenario.outcome_for(ctx.flow_key, ctx.step_id, number)
+        # Outcomes are counted per execution (the run's count, so a resumed run gets the
+        # same ones); a retry within an execution keeps its outcome (see code_for).
+        outcome = self.scenario.outcome_for(ctx.flow_key, ctx.step_id, ctx.iteration)
         if outcome is not None and outcome.delay_ms:
             self._sleep(outcome.delay_ms / 1000.0)
         text, _ = self._reply(ctx, outcome)
@@ -117,7 +114,7 @@ class StubEngine(StepEngine):
             tokens = TokenUsage(*outcome.tokens)
         else:
             tokens = TokenUsage(estimate_tokens(prompt_text), estimate_tokens(text))
-        code = outcome.result_code if outcome else "ok"
+        code = outcome.code_for(ctx.attempt, "input" in ctx.extra) if outcome else "ok"
         error = None
         status = "succeeded"
         if code in ("fatal", "retryable", "blocked"):

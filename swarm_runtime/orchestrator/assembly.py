@@ -39,6 +39,7 @@ def build_orchestrator(
     max_steps: int | None = None,
     engine_overrides: Mapping[str, object] | None = None,
     sleep: Callable[[float], None] | None = None,
+    origin: Mapping[str, object] | None = None,
 ) -> Orchestrator:
     """The orchestrator ``settings`` describe.
 
@@ -67,4 +68,5 @@ def build_orchestrator(
         engine_config=config,
         refuse_values=tuple(credential_values(env)) if settings.mode != "stub" else (),
         sleep=sleep,
+        origin=dict(origin or {}),
     )

@@ -1,42 +1,82 @@
-"""Run control: stop and abort requests, and the engine call they may interrupt.
+"""Run control: pause, stop and abort requests, and the engine call they may interrupt.
 
-A first request (Ctrl-C, SIGTERM, another thread) stops the run before its next step; a
-second also aborts the engine call or retry wait under way. Nothing is interrupted
-mid-write, so the run's files stay whole.
+Requests come from another thread (the run service), from another process (``swarm
+pause|stop`` write ``control.json`` into the run dir, read at every step boundary) or from
+Ctrl-C. Pause and stop take effect at the next step boundary; an abort (a second Ctrl-C,
+SIGTERM, ``cancel``) also cuts short the engine call or retry wait under way. Nothing is
+interrupted mid-write, so the run's files stay whole.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-__all__ = ["Interrupted", "RunControl"]
+if TYPE_CHECKING:
+    from swarm_runtime.orchestrator.checkpoint import BlockedStep
+
+__all__ = ["CONTROL_REQUESTS", "Blocked", "Interrupted", "RunControl", "write_request"]
+
+CONTROL_REQUESTS = ("pause", "stop")
 
 
 class Interrupted(Exception):
-    """Carries a stop or an abort out of a step, so the run can be closed cleanly."""
+    """Carries a pause, stop or abort out of a step, so the run can be closed cleanly."""
 
-    def __init__(self, *, aborted: bool) -> None:
-        super().__init__("aborted" if aborted else "stopped at a step boundary")
+    def __init__(self, *, aborted: bool, pause: bool = False, reason: str = "") -> None:
+        what = "aborted" if aborted else "paused" if pause else "stopped"
+        super().__init__(f"{what} at a step boundary" if not aborted else what)
         self.aborted = aborted
+        self.pause = pause and not aborted
+        self.reason = reason or ("interrupted" if aborted else f"{what} on request")
+
+
+class Blocked(Exception):
+    """A step answered ``blocked``: the run pauses with the step open (SPEC §7.3)."""
+
+    def __init__(self, step: BlockedStep) -> None:
+        super().__init__(f"{step.flow_key}/{step.step_id} is blocked: {step.reason}")
+        self.step = step
+
+
+def write_request(control_file: Path, request: str, reason: str) -> None:
+    """Ask the process running a run to pause or stop (``swarm pause|stop``)."""
+    from swarm_runtime.storage.store import write_text_atomic
+
+    document = {"request": request, "reason": reason, "pid": os.getpid()}
+    write_text_atomic(control_file, json.dumps(document, sort_keys=True) + "\n")
 
 
 class RunControl:
-    """The stop and abort flags of one orchestrator, and whether an engine call is open."""
+    """The request flags of one run, and whether an engine call is open."""
 
-    __slots__ = ("abort_requested", "in_engine", "stop_requested")
+    __slots__ = (
+        "abort_requested",
+        "control_file",
+        "in_engine",
+        "pause_requested",
+        "reason",
+        "stop_requested",
+    )
 
     def __init__(self) -> None:
-        self.stop_requested = False
-        self.abort_requested = False
-        self.in_engine = False
+        self.control_file: Path | None = None
+        """``control.json`` of the run, read at each boundary (None: no other process)."""
+        self.reset()
 
     def reset(self) -> None:
         """Clear the flags before a new run."""
         self.stop_requested = self.abort_requested = self.in_engine = False
+        self.pause_requested = False
+        self.reason = ""
 
-    def interrupt(self) -> bool:
-        """Ask the run to stop; a second call asks it to abort.
+    def interrupt(self, reason: str = "interrupted (Ctrl-C)") -> bool:
+        """Ctrl-C: ask the run to stop; a second call asks it to abort.
 
         Returns True when an engine call (or retry wait) is under way and should be
         aborted, so a signal handler raises KeyboardInterrupt there.
@@ -44,12 +84,47 @@ class RunControl:
         if self.stop_requested:
             self.abort_requested = True
         self.stop_requested = True
+        self.reason = self.reason or reason
         return self.abort_requested and self.in_engine
 
+    def request(self, request: str, reason: str = "") -> None:
+        """``pause``, ``stop`` or ``cancel`` (stop and abort the step under way)."""
+        if request == "pause":
+            self.pause_requested = True
+        elif request == "stop":
+            self.stop_requested = True
+        elif request == "cancel":
+            self.stop_requested = self.abort_requested = True
+        else:
+            raise ValueError(f"unknown run control request {request!r}")
+        self.reason = reason or f"{request} requested"
+
     def check_boundary(self) -> None:
-        """At a step boundary: raise :class:`Interrupted` when a stop was asked for."""
+        """At a step boundary: raise :class:`Interrupted` when a stop or pause was asked."""
+        if self.control_file is not None:
+            self._read_control_file(self.control_file)
         if self.stop_requested:
-            raise Interrupted(aborted=self.abort_requested)
+            raise Interrupted(aborted=self.abort_requested, reason=self.reason)
+        if self.pause_requested:
+            raise Interrupted(aborted=False, pause=True, reason=self.reason)
+
+    def _read_control_file(self, path: Path) -> None:
+        try:
+            raw = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return
+        except OSError:
+            return  # unreadable for now: the next boundary tries again
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)  # a request is acted on once
+        try:
+            document = json.loads(raw)
+            request = str(document["request"])
+            reason = str(document.get("reason") or "")
+        except (ValueError, KeyError, TypeError):
+            return  # half-written by hand or garbage: ignore it, it is gone
+        if request in CONTROL_REQUESTS:
+            self.request(request, reason or f"{request} requested by another process")
 
     @contextmanager
     def engine_call(self) -> Iterator[None]:
@@ -57,9 +132,9 @@ class RunControl:
         self.in_engine = True
         try:
             if self.abort_requested:  # asked while the step was being prepared
-                raise Interrupted(aborted=True)
+                raise Interrupted(aborted=True, reason=self.reason)
             yield
         except KeyboardInterrupt:
-            raise Interrupted(aborted=True) from None
+            raise Interrupted(aborted=True, reason=self.reason) from None
         finally:
             self.in_engine = False

@@ -33,9 +33,11 @@ class RunSpec(Record):
     end_step: str | None = None
     """``step`` or ``flow/step``: the last step run."""
 
-    def as_document(self, *, mode: str, engine: str) -> RunSpecDoc:
-        """The document written to ``spec.json``."""
-        return {
+    def as_document(
+        self, *, mode: str, engine: str, origin: dict[str, Any] | None = None
+    ) -> RunSpecDoc:
+        """The document written to ``spec.json`` (``origin``: what a resume needs too)."""
+        doc: RunSpecDoc = {
             "schema_version": SCHEMA_VERSION,
             "flows": list(self.flows),
             "params": self.params,
@@ -46,6 +48,9 @@ class RunSpec(Record):
             "start_step": self.start_step,
             "end_step": self.end_step,
         }
+        if origin is not None:
+            doc["origin"] = origin
+        return doc
 
 
 class RunOutcome(Record):
@@ -53,7 +58,7 @@ class RunOutcome(Record):
 
     run_id: str
     status: str
-    """succeeded | failed | stopped."""
+    """succeeded | failed | stopped | paused."""
     error: str | None
     path: Path
     summary: dict[str, Any]
@@ -61,6 +66,10 @@ class RunOutcome(Record):
     """The run was stopped from outside (Ctrl-C, SIGTERM, ``interrupt()``)."""
     aborted: bool = False
     """The stop cut a step short (a second Ctrl-C, SIGTERM); else it came at a boundary."""
+    paused: bool = False
+    """The run paused (a request, or a blocked step); ``swarm resume`` continues it."""
+    blocked: str | None = None
+    """Why the step the run paused at is blocked, when that is why it paused."""
     warnings: tuple[str, ...] = ()
     """Things that went wrong beside the run, e.g. a progress display that failed."""
 

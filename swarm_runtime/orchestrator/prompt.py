@@ -12,9 +12,18 @@ import json
 from typing import Any
 
 from swarm_runtime.flow.kinds import HandoffField, step_handoff
+from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
+from swarm_runtime.orchestrator.history import RenderedHistory
+from swarm_runtime.storage.store import json_escape
 
-__all__ = ["handoff_instructions", "request_text", "system_prompt", "user_prompt"]
+__all__ = [
+    "PromptParts",
+    "handoff_instructions",
+    "request_text",
+    "system_prompt",
+    "user_prompt",
+]
 
 SECTIONS = (
     ("Inputs", "inputs"),
@@ -69,3 +78,34 @@ def request_text(params: dict[str, Any]) -> str:
 def user_prompt(request: str, history_text: str) -> str:
     """The user part: the request (from :func:`request_text`) and the history."""
     return f"{request}\n\n## History (newest first)\n{history_text or '(no earlier steps)'}"
+
+
+class PromptParts:
+    """The prompt parts of one run: cached system prompts, the request, escaped once."""
+
+    def __init__(
+        self, flows: FlowRegistry, params: dict[str, Any], cache: dict[Any, tuple[str, str]]
+    ) -> None:
+        self._flows = flows
+        self._cache = cache
+        self.request = request_text(params)
+        self._user_json_head = json_escape(user_prompt(self.request, "x")[:-1])
+
+    def system(self, flow: FlowSpec, step: StepSpec) -> tuple[str, str]:
+        """A step's system prompt and its JSON-escaped form (fixed within a flow)."""
+        key = (flow.key, step.id)
+        cached = self._cache.get(key)
+        if cached is None:
+            text = system_prompt(flow, step, persona=self._flows.persona(step.primary_agent))
+            cached = self._cache[key] = (text, json_escape(text))
+        return cached
+
+    def user(self, rendered: RenderedHistory, external: str | None = None) -> tuple[str, str]:
+        """The user prompt for ``rendered`` history, and its JSON-escaped form."""
+        text = user_prompt(self.request, rendered.text)
+        if external is not None:  # a blocked step re-invoked with what it waited for
+            text = f"{text}\n\n## External input\n{external}"
+            return text, json_escape(text)
+        if rendered.json_text is not None:
+            return text, self._user_json_head + rendered.json_text
+        return text, json_escape(text)

@@ -6,16 +6,19 @@ given any to refuse), so no secret ever lands in a run file, not even for an ins
 
 from __future__ import annotations
 
+import hashlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from swarm_runtime.documents import EventDoc, ReceiptDoc, RunSpecDoc, RunSummaryDoc
+from swarm_runtime.engines.base import HistoryItem
 from swarm_runtime.errors import ConfigError, CredentialLeak, StorageError
 from swarm_runtime.ids import new_run_id
 from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.storage.layout import RunLayout
+from swarm_runtime.storage.lock import RunLock
 from swarm_runtime.storage.store import (
     EventLog,
     dump_json,
@@ -53,7 +56,12 @@ class RunRecorder:
         self.refuse_values = refuse_values
         self.observer = observer
         self.observer_error: str | None = None
+        self.lock = RunLock(layout.root)
+        self.lock.held = True  # taken by create() or reopen() before this
         self.log = EventLog(layout.events, durable=durable)
+        self._history: EventLog | None = None
+        self._history_items = 0
+        self._history_hash = hashlib.sha256()
 
     @classmethod
     def create(
@@ -90,6 +98,7 @@ class RunRecorder:
                 raise ConfigError(
                     f"cannot create a run dir in {runs_dir}: {exc.strerror or exc}"
                 ) from None
+            RunLock(layout.root).acquire(format_ts(clock()))
             write_text_atomic(layout.spec, spec_text, durable=durable)
             return cls(
                 layout,
@@ -101,10 +110,55 @@ class RunRecorder:
             )
         raise StorageError(f"could not find a free run id in {runs_dir} after 100 tries")
 
+    @classmethod
+    def reopen(
+        cls,
+        layout: RunLayout,
+        state: RunState,
+        *,
+        clock: Clock,
+        durable: bool,
+        refuse_values: tuple[str, ...],
+        observer: EventObserver | None,
+    ) -> RunRecorder:
+        """Take over an existing run directory to resume it (its lock first)."""
+        RunLock(layout.root).acquire(format_ts(clock()), take_over_stale=True)
+        return cls(
+            layout,
+            state,
+            clock=clock,
+            durable=durable,
+            refuse_values=refuse_values,
+            observer=observer,
+        )
+
     @property
     def run_id(self) -> str:
         """The id of the run being written."""
         return self.layout.run_id
+
+    def event(
+        self,
+        kind: str,
+        payload: dict[str, Any],
+        *,
+        flow_key: str | None = None,
+        step_id: str | None = None,
+        agent_key: str | None = None,
+        ts: str | None = None,
+        ahead: int = 0,
+    ) -> EventDoc:
+        """An event to append next (``ahead`` events after the next), not yet written."""
+        return {
+            "run_id": self.layout.run_id,
+            "seq": self.state.seq + 1 + ahead,
+            "ts": ts or format_ts(self.clock()),
+            "kind": kind,
+            "flow_key": flow_key,
+            "step_id": step_id,
+            "agent_key": agent_key,
+            "payload": payload,
+        }
 
     def emit(
         self,
@@ -117,20 +171,27 @@ class RunRecorder:
         ts: str | None = None,
     ) -> None:
         """Append one event; ``seq`` moves on only once its line is written."""
+        self.append(
+            self.event(
+                kind, payload, flow_key=flow_key, step_id=step_id, agent_key=agent_key, ts=ts
+            )
+        )
+
+    def append_all(self, events: Iterable[EventDoc]) -> None:
+        """Append events made by :meth:`event`, in order."""
+        for event in events:
+            self.append(event)
+
+    def append(self, event: EventDoc) -> None:
+        """Append one event made by :meth:`event`; its ``seq`` must be the next one."""
         state = self.state
-        event: EventDoc = {
-            "run_id": self.layout.run_id,
-            "seq": state.seq + 1,
-            "ts": ts or format_ts(self.clock()),
-            "kind": kind,
-            "flow_key": flow_key,
-            "step_id": step_id,
-            "agent_key": agent_key,
-            "payload": payload,
-        }
+        if event["seq"] != state.seq + 1:
+            raise StorageError(
+                f"event {event['kind']} has seq {event['seq']}, expected {state.seq + 1}"
+            )
         line = encode_line(event)
         if self.refuse_values:
-            _refuse(line, f"an event ({kind}) of {self.layout.events}", self.refuse_values)
+            _refuse(line, f"an event ({event['kind']}) of {self.layout.events}", self.refuse_values)
         self.log.append_line(line)
         state.seq += 1
         observer = self.observer
@@ -147,6 +208,41 @@ class RunRecorder:
         if self.refuse_values:
             _refuse(text, str(self.layout.meta), self.refuse_values)
         write_text_atomic(self.layout.meta, text, durable=self.durable)
+
+    def append_history(self, item: HistoryItem) -> None:
+        """Journal a completed step's output, so a resumed run's prompts see it."""
+        line = encode_line(
+            {
+                "agent_key": item.agent_key,
+                "flow_key": item.flow_key,
+                "iteration": item.iteration,
+                "output": item.output,
+                "step_id": item.step_id,
+            }
+        )
+        if self._history is None:
+            self._history = EventLog(self.layout.history, durable=self.durable)
+        self._history.append_line(line)  # the step's output was scanned in its transcript
+        self._history_items += 1
+        self._history_hash.update(line.encode("utf-8"))
+
+    def continue_history(self, lines: list[str]) -> None:
+        """Count journal lines already on disk (a resume) in the history digest."""
+        for line in lines:
+            self._history_items += 1
+            self._history_hash.update(line.encode("utf-8"))
+
+    @property
+    def history_mark(self) -> tuple[int, str]:
+        """How many history items are journalled, and the sha256 of their lines."""
+        return self._history_items, self._history_hash.hexdigest()
+
+    def write_checkpoint(self, document: dict[str, Any]) -> None:
+        """Rewrite ``checkpoint.json`` atomically (compact: it is rewritten every step)."""
+        text = dump_json(document)
+        if self.refuse_values:
+            _refuse(text, str(self.layout.checkpoint), self.refuse_values)
+        write_text_atomic(self.layout.checkpoint, text, durable=self.durable)
 
     def write_step(
         self,
@@ -173,8 +269,11 @@ class RunRecorder:
         write_text_atomic(receipt_path, receipt_text, durable=self.durable)
 
     def close(self) -> None:
-        """Close the event log."""
+        """Close the event log and the history journal, and give the run lock up."""
         self.log.close()
+        if self._history is not None:
+            self._history.close()
+        self.lock.release()
 
 
 def _refuse(text: str, what: str, values: tuple[str, ...]) -> None:

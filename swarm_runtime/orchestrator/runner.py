@@ -13,30 +13,25 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from swarm_runtime.documents import SCHEMA_VERSION, RunSummaryDoc
 from swarm_runtime.engines.base import StepEngine, StepResult
 from swarm_runtime.engines.registry import EngineOptions, EngineRegistry, default_registry
 from swarm_runtime.engines.scenario import Scenario
 from swarm_runtime.errors import ConfigError
 from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
-from swarm_runtime.orchestrator.control import Interrupted, RunControl
+from swarm_runtime.orchestrator.control import RunControl
 from swarm_runtime.orchestrator.history import HistoryBudget
+from swarm_runtime.orchestrator.lifecycle import RunLifecycle
 from swarm_runtime.orchestrator.plan import (
-    FlowSlice,
     RunOutcome,
     RunSpec,
-    default_max_steps,
     plan_run,
 )
-from swarm_runtime.orchestrator.recorder import EventObserver, RunRecorder
-from swarm_runtime.orchestrator.state import RunState
-from swarm_runtime.orchestrator.step import PromptParts, StepRunner, StepSettings
+from swarm_runtime.orchestrator.recorder import EventObserver
+from swarm_runtime.orchestrator.resume import reopen_run
 from swarm_runtime.timeutil import (
     Clock,
-    format_ts,
     interruptible_sleep,
-    ms_between,
     system_clock,
 )
 
@@ -74,6 +69,7 @@ class Orchestrator:
         jitter: Callable[[], float] | None = None,
         engine_config: dict[str, Any] | None = None,
         refuse_values: tuple[str, ...] = (),
+        origin: dict[str, Any] | None = None,
     ) -> None:
         if max_steps is not None and (isinstance(max_steps, bool) or max_steps < 1):
             raise ConfigError(f"max_steps must be a whole number >= 1, got {max_steps!r}")
@@ -103,18 +99,20 @@ class Orchestrator:
         """Settings for engine factories (api key, base URL, model…), resolved at the edge."""
         self.refuse_values = tuple(v for v in refuse_values if v)
         """Credential values that must never be written (checked before every write)."""
+        self.origin = dict(origin or {})
+        """How the run was made, beyond its spec (config, cassettes): kept in spec.json."""
         self.control = RunControl()
         self._engine_cache: dict[str, StepEngine] = {}
         self._system_prompts: dict[Any, tuple[str, str]] = {}
 
-    def interrupt(self) -> bool:
+    def interrupt(self, reason: str = "interrupted (Ctrl-C)") -> bool:
         """Ask the run to stop; call it from a SIGINT handler or another thread.
 
         The first call stops the run before its next step. A second call also aborts the
         engine call under way: it returns True when one is, so a signal handler raises
         KeyboardInterrupt there. Nothing is interrupted mid-write, so files stay whole.
         """
-        return self.control.interrupt()
+        return self.control.interrupt(reason)
 
     def run_stepwise_flow(
         self,
@@ -145,7 +143,52 @@ class Orchestrator:
             scenario=self.scenario,
             check_engine=self.engine_for,
         )
-        return _Run(self, spec, plan).execute()
+        run = RunLifecycle.create(self, spec, plan)
+        return run.execute()
+
+    def resume(self, run_dir: Path, *, external_input: str | None = None) -> RunOutcome:
+        """Continue a paused, stopped or crashed run from its checkpoint (SPEC §8.2).
+
+        ``external_input`` answers a step that is ``blocked``. The orchestrator must be
+        built as the run's ``spec.json`` says (see :func:`.resume.read_run_spec`).
+        """
+        self.control.reset()
+        reopened = reopen_run(
+            Path(run_dir),
+            budget=self.history_budget,
+            clock=self.clock,
+            durable=self.durable,
+            refuse_values=self.refuse_values,
+            observer=self.observer,
+            external_input=external_input,
+        )
+        try:
+            plan = plan_run(
+                reopened.spec,
+                self.flows,
+                engine_strategy=self.engine_strategy,
+                scenario=self.scenario,
+                check_engine=self.engine_for,
+            )
+        except BaseException:
+            reopened.recorder.close()
+            raise
+        return RunLifecycle(self, reopened.spec, plan, reopened.recorder, reopened.state).execute(
+            reopened
+        )
+
+    def origin_document(self) -> dict[str, Any]:
+        """``spec.json``'s ``origin``: what ``swarm resume`` needs besides the spec."""
+        scenario = self.scenario
+        return {
+            "flows_dir": str(self.flows.flows_dir.resolve()),
+            "scenario": scenario.raw if scenario is not None else None,
+            "scenario_file": scenario.source if scenario is not None else None,
+            "max_steps": self.max_steps,
+            "config": None,
+            "cassettes": "cassettes" in self.engine_config,
+            **self.origin,
+        }
 
     def engine_for(self, flow: FlowSpec, step: StepSpec) -> StepEngine:
         """The engine of a step: its own ``engine:``, the strategy, else the run's."""
@@ -171,190 +214,6 @@ class Orchestrator:
         engines, self._engine_cache = list(self._engine_cache.values()), {}
         for engine in engines:
             engine.close()
-
-
-class _Run:
-    """One run while it executes: the lifecycle around the step loop."""
-
-    def __init__(self, owner: Orchestrator, spec: RunSpec, plan: list[FlowSlice]) -> None:
-        self.o = owner
-        self.spec = spec
-        self.plan = plan
-        self.clock = owner.clock
-        self.state = RunState(owner.history_budget)
-        self.flows = [part.flow.key for part in plan]
-        """The flows this run runs: those of the spec, less what a slice leaves out."""
-        self.step_budget = owner.max_steps or default_max_steps(plan)
-        spec_doc = spec.as_document(mode=owner.mode, engine=owner.engine_id)
-        self.created_at = format_ts(self.clock())
-        self.recorder = RunRecorder.create(
-            owner.runs_dir,
-            spec_doc,
-            self.state,
-            clock=owner.clock,
-            rand=owner.rand,
-            durable=owner.durable,
-            refuse_values=owner.refuse_values,
-            observer=owner.observer,
-        )
-        self.steps = StepRunner(
-            recorder=self.recorder,
-            state=self.state,
-            control=owner.control,
-            settings=StepSettings(
-                clock=owner.clock,
-                sleep=owner.sleep,
-                jitter=owner.jitter,
-                max_attempts=owner.max_attempts,
-                repo_root=owner.repo_root,
-                result_observer=owner.result_observer,
-            ),
-            prompts=PromptParts(owner.flows, spec.params, owner._system_prompts),
-            engine_for=owner.engine_for,
-            spec=spec_doc,
-        )
-
-    def summary(self, *, completed_at: str | None = None) -> RunSummaryDoc:
-        """``meta.json`` as it stands."""
-        state, totals = self.state, self.state.totals
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "run_id": self.recorder.run_id,
-            "status": state.status,
-            "flows": self.flows,
-            "backend": self.spec.backend,
-            "mode": self.o.mode,
-            "engine": self.o.engine_id,
-            "created_at": self.created_at,
-            "completed_at": completed_at,
-            "error": state.error,
-            "steps_completed": totals.steps_completed,
-            "total_steps_executed": totals.executed,
-            "loop_iterations": totals.loops,
-            "tokens": totals.tokens(),
-            "cost_usd": totals.cost,
-            "steps_without_cost": totals.steps_without_cost,
-            "flow_totals": {key: ft.as_flow_document() for key, ft in state.flow_totals.items()},
-        }
-
-    def set_status(self, status: str, *, completed_at: str | None = None) -> None:
-        self.state.status = status
-        self.recorder.write_meta(self.summary(completed_at=completed_at))
-
-    def execute(self) -> RunOutcome:
-        interrupted: Interrupted | None = None
-        completed: str | None = None
-        try:
-            self.set_status("pending")
-            self.recorder.emit(
-                "run_created",
-                {
-                    "flows": self.flows,
-                    "backend": self.spec.backend,
-                    "initiator": self.spec.initiator,
-                    "stepwise": True,
-                },
-            )
-            self.set_status("running")
-            self.recorder.emit("run_started", {"mode": "stepwise", "routing_enabled": True})
-            interrupted = self._run_flows()
-            completed = self._complete()
-        finally:
-            self.recorder.close()
-            self.o.close_engines()
-        observer_error = self.recorder.observer_error
-        return RunOutcome(
-            run_id=self.recorder.run_id,
-            status=self.state.status,
-            error=self.state.error,
-            path=self.recorder.layout.root,
-            summary=dict(self.summary(completed_at=completed)),
-            interrupted=interrupted is not None,
-            aborted=interrupted is not None and interrupted.aborted,
-            warnings=(f"progress display stopped: {observer_error}",) if observer_error else (),
-        )
-
-    def _run_flows(self) -> Interrupted | None:
-        """Run the planned flows; how an interruption ended them, if one did."""
-        state = self.state
-        try:
-            for part in self.plan:
-                if not self._run_flow(part):
-                    break
-        except (KeyboardInterrupt, Interrupted) as exc:
-            stop = exc if isinstance(exc, Interrupted) else Interrupted(aborted=True)
-            self._close_open_step("interrupted")
-            state.status = "stopped"
-            state.error = str(stop) if not stop.aborted else "interrupted"
-            return stop
-        except Exception as exc:  # storage or engine trouble: the run still completes
-            self._close_open_step(f"{type(exc).__name__}: {exc}")
-            state.status, state.error = "failed", f"{type(exc).__name__}: {exc}"
-        return None
-
-    def _complete(self) -> str:
-        """Append ``run_completed`` and write the final ``meta.json``."""
-        state = self.state
-        final = state.status if state.status != "running" else "succeeded"
-        try:
-            self.recorder.emit(
-                "run_completed",
-                {
-                    "status": final,
-                    "error": state.error,
-                    "steps_completed": state.totals.steps_completed,
-                    "total_steps_executed": state.totals.executed,
-                },
-            )
-        except Exception as exc:
-            # The log cannot be written (disk full, …): say so in meta.json at least.
-            state.status, state.error = "failed", f"{type(exc).__name__}: {exc}"
-            self.set_status("failed", completed_at=format_ts(self.clock()))
-            raise
-        completed = format_ts(self.clock())
-        self.set_status(final, completed_at=completed)
-        return completed
-
-    def _close_open_step(self, error: str) -> None:
-        open_step = self.steps.open_step
-        if open_step is None:
-            return
-        self.steps.open_step = None
-        self.recorder.emit(
-            "step_error",
-            {
-                "status": "failed",
-                "duration_ms": ms_between(open_step.started, self.clock()),
-                "error": error,
-                "engine": open_step.engine_id,
-            },
-            flow_key=open_step.flow_key,
-            step_id=open_step.step_id,
-            agent_key=open_step.agent_key,
-        )
-
-    def _run_flow(self, part: FlowSlice) -> bool:
-        """Run one flow; False when the run failed and must not go on."""
-        flow = part.flow
-        current: str | None = part.first_step
-        began = self.clock()
-        flow_totals = self.state.flow(flow.key)
-        while current is not None:
-            self.o.control.check_boundary()
-            if self.state.totals.executed >= self.step_budget:
-                self.state.status = "failed"
-                self.state.error = (
-                    f"{flow.key}/{current}: the run reached its limit of {self.step_budget} "
-                    "step executions; a route loops without end (a next or branch back to an "
-                    "earlier step?) - fix the flow, or raise the limit with --max-steps"
-                )
-                return False
-            decision = self.steps.run(flow, flow.step(current), part.end)
-            flow_totals.duration_ms = ms_between(began, self.clock())
-            if decision is None:
-                return False
-            current = decision.to_step
-        return True
 
 
 def _random_fraction() -> float:

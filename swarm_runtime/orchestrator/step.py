@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, NoReturn, cast
 
-from swarm_runtime.documents import SCHEMA_VERSION, CostDoc, ReceiptDoc
+from swarm_runtime.documents import EventDoc, ReceiptDoc
 from swarm_runtime.engines.base import (
     HistoryItem,
     Prompt,
@@ -24,20 +24,24 @@ from swarm_runtime.engines.base import (
 )
 from swarm_runtime.errors import RoutingError
 from swarm_runtime.flow.kinds import handoff_fields
-from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
-from swarm_runtime.orchestrator.control import RunControl
+from swarm_runtime.orchestrator.checkpoint import BlockedStep
+from swarm_runtime.orchestrator.control import Blocked, RunControl
 from swarm_runtime.orchestrator.history import RenderedHistory
-from swarm_runtime.orchestrator.prompt import request_text, system_prompt, user_prompt
+from swarm_runtime.orchestrator.prompt import PromptParts
+from swarm_runtime.orchestrator.receipt import Call, build_receipt
 from swarm_runtime.orchestrator.recorder import RunRecorder, TranscriptLine
 from swarm_runtime.orchestrator.routing import Decision, decide
 from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.orchestrator.verdict import backoff_delay, budget_error, outcome_error
-from swarm_runtime.record import Record
-from swarm_runtime.storage.store import json_escape
-from swarm_runtime.timeutil import Clock, format_ts, ms_between
+from swarm_runtime.record import Record, replace
+from swarm_runtime.timeutil import Clock, format_ts, ms_between, parse_ts
 
-__all__ = ["OpenStep", "PromptParts", "StepRunner", "StepSettings"]
+__all__ = ["Completed", "OpenStep", "PromptParts", "StepRunner", "StepSettings"]
+
+Completed = Callable[[list[EventDoc], "str | None"], None]
+"""Called once a step is complete, with its ``step_end`` and ``route_decision`` (not yet
+written) and the step routed to: the run checkpoints there, then appends the two."""
 
 
 class StepSettings(Record):
@@ -51,34 +55,6 @@ class StepSettings(Record):
     result_observer: Callable[[str, StepResult], None] | None = None
 
 
-class PromptParts:
-    """The prompt parts of one run: cached system prompts, the request, escaped once."""
-
-    def __init__(
-        self, flows: FlowRegistry, params: dict[str, Any], cache: dict[Any, tuple[str, str]]
-    ) -> None:
-        self._flows = flows
-        self._cache = cache
-        self.request = request_text(params)
-        self._user_json_head = json_escape(user_prompt(self.request, "x")[:-1])
-
-    def system(self, flow: FlowSpec, step: StepSpec) -> tuple[str, str]:
-        """A step's system prompt and its JSON-escaped form (fixed within a flow)."""
-        key = (flow.key, step.id)
-        cached = self._cache.get(key)
-        if cached is None:
-            text = system_prompt(flow, step, persona=self._flows.persona(step.primary_agent))
-            cached = self._cache[key] = (text, json_escape(text))
-        return cached
-
-    def user(self, rendered: RenderedHistory) -> tuple[str, str]:
-        """The user prompt for ``rendered`` history, and its JSON-escaped form."""
-        text = user_prompt(self.request, rendered.text)
-        if rendered.json_text is not None:
-            return text, self._user_json_head + rendered.json_text
-        return text, json_escape(text)
-
-
 class OpenStep(Record):
     """A step execution that has a ``step_start`` and no end yet."""
 
@@ -87,13 +63,6 @@ class OpenStep(Record):
     agent_key: str
     started: datetime
     engine_id: str
-
-
-class _Call(Record):
-    outcome: StepOutcome
-    error: str | None
-    attempt: int
-    max_attempts: int
 
 
 class StepRunner:
@@ -109,8 +78,10 @@ class StepRunner:
         prompts: PromptParts,
         engine_for: Callable[[FlowSpec, StepSpec], StepEngine],
         spec: Mapping[str, Any],
+        completed: Completed,
     ) -> None:
         self.recorder = recorder
+        self.completed = completed
         self.state = state
         self.control = control
         self.settings = settings
@@ -120,26 +91,62 @@ class StepRunner:
         self.open_step: OpenStep | None = None
         self._run_bases: dict[str, Path] = {}
 
-    def run(self, flow: FlowSpec, step: StepSpec, end: str | None) -> Decision | None:
-        """Run ``step`` once; the routing decision, or None when the step failed the run."""
+    def run(
+        self,
+        flow: FlowSpec,
+        step: StepSpec,
+        end: str | None,
+        *,
+        blocked: BlockedStep | None = None,
+        external_input: str | None = None,
+    ) -> Decision | None:
+        """Run ``step`` once; the routing decision, or None when the step failed the run.
+
+        ``blocked`` re-invokes a step that answered ``blocked``: it is still open (no new
+        ``step_start``) and keeps its iteration; ``external_input`` is what it waited for.
+        Raises :class:`Blocked` when the engine answers ``blocked``.
+        """
         engine = self.engine_for(flow, step)
-        iteration = self.state.next_iteration(flow.key, step.id)
         rendered = self.state.history.render()
-        user, user_json = self.prompts.user(rendered)
+        user, user_json = self.prompts.user(rendered, external_input)
+        if blocked is None:
+            iteration = self.state.next_iteration(flow.key, step.id)
+            started = self.settings.clock()
+            self._start(flow, step, engine, iteration, started)
+        else:
+            iteration, started = blocked.iteration, self.settings.clock()
+            self.open_step = OpenStep(
+                flow.key,
+                step.id,
+                step.primary_agent,
+                parse_ts(blocked.started_at),
+                engine.engine_id,
+            )
         ctx = self._context(flow, step, iteration, rendered, user)
-        started = self.settings.clock()
-        self._start(flow, step, engine, iteration, started)
+        if external_input is not None:
+            ctx = replace(ctx, extra={**ctx.extra, "input": external_input})
         call = self._call(engine, ctx, flow, step)
         completed = self.settings.clock()
         outcome = call.outcome
         if self.settings.result_observer is not None:
             self.settings.result_observer(flow.key, outcome.result)
+        if call.error is None and outcome.result_code == "blocked":
+            self._block(flow, step, engine, outcome, iteration)
         error = call.error or outcome_error(step, outcome, call.max_attempts)
         if error is None:
             error = budget_error(
                 step, outcome.tokens, ms_between(started, completed), outcome.cost_usd
             )
-        receipt = self._receipt(flow, step, engine, call, iteration, rendered, (started, completed))
+        receipt = build_receipt(
+            self.recorder.run_id,
+            flow,
+            step,
+            engine,
+            call,
+            iteration,
+            rendered,
+            (started, completed),
+        )
         decision: Decision | None = None
         if error is None:
             try:
@@ -160,6 +167,30 @@ class StepRunner:
             return None
         self._succeed(flow, step, engine, receipt["duration_ms"], outcome, iteration, decision)
         return decision
+
+    def _block(
+        self,
+        flow: FlowSpec,
+        step: StepSpec,
+        engine: StepEngine,
+        outcome: StepOutcome,
+        iteration: int,
+    ) -> NoReturn:
+        """The engine answered ``blocked``: count the call, leave the step open, pause."""
+        for totals in (self.state.totals, self.state.flow(flow.key)):
+            totals.add_call(outcome.tokens, outcome.cost_usd)
+        assert self.open_step is not None
+        raise Blocked(
+            BlockedStep(
+                flow.key,
+                step.id,
+                step.primary_agent,
+                iteration,
+                outcome.result.error or "the step waits for external input",
+                engine.engine_id,
+                format_ts(self.open_step.started),
+            )
+        )
 
     # -- before the call -----------------------------------------------------------------
 
@@ -217,7 +248,7 @@ class StepRunner:
 
     # -- the call ------------------------------------------------------------------------
 
-    def _call(self, engine: StepEngine, ctx: StepContext, flow: FlowSpec, step: StepSpec) -> _Call:
+    def _call(self, engine: StepEngine, ctx: StepContext, flow: FlowSpec, step: StepSpec) -> Call:
         """The engine call, retried within the execution while it answers ``retryable``."""
         max_attempts = step.max_attempts or self.settings.max_attempts
         attempt = 0
@@ -225,6 +256,8 @@ class StepRunner:
             attempt += 1
             error: str | None = None
             outcome: StepOutcome | None = None
+            if attempt > 1:
+                ctx = replace(ctx, attempt=attempt)
             with self.control.engine_call():
                 try:
                     outcome = engine.run_step(ctx)
@@ -244,9 +277,9 @@ class StepRunner:
                     result=StepResult(step_id=step.id, status="failed", error=error),
                     mode=engine.mode,
                 )
-                return _Call(failed, error, attempt, max_attempts)
+                return Call(failed, error, attempt, max_attempts)
             if outcome.result_code != "retryable" or attempt >= max_attempts:
-                return _Call(outcome, None, attempt, max_attempts)
+                return Call(outcome, None, attempt, max_attempts)
             self._wait_before_retry(flow, step, outcome, attempt, max_attempts)
 
     def _wait_before_retry(
@@ -272,50 +305,6 @@ class StepRunner:
             self.settings.sleep(delay)
 
     # -- after the call ------------------------------------------------------------------
-
-    def _receipt(
-        self,
-        flow: FlowSpec,
-        step: StepSpec,
-        engine: StepEngine,
-        call: _Call,
-        iteration: int,
-        rendered: RenderedHistory,
-        span: tuple[datetime, datetime],
-    ) -> ReceiptDoc:
-        """The receipt of the execution (SPEC §3.1), before its routing and verdict."""
-        outcome = call.outcome
-        started, completed = span
-        receipt: ReceiptDoc = {
-            "schema_version": SCHEMA_VERSION,
-            "engine": engine.engine_id,
-            "mode": outcome.mode,
-            "provider": outcome.provider,
-            "model": outcome.model,
-            "step_id": step.id,
-            "flow_key": flow.key,
-            "run_id": self.recorder.run_id,
-            "agent_key": step.primary_agent,
-            "started_at": format_ts(started),
-            "completed_at": format_ts(completed),
-            "duration_ms": ms_between(started, completed),
-            "status": "succeeded",
-            "tokens": outcome.tokens.as_dict(),  # type: ignore[typeddict-item]
-            "transcript_path": f"llm/{step.id}-{step.primary_agent}-{engine.engine_short}.jsonl",
-            "iteration": iteration,
-            "result_code": outcome.result_code,
-            "attempt": call.attempt,
-            "max_attempts": call.max_attempts,
-        }
-        if outcome.handoff is not None:
-            receipt["handoff"] = outcome.handoff
-        if rendered.truncation:
-            receipt["context_truncation"] = rendered.truncation
-        if outcome.provider != "none":  # a provider was called: say what it cost, if known
-            receipt["cost"] = _cost(outcome)
-        if outcome.cassette is not None:
-            receipt["cassette"] = outcome.cassette
-        return receipt
 
     def _route(
         self,
@@ -399,7 +388,8 @@ class StepRunner:
         skipped = outcome.result_code == "skipped"
         state.totals.steps_completed += 1
         agent = step.primary_agent
-        self.recorder.emit(
+        recorder = self.recorder
+        step_end = recorder.event(
             "step_end",
             {
                 "status": "skipped" if skipped else "succeeded",
@@ -410,12 +400,14 @@ class StepRunner:
             step_id=step.id,
             agent_key=agent,
         )
-        state.history.add(HistoryItem(flow.key, step.id, agent, iteration, outcome.result.output))
+        item = HistoryItem(flow.key, step.id, agent, iteration, outcome.result.output)
+        state.history.add(item)
+        recorder.append_history(item)
         loop_state = state.loops.after(flow.key, step, decision.decision, skipped=skipped)
         if decision.decision == "loop":
             state.totals.loops += 1
             state.flow(flow.key).loops += 1
-        self.recorder.emit(
+        route = recorder.event(
             "route_decision",
             {
                 "from_step": step.id,
@@ -428,14 +420,7 @@ class StepRunner:
             flow_key=flow.key,
             step_id=step.id,
             agent_key=agent,
+            ahead=1,
         )
-
-
-def _cost(outcome: StepOutcome) -> CostDoc:
-    tokens = outcome.tokens
-    return {
-        "model": outcome.model,
-        "provider": outcome.provider,
-        "tokens": {"input": tokens.prompt, "output": tokens.completion, "total": tokens.total},
-        "estimatedCostUsd": outcome.cost_usd,
-    }
+        self.completed([step_end, route], decision.to_step)
+        recorder.append_all((step_end, route))

@@ -70,6 +70,16 @@ class RunLayout:
         """Routing state after the last completed step."""
         return self.root / "checkpoint.json"
 
+    @property
+    def history(self) -> Path:
+        """The outputs of completed steps, one line each, for the prompts after a resume."""
+        return self.root / "history.jsonl"
+
+    @property
+    def control(self) -> Path:
+        """A pause or stop request from another process (``swarm pause|stop``)."""
+        return self.root / "control.json"
+
     def flow_base(self, flow_key: str) -> Path:
         """A flow's ``run_base``: ``<run>/<flow_key>``."""
         return self._fenced(self.root / _check(flow_key, FLOW_KEY_RE, "flow key"))

@@ -24,7 +24,8 @@ def test_two_runs_differing_in_one_step(cli: Callable[..., CliResult], tmp_path:
     assert table[0] == "| flow | step | files |"
     rows = table[1:]
     assert rows == [
-        "| (run) | - | `meta.json` (modified) |",
+        # spec.json keeps the scenario a run was made with (swarm resume reads it there)
+        "| (run) | - | `meta.json` (modified), `spec.json` (modified) |",
         "| signal | frame_problem | `signal/receipts/frame_problem-problem-framer.json` (modified) |",
     ]
     assert '-    "prompt": ' in result.out and '+    "prompt": 11,' in result.out

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from swarm_runtime.contracts.check import validate_run_dir
+from swarm_runtime.contracts.check import run_is_crashed, validate_run_dir
 from swarm_runtime.storage.store import read_event_log
 from tests.conftest import REPO
 
@@ -81,8 +81,9 @@ def test_sigkill_mid_run_leaves_parseable_files(tmp_path: Path) -> None:
     )
     meta = json.loads((run_dir / "meta.json").read_text())
     assert meta["status"] == "running"
-    # The validator names what the crash left undone.
-    assert any("no run_completed" in str(v) for v in validate_run_dir(run_dir))
+    # Its lock holder is dead: the run is seen as crashed, and resumable, not as broken.
+    assert run_is_crashed(run_dir)
+    assert validate_run_dir(run_dir) == []
 
 
 def test_ctrl_c_twice_aborts_the_step_exits_130_with_run_completed(tmp_path: Path) -> None:
@@ -104,9 +105,14 @@ def test_ctrl_c_twice_aborts_the_step_exits_130_with_run_completed(tmp_path: Pat
     assert "aborted: the step under way was cut short" in err
     run_dir = _run_dir(tmp_path)
     events = read_event_log(run_dir / "events.jsonl").events
-    assert [e["kind"] for e in events][-2:] == ["step_error", "run_completed"]
-    assert events[-2]["step_id"] == "compare_design_options"
-    assert events[-2]["payload"]["error"] == "interrupted"
+    assert [e["kind"] for e in events][-4:] == [
+        "step_error",
+        "run_stopping",
+        "run_stopped",
+        "run_completed",
+    ]
+    assert events[-4]["step_id"] == "compare_design_options"
+    assert events[-4]["payload"]["error"] == "interrupted"
     assert events[-1]["payload"]["status"] == "stopped"
     assert validate_run_dir(run_dir) == []
     assert json.loads((run_dir / "meta.json").read_text())["status"] == "stopped"
@@ -132,7 +138,14 @@ def test_ctrl_c_once_stops_at_the_next_step_boundary(tmp_path: Path) -> None:
     assert not [e for e in events if e["kind"] == "step_error"]
     ended = [e["step_id"] for e in events if e["kind"] == "step_end" and e["flow_key"] == "plan"]
     assert ended in (["load_signal_context"], ["load_signal_context", "compare_design_options"])
-    assert events[-2]["kind"] == "route_decision"
+    # SPEC §8.2: a stop says so in the log, then completes the run.
+    assert [e["kind"] for e in events][-4:] == [
+        "route_decision",
+        "run_stopping",
+        "run_stopped",
+        "run_completed",
+    ]
+    assert "Ctrl-C" in events[-3]["payload"]["reason"]
     assert validate_run_dir(_run_dir(tmp_path)) == []
 
 
@@ -148,6 +161,11 @@ def test_sigterm_mid_step_closes_the_run(tmp_path: Path) -> None:
     assert proc.returncode == 130, err
     run_dir = _run_dir(tmp_path)
     events = read_event_log(run_dir / "events.jsonl").events
-    assert [e["kind"] for e in events][-2:] == ["step_error", "run_completed"]
+    assert [e["kind"] for e in events][-4:] == [
+        "step_error",
+        "run_stopping",
+        "run_stopped",
+        "run_completed",
+    ]
     assert events[-1]["payload"]["status"] == "stopped"
     assert validate_run_dir(run_dir) == []

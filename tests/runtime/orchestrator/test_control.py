@@ -34,8 +34,13 @@ def test_ctrl_c_in_a_step_closes_the_step_and_the_run(loop_flows: Path, tmp_path
     outcome = orchestrator.run(RunSpec(flows=("loopy",)))
     assert outcome.interrupted and outcome.status == "stopped"
     events = events_of(outcome)
-    assert [e["kind"] for e in events][-2:] == ["step_error", "run_completed"]
-    assert events[-2]["payload"]["error"] == "interrupted"
+    assert [e["kind"] for e in events][-4:] == [
+        "step_error",
+        "run_stopping",
+        "run_stopped",
+        "run_completed",
+    ]
+    assert events[-4]["payload"]["error"] == "interrupted"
     assert events[-1]["payload"]["status"] == "stopped"
     assert validate_run_dir(outcome.path) == []
 
@@ -58,6 +63,8 @@ def test_interrupt_between_steps_stops_at_the_boundary(loop_flows: Path, tmp_pat
         "step_start",
         "step_end",
         "route_decision",
+        "run_stopping",
+        "run_stopped",
         "run_completed",
     ]
     assert validate_run_dir(outcome.path) == []

@@ -51,15 +51,6 @@ def test_fatal_step_fails_the_run_and_stops(tmp_path: Path) -> None:
     assert validate_run_dir(outcome.path) == []
 
 
-def test_blocked_fails_clearly_for_now(loop_flows: Path, tmp_path: Path) -> None:
-    outcome = run_flows(
-        loop_flows, tmp_path / "runs", ("loopy",), scenario={"author": {"result_code": "blocked"}}
-    )
-    assert outcome.status == "failed"
-    assert "result_code 'blocked'" in (outcome.error or "")
-    assert kinds(outcome)[-2:] == ["step_error", "run_completed"]
-
-
 def test_retryable_is_retried_within_the_execution_then_succeeds(
     loop_flows: Path, tmp_path: Path
 ) -> None:
@@ -70,8 +61,7 @@ def test_retryable_is_retried_within_the_execution_then_succeeds(
         ("loopy",),
         scenario={
             "author": [
-                {"result_code": "retryable", "error": "overloaded", "retry_after_ms": 2000},
-                {"result_code": "retryable", "error": "overloaded again"},
+                {"result_code": "retryable", "error": "overloaded", "failing_attempts": 2},
                 {"text": "fine now"},
             ]
         },
@@ -79,18 +69,54 @@ def test_retryable_is_retried_within_the_execution_then_succeeds(
         jitter=lambda: 0.0,
     )
     assert outcome.status == "succeeded"
-    assert slept == [2.0, 0.5]  # retry-after first, then backoff: (0.5 s x 2^1) / 2, no jitter
+    assert slept == [0.25, 0.5]  # backoff (0.5 s x 2^n) / 2 with no jitter
     events = events_of(outcome)
     author = [e["kind"] for e in events if e["step_id"] == "author"][:5]  # first execution
     assert author == ["step_start", "log", "log", "step_end", "route_decision"]
     logs = [e["payload"] for e in events if e["kind"] == "log"]
-    assert logs[0]["message"] == "retrying loopy/author in 2.000 s (attempt 2 of 3)"
-    assert logs[1]["error"] == "overloaded again" and logs[1]["retry_in_ms"] == 500
+    assert logs[0]["message"] == "retrying loopy/author in 0.250 s (attempt 2 of 3)"
+    assert logs[1]["error"] == "overloaded" and logs[1]["retry_in_ms"] == 500
     first = json.loads((outcome.path / "loopy/receipts/author-worker~1.json").read_text())
     assert (first["attempt"], first["max_attempts"]) == (3, 3)
     latest = receipt(outcome, "loopy", "author", "worker")  # the loop's second execution
     assert latest["attempt"] == 1
     assert validate_run_dir(outcome.path) == []
+
+
+def test_retry_after_is_respected(loop_flows: Path, tmp_path: Path) -> None:
+    slept: list[float] = []
+    run_flows(
+        loop_flows,
+        tmp_path / "runs",
+        ("loopy",),
+        scenario={
+            "author": {
+                "result_code": "retryable",
+                "retry_after_ms": 2000,
+                "error": "429",
+                "failing_attempts": 1,
+            }
+        },
+        sleep=slept.append,
+        jitter=lambda: 0.0,
+    )
+    assert slept == [2.0, 2.0]  # each of the loop's two executions waits once
+
+
+def test_scenario_outcomes_are_counted_per_execution_not_per_call(
+    loop_flows: Path, tmp_path: Path
+) -> None:
+    # SPEC §5.5: one outcome per execution. A retry is the same execution, so it keeps
+    # its outcome: the list's second entry belongs to the loop's second execution.
+    outcome = run_flows(
+        loop_flows,
+        tmp_path / "runs",
+        ("loopy",),
+        scenario={"author": [{"result_code": "retryable", "error": "503"}, {"text": "ok"}]},
+        sleep=lambda _s: None,
+    )
+    assert outcome.status == "failed"
+    assert outcome.error == "loopy/author: still failing after 3 attempt(s): 503"
 
 
 def test_backoff_doubles_with_jitter_and_is_capped(loop_flows: Path, tmp_path: Path) -> None:

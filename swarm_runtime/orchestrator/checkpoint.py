@@ -1,0 +1,154 @@
+"""``checkpoint.json``: the state of a run after its last completed step (SPEC §8.2).
+
+A checkpoint is written atomically after every completed step, *before* that step's
+``step_end`` and ``route_decision`` are appended: it carries those two events, so a kill
+between the checkpoint and the log leaves nothing a resume cannot finish. It holds where
+the run goes next, the loop counters, per-step execution counts, the totals, the next
+``seq``, and the number and digest of the history items (``history.jsonl``) the prompts
+of the next steps are built from. A step that answered ``blocked`` is saved the same
+way, with the step still open.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from swarm_runtime.documents import SCHEMA_VERSION
+from swarm_runtime.errors import StorageError
+from swarm_runtime.orchestrator.loops import LoopCounters
+from swarm_runtime.orchestrator.state import RunState, Totals
+from swarm_runtime.record import Record, field
+
+__all__ = ["BlockedStep", "Checkpoint", "Position", "restore_totals", "totals_document"]
+
+
+class Position(Record):
+    """Where a run goes on: a flow of its plan, and a step of it (None: the slice's first)."""
+
+    flow_index: int
+    step_id: str | None = None
+
+
+class BlockedStep(Record):
+    """A step that answered ``blocked``: open, waiting for external input."""
+
+    flow_key: str
+    step_id: str
+    agent_key: str
+    iteration: int
+    reason: str
+    engine: str
+    started_at: str
+
+    def as_document(self) -> dict[str, Any]:
+        """The ``blocked`` object of a checkpoint."""
+        return {
+            "flow_key": self.flow_key,
+            "step_id": self.step_id,
+            "agent_key": self.agent_key,
+            "iteration": self.iteration,
+            "reason": self.reason,
+            "engine": self.engine,
+            "started_at": self.started_at,
+        }
+
+
+def totals_document(totals: Totals) -> dict[str, Any]:
+    """Every counter of a :class:`Totals`."""
+    return {name: getattr(totals, name) for name in Totals.__slots__}
+
+
+def restore_totals(doc: Any) -> Totals:
+    """A :class:`Totals` from :func:`totals_document`'s output."""
+    totals = Totals()
+    for name in Totals.__slots__:
+        value = doc[name]
+        if name == "cost_usd":
+            value = float(value)
+        elif not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"totals.{name} must be an integer")
+        setattr(totals, name, value)
+    return totals
+
+
+class Checkpoint(Record):
+    """A parsed ``checkpoint.json``."""
+
+    run_id: str
+    next_seq: int
+    position: Position
+    executions: dict[tuple[str, str], int]
+    loops: dict[tuple[str, str], int]
+    totals: dict[str, Any]
+    flow_totals: dict[str, dict[str, Any]]
+    history_items: int
+    history_sha256: str
+    pending_events: list[dict[str, Any]] = field(default_factory=list)
+    blocked: BlockedStep | None = None
+
+    @classmethod
+    def capture(
+        cls,
+        state: RunState,
+        run_id: str,
+        position: Position,
+        *,
+        history: tuple[int, str],
+        pending: Sequence[Any],
+        blocked: BlockedStep | None = None,
+    ) -> dict[str, Any]:
+        """The document of a checkpoint of ``state``, with ``pending`` events to append."""
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "run_id": run_id,
+            "next_seq": state.seq + 1 + len(pending),
+            "position": {"flow_index": position.flow_index, "step_id": position.step_id},
+            "executions": {f"{f}/{s}": n for (f, s), n in state.executions.items()},
+            "loops": state.loops.as_dict(),
+            "totals": totals_document(state.totals),
+            "flow_totals": {key: totals_document(t) for key, t in state.flow_totals.items()},
+            "history": {"items": history[0], "sha256": history[1]},
+            "pending_events": list(pending),
+            "blocked": blocked.as_document() if blocked is not None else None,
+        }
+
+    @classmethod
+    def parse(cls, doc: Any, where: str) -> Checkpoint:
+        """Read a checkpoint document; StorageError naming ``where`` if it is malformed."""
+        try:
+            position = doc["position"]
+            blocked = doc.get("blocked")
+            return cls(
+                run_id=str(doc["run_id"]),
+                next_seq=int(doc["next_seq"]),
+                position=Position(int(position["flow_index"]), position["step_id"]),
+                executions={_pair(key): int(n) for key, n in doc["executions"].items()},
+                loops={_pair(key): int(n) for key, n in doc["loops"].items()},
+                totals=dict(doc["totals"]),
+                flow_totals={str(k): dict(v) for k, v in doc["flow_totals"].items()},
+                history_items=int(doc["history"]["items"]),
+                history_sha256=str(doc["history"]["sha256"]),
+                pending_events=[dict(e) for e in doc.get("pending_events") or []],
+                blocked=BlockedStep(**blocked) if blocked else None,
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise StorageError(
+                f"{where}: not a checkpoint this version can read ({type(exc).__name__}: "
+                f"{exc}); the run cannot be resumed from it"
+            ) from None
+
+    def restore(self, state: RunState) -> None:
+        """Put the counters of this checkpoint into a fresh ``state`` (history aside)."""
+        state.seq = self.next_seq - 1 - len(self.pending_events)
+        state.executions = dict(self.executions)
+        state.loops = LoopCounters(self.loops)
+        state.totals = restore_totals(self.totals)
+        state.flow_totals = {key: restore_totals(doc) for key, doc in self.flow_totals.items()}
+
+
+def _pair(key: str) -> tuple[str, str]:
+    flow, sep, rest = str(key).partition("/")
+    if not sep or not flow or not rest:
+        raise ValueError(f"key {key!r} is not FLOW/STEP")
+    return flow, rest

@@ -1,0 +1,361 @@
+"""The lifecycle of one run around its step loop: begin, run the flows, pause or complete.
+
+SPEC §3.3 and §8: ``run_created``/``run_started`` (or, for a resumed run, the events that
+close what a crash left open and ``run_resumed``); the flows from where the run stands;
+then a pause (a request or a ``blocked`` step: ``run_pausing``, ``run_paused``, status
+``paused``) or the end (a stop adds ``run_stopping`` and ``run_stopped``; every end has
+exactly one ``run_completed``). A checkpoint is written after every completed step.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from swarm_runtime.documents import SCHEMA_VERSION, RunSummaryDoc
+from swarm_runtime.orchestrator.checkpoint import BlockedStep, Checkpoint, Position
+from swarm_runtime.orchestrator.control import Blocked, Interrupted
+from swarm_runtime.orchestrator.plan import FlowSlice, RunOutcome, RunSpec, default_max_steps
+from swarm_runtime.orchestrator.prompt import PromptParts
+from swarm_runtime.orchestrator.recorder import RunRecorder
+from swarm_runtime.orchestrator.resume import Reopened
+from swarm_runtime.orchestrator.state import RunState
+from swarm_runtime.orchestrator.step import StepRunner, StepSettings
+from swarm_runtime.timeutil import format_ts, ms_between
+
+if TYPE_CHECKING:
+    from swarm_runtime.orchestrator.runner import Orchestrator
+
+__all__ = ["RunLifecycle"]
+
+
+class RunLifecycle:
+    """One run while it executes: the lifecycle around the step loop."""
+
+    def __init__(
+        self,
+        owner: Orchestrator,
+        spec: RunSpec,
+        plan: list[FlowSlice],
+        recorder: RunRecorder,
+        state: RunState,
+    ) -> None:
+        self.o = owner
+        self.spec = spec
+        self.plan = plan
+        self.clock = owner.clock
+        self.state = state
+        self.recorder = recorder
+        self.flows = [part.flow.key for part in plan]
+        """The flows this run runs: those of the spec, less what a slice leaves out."""
+        self.step_budget = owner.max_steps or default_max_steps(plan)
+        self.created_at = format_ts(self.clock())
+        self.flow_index = 0
+        owner.control.control_file = recorder.layout.control
+        self.steps = StepRunner(
+            recorder=recorder,
+            state=state,
+            control=owner.control,
+            settings=StepSettings(
+                clock=owner.clock,
+                sleep=owner.sleep,
+                jitter=owner.jitter,
+                max_attempts=owner.max_attempts,
+                repo_root=owner.repo_root,
+                result_observer=owner.result_observer,
+            ),
+            prompts=PromptParts(owner.flows, spec.params, owner._system_prompts),
+            engine_for=owner.engine_for,
+            spec=spec.as_document(mode=owner.mode, engine=owner.engine_id),
+            completed=self._checkpoint,
+        )
+
+    @classmethod
+    def create(cls, owner: Orchestrator, spec: RunSpec, plan: list[FlowSlice]) -> RunLifecycle:
+        """A new run: its directory, lock and ``spec.json``."""
+        state = RunState(owner.history_budget)
+        spec_doc = spec.as_document(
+            mode=owner.mode, engine=owner.engine_id, origin=owner.origin_document()
+        )
+        recorder = RunRecorder.create(
+            owner.runs_dir,
+            spec_doc,
+            state,
+            clock=owner.clock,
+            rand=owner.rand,
+            durable=owner.durable,
+            refuse_values=owner.refuse_values,
+            observer=owner.observer,
+        )
+        return cls(owner, spec, plan, recorder, state)
+
+    def summary(self, *, completed_at: str | None = None) -> RunSummaryDoc:
+        """``meta.json`` as it stands."""
+        state, totals = self.state, self.state.totals
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "run_id": self.recorder.run_id,
+            "status": state.status,
+            "flows": self.flows,
+            "backend": self.spec.backend,
+            "mode": self.o.mode,
+            "engine": self.o.engine_id,
+            "created_at": self.created_at,
+            "completed_at": completed_at,
+            "error": state.error,
+            "steps_completed": totals.steps_completed,
+            "total_steps_executed": totals.executed,
+            "loop_iterations": totals.loops,
+            "tokens": totals.tokens(),
+            "cost_usd": totals.cost,
+            "steps_without_cost": totals.steps_without_cost,
+            "flow_totals": {key: ft.as_flow_document() for key, ft in state.flow_totals.items()},
+        }
+
+    def set_status(self, status: str, *, completed_at: str | None = None) -> None:
+        self.state.status = status
+        self.recorder.write_meta(self.summary(completed_at=completed_at))
+
+    def execute(self, reopened: Reopened | None = None) -> RunOutcome:
+        interrupted: Interrupted | None = None
+        completed: str | None = None
+        try:
+            if reopened is not None:
+                self.created_at = reopened.created_at or self.created_at
+                if reopened.finished is not None:
+                    return self._finish_bookkeeping(reopened.finished)
+            start = self._begin(reopened)
+            interrupted = self._run_flows(start, reopened)
+            if interrupted is not None and interrupted.pause:
+                pass  # paused: the run goes on with `swarm resume`, it is not complete
+            else:
+                completed = self._complete(interrupted)
+        finally:
+            self.recorder.close()
+            self.o.close_engines()
+        observer_error = self.recorder.observer_error
+        return RunOutcome(
+            run_id=self.recorder.run_id,
+            status=self.state.status,
+            error=self.state.error,
+            path=self.recorder.layout.root,
+            summary=dict(self.summary(completed_at=completed)),
+            interrupted=interrupted is not None,
+            aborted=interrupted is not None and interrupted.aborted,
+            paused=interrupted is not None and interrupted.pause,
+            blocked=self.state.error if self.state.status == "paused" else None,
+            warnings=(f"progress display stopped: {observer_error}",) if observer_error else (),
+        )
+
+    def _finish_bookkeeping(self, completed: dict[str, Any]) -> RunOutcome:
+        """A run killed after its ``run_completed``: write the ``meta.json`` it missed."""
+        payload = completed["payload"]
+        self.state.status = str(payload["status"])
+        self.state.error = payload.get("error")
+        self.set_status(self.state.status, completed_at=str(completed["ts"]))
+        return RunOutcome(
+            run_id=self.recorder.run_id,
+            status=self.state.status,
+            error=self.state.error,
+            path=self.recorder.layout.root,
+            summary=dict(self.summary(completed_at=str(completed["ts"]))),
+        )
+
+    def _begin(self, reopened: Reopened | None) -> Position:
+        """The opening events of a new or resumed run; where its steps start."""
+        recorder = self.recorder
+        if reopened is None:
+            self.set_status("pending")
+            recorder.emit(
+                "run_created",
+                {
+                    "flows": self.flows,
+                    "backend": self.spec.backend,
+                    "initiator": self.spec.initiator,
+                    "stepwise": True,
+                },
+            )
+            self.set_status("running")
+            recorder.emit("run_started", {"mode": "stepwise", "routing_enabled": True})
+            return Position(0)
+        if reopened.needs_created:
+            recorder.emit(
+                "run_created",
+                {
+                    "flows": self.flows,
+                    "backend": self.spec.backend,
+                    "initiator": self.spec.initiator,
+                    "stepwise": True,
+                },
+            )
+        for event in reopened.closing:  # the step a crash left open
+            recorder.emit(**event)
+        self.state.error = None
+        self.set_status("running")
+        recorder.emit("run_resumed", reopened.resumed_payload())
+        if reopened.needs_started:
+            recorder.emit("run_started", {"mode": "stepwise", "routing_enabled": True})
+        return reopened.position
+
+    def _checkpoint(self, pending: list[Any], to_step: str | None) -> None:
+        """After a completed step: save where the run goes next (SPEC §8.2)."""
+        position = (
+            Position(self.flow_index, to_step)
+            if to_step is not None
+            else Position(self.flow_index + 1)
+        )
+        self.recorder.write_checkpoint(
+            Checkpoint.capture(
+                self.state,
+                self.recorder.run_id,
+                position,
+                history=self.recorder.history_mark,
+                pending=pending,
+            )
+        )
+
+    def _run_flows(self, start: Position, reopened: Reopened | None) -> Interrupted | None:
+        """Run the planned flows; how an interruption ended them, if one did."""
+        state = self.state
+        try:
+            blocked = reopened.blocked if reopened is not None else None
+            external = reopened.external_input if reopened is not None else None
+            for index in range(start.flow_index, len(self.plan)):
+                self.flow_index = index
+                part = self.plan[index]
+                first = start.step_id if index == start.flow_index and start.step_id else None
+                if not self._run_flow(part, first or part.first_step, blocked, external):
+                    break
+                blocked = external = None
+        except Blocked as exc:
+            self._pause_blocked(exc.step)
+            return Interrupted(aborted=False, pause=True, reason=exc.step.reason)
+        except (KeyboardInterrupt, Interrupted) as exc:
+            stop = exc if isinstance(exc, Interrupted) else Interrupted(aborted=True)
+            if stop.pause:
+                self._pause(stop.reason)
+                return stop
+            self._close_open_step("interrupted")
+            state.status = "stopped"
+            state.error = str(stop) if not stop.aborted else "interrupted"
+            return stop
+        except Exception as exc:  # storage or engine trouble: the run still completes
+            self._close_open_step(f"{type(exc).__name__}: {exc}")
+            state.status, state.error = "failed", f"{type(exc).__name__}: {exc}"
+        return None
+
+    def _pause(self, reason: str) -> None:
+        """At a step boundary: ``run_pausing``, status paused, ``run_paused``."""
+        self.recorder.emit("run_pausing", {"reason": reason})
+        self.state.error = None
+        self.set_status("paused")
+        self.recorder.emit("run_paused", {"reason": reason})
+
+    def _pause_blocked(self, step: BlockedStep) -> None:
+        """A blocked step: checkpoint it (still open), then pause the run."""
+        recorder = self.recorder
+        reason = f"blocked: {step.reason}"
+        payload = {"reason": reason, "step": f"{step.flow_key}/{step.step_id}"}
+        pending = [
+            recorder.event(
+                kind,
+                payload,
+                flow_key=step.flow_key,
+                step_id=step.step_id,
+                agent_key=step.agent_key,
+                ahead=ahead,
+            )
+            for ahead, kind in enumerate(("run_pausing", "run_paused"))
+        ]
+        recorder.write_checkpoint(
+            Checkpoint.capture(
+                self.state,
+                recorder.run_id,
+                Position(self.flow_index, step.step_id),
+                history=recorder.history_mark,
+                pending=pending,
+                blocked=step,
+            )
+        )
+        self.steps.open_step = None  # it stays open in the log, on purpose
+        recorder.append(pending[0])
+        self.state.error = reason
+        self.set_status("paused")
+        recorder.append(pending[1])
+
+    def _complete(self, interrupted: Interrupted | None) -> str:
+        """Append ``run_completed`` and write the final ``meta.json``."""
+        state = self.state
+        final = state.status if state.status != "running" else "succeeded"
+        try:
+            if interrupted is not None:
+                self.recorder.emit("run_stopping", {"reason": interrupted.reason})
+                self.recorder.emit("run_stopped", {"reason": interrupted.reason})
+            self.recorder.emit(
+                "run_completed",
+                {
+                    "status": final,
+                    "error": state.error,
+                    "steps_completed": state.totals.steps_completed,
+                    "total_steps_executed": state.totals.executed,
+                },
+            )
+        except Exception as exc:
+            # The log cannot be written (disk full, …): say so in meta.json at least.
+            state.status, state.error = "failed", f"{type(exc).__name__}: {exc}"
+            self.set_status("failed", completed_at=format_ts(self.clock()))
+            raise
+        completed = format_ts(self.clock())
+        self.set_status(final, completed_at=completed)
+        return completed
+
+    def _close_open_step(self, error: str) -> None:
+        open_step = self.steps.open_step
+        if open_step is None:
+            return
+        self.steps.open_step = None
+        self.recorder.emit(
+            "step_error",
+            {
+                "status": "failed",
+                "duration_ms": ms_between(open_step.started, self.clock()),
+                "error": error,
+                "engine": open_step.engine_id,
+            },
+            flow_key=open_step.flow_key,
+            step_id=open_step.step_id,
+            agent_key=open_step.agent_key,
+        )
+
+    def _run_flow(
+        self,
+        part: FlowSlice,
+        first: str,
+        blocked: BlockedStep | None,
+        external_input: str | None,
+    ) -> bool:
+        """Run one flow from ``first``; False when the run failed and must not go on."""
+        flow = part.flow
+        current: str | None = first
+        began = self.clock()
+        flow_totals = self.state.flow(flow.key)
+        already = flow_totals.duration_ms
+        while current is not None:
+            if blocked is None:
+                self.o.control.check_boundary()
+            if self.state.totals.executed >= self.step_budget and blocked is None:
+                self.state.status = "failed"
+                self.state.error = (
+                    f"{flow.key}/{current}: the run reached its limit of {self.step_budget} "
+                    "step executions; a route loops without end (a next or branch back to an "
+                    "earlier step?) - fix the flow, or raise the limit with --max-steps"
+                )
+                return False
+            decision = self.steps.run(
+                flow, flow.step(current), part.end, blocked=blocked, external_input=external_input
+            )
+            blocked = external_input = None
+            flow_totals.duration_ms = already + ms_between(began, self.clock())
+            if decision is None:
+                return False
+            current = decision.to_step
+        return True

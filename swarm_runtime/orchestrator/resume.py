@@ -1,0 +1,354 @@
+"""Reopening a run to resume it: after a pause, a stop, a block or a crash (SPEC §8.2).
+
+Whatever instant a run was killed at, its directory is brought back to a state the run
+loop can go on from: leftover temporary files are removed, a torn last line of the event
+log is cut off, the events a checkpoint carries that the log lacks are appended, and a
+step a crash left open is found (the run closes it with ``step_error{error:
+"interrupted"}``), with any receipt or transcript it wrote moved to ``<flow>/interrupted/``
+so the step's re-run files keep their places. Counters come from ``checkpoint.json``,
+history from the first items of ``history.jsonl`` (checked against the checkpoint's
+digest); a run killed before its first checkpoint starts again from its first step.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from swarm_runtime.engines.base import HistoryItem
+from swarm_runtime.errors import RunControlError, StorageError
+from swarm_runtime.orchestrator.checkpoint import BlockedStep, Checkpoint, Position
+from swarm_runtime.orchestrator.history import HistoryBudget
+from swarm_runtime.orchestrator.plan import RunSpec
+from swarm_runtime.orchestrator.recorder import EventObserver, RunRecorder
+from swarm_runtime.orchestrator.state import RunState
+from swarm_runtime.record import Record, field
+from swarm_runtime.storage.layout import RUN_ID_RE, RunLayout
+from swarm_runtime.storage.store import read_event_log
+from swarm_runtime.timeutil import Clock, ms_between, parse_ts
+
+__all__ = ["Reopened", "read_json", "read_run_spec", "reopen_run"]
+
+
+class Reopened(Record):
+    """A run directory made ready to go on, and where it goes on from."""
+
+    spec: RunSpec
+    recorder: RunRecorder
+    state: RunState
+    position: Position
+    previous: str
+    """How the run had ended: paused, stopped, blocked or crashed."""
+    created_at: str | None = None
+    blocked: BlockedStep | None = None
+    external_input: str | None = None
+    closing: list[dict[str, Any]] = field(default_factory=list)
+    """Events that close what the crash left open (``step_error`` of the open step)."""
+    needs_created: bool = False
+    needs_started: bool = False
+    repairs: list[str] = field(default_factory=list)
+    """What was mended in the directory (a torn line, temporary files, moved files)."""
+    finished: dict[str, Any] | None = None
+    """The ``run_completed`` of a run killed after it (before its final ``meta.json``):
+    there is nothing to run, only the bookkeeping to finish."""
+
+    def resumed_payload(self) -> dict[str, Any]:
+        """The payload of ``run_resumed``."""
+        return {
+            "reason": f"resumed after {'a crash' if self.previous == 'crashed' else self.previous}",
+            "previous_status": self.previous,
+            "flow_index": self.position.flow_index,
+            "step_id": self.position.step_id,
+            "external_input": self.external_input is not None,
+            "repairs": list(self.repairs),
+        }
+
+
+def read_json(path: Path) -> Any:
+    """A JSON file's value, or None when it is missing or unreadable."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def read_run_spec(run_dir: Path) -> tuple[RunSpec, dict[str, Any]]:
+    """The RunSpec of a run, and its ``spec.json`` (mode, engine, origin) as written."""
+    doc = read_json(run_dir / "spec.json")
+    if not isinstance(doc, dict):
+        raise RunControlError(
+            f"{run_dir / 'spec.json'}: missing or unreadable; this is not a run directory "
+            "that can be resumed"
+        )
+    try:
+        spec = RunSpec(
+            flows=tuple(str(key) for key in doc["flows"]),
+            params=dict(doc.get("params") or {}),
+            backend=str(doc.get("backend") or "claude-step-orchestrator"),
+            initiator=str(doc.get("initiator") or "api"),
+            start_step=doc.get("start_step"),
+            end_step=doc.get("end_step"),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RunControlError(f"{run_dir / 'spec.json'}: not a run spec ({exc})") from None
+    return spec, doc
+
+
+def reopen_run(
+    run_dir: Path,
+    *,
+    budget: HistoryBudget,
+    clock: Clock,
+    durable: bool,
+    refuse_values: tuple[str, ...],
+    observer: EventObserver | None,
+    external_input: str | None,
+) -> Reopened:
+    """Lock ``run_dir`` and mend it for the run loop; RunControlError if it cannot go on."""
+    run_dir = Path(os.path.abspath(run_dir))
+    if not RUN_ID_RE.fullmatch(run_dir.name) or not run_dir.is_dir():
+        raise RunControlError(f"{run_dir} is not a run directory (run-YYYYMMDD-HHMMSS-xxxxxx)")
+    spec, _ = read_run_spec(run_dir)
+    meta = read_json(run_dir / "meta.json")
+    status = meta.get("status") if isinstance(meta, dict) else None
+    if status in ("succeeded", "failed"):
+        detail = f" ({meta.get('error')})" if isinstance(meta, dict) and meta.get("error") else ""
+        raise RunControlError(
+            f"run {run_dir.name} {status}{detail}; only a paused, stopped or crashed run "
+            "can be resumed - start a new run instead"
+        )
+    state = RunState(budget)
+    layout = RunLayout(run_dir.parent, run_dir.name)
+    recorder = RunRecorder.reopen(
+        layout,
+        state,
+        clock=clock,
+        durable=durable,
+        refuse_values=refuse_values,
+        observer=observer,
+    )
+    try:
+        return _mend(layout, spec, recorder, state, status, meta, external_input)
+    except BaseException:
+        recorder.close()
+        raise
+
+
+def _mend(
+    layout: RunLayout,
+    spec: RunSpec,
+    recorder: RunRecorder,
+    state: RunState,
+    status: Any,
+    meta: Any,
+    external_input: str | None,
+) -> Reopened:
+    repairs = _remove_temporary_files(layout.root)
+    log = read_event_log(layout.events) if layout.events.exists() else None
+    events = log.events if log is not None else []
+    if log is not None and log.torn is not None:
+        _cut_torn_tail(layout.events, len(log.torn.text.encode("utf-8")))
+        repairs.append(f"cut a torn last line of events.jsonl ({len(log.torn.text)} chars)")
+    checkpoint = _read_checkpoint(layout)
+    state.seq = int(events[-1].get("seq", 0)) if events else 0
+    if checkpoint is not None:
+        checkpoint.restore(state)
+        state.seq = int(events[-1].get("seq", 0)) if events else 0
+        for event in checkpoint.pending_events:  # written to the checkpoint, not the log
+            if event["seq"] > state.seq:
+                recorder.append(event)  # type: ignore[arg-type]
+                events.append(event)
+                repairs.append(f"appended {event['kind']} (seq {event['seq']}) from the checkpoint")
+    _restore_history(layout, recorder, state, checkpoint)
+    blocked = checkpoint.blocked if checkpoint is not None else None
+    if blocked is not None and external_input is None:
+        raise RunControlError(
+            f"run {layout.run_id} is blocked at {blocked.flow_key}/{blocked.step_id}: "
+            f"{blocked.reason}; resume it with --input TEXT (what the step waits for)"
+        )
+    if blocked is None and external_input is not None:
+        raise RunControlError(
+            f"run {layout.run_id} is not blocked on a step; --input is only for a run "
+            "paused by a blocked step"
+        )
+    finished = _finished(events)
+    if finished is not None:
+        return Reopened(
+            spec=spec,
+            recorder=recorder,
+            state=state,
+            position=Position(0),
+            previous="crashed",
+            created_at=meta.get("created_at") if isinstance(meta, dict) else None,
+            finished=finished,
+            repairs=repairs,
+        )
+    open_step = _open_step(events)
+    closing: list[dict[str, Any]] = []
+    if open_step is not None and blocked is None:
+        closing.append(_interrupted(open_step, events[-1]))
+        repairs.extend(_move_orphans(layout, open_step, state))
+    previous = "crashed" if status not in ("paused", "stopped") else str(status)
+    if blocked is not None:
+        previous = "blocked"
+    return Reopened(
+        spec=spec,
+        recorder=recorder,
+        state=state,
+        position=checkpoint.position if checkpoint is not None else Position(0),
+        previous=previous,
+        created_at=meta.get("created_at") if isinstance(meta, dict) else None,
+        blocked=blocked,
+        external_input=external_input,
+        closing=closing,
+        needs_created=not events,
+        needs_started=not any(e.get("kind") == "run_started" for e in events),
+        repairs=repairs,
+    )
+
+
+def _read_checkpoint(layout: RunLayout) -> Checkpoint | None:
+    path = layout.checkpoint
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise StorageError(f"{path}: cannot read the checkpoint: {exc}") from None
+    try:
+        doc = json.loads(raw)
+    except ValueError as exc:
+        raise StorageError(f"{path}: not JSON ({exc}); the run cannot be resumed") from None
+    checkpoint = Checkpoint.parse(doc, str(path))
+    if checkpoint.run_id != layout.run_id:
+        raise StorageError(
+            f"{path}: the checkpoint is of run {checkpoint.run_id}, not {layout.run_id}"
+        )
+    return checkpoint
+
+
+def _restore_history(
+    layout: RunLayout, recorder: RunRecorder, state: RunState, checkpoint: Checkpoint | None
+) -> None:
+    """The history items the checkpoint counts, from the journal; later lines are cut."""
+    wanted = checkpoint.history_items if checkpoint is not None else 0
+    try:
+        data = layout.history.read_bytes()
+    except FileNotFoundError:
+        data = b""
+    lines = data.split(b"\n")[:-1]  # a last line without a newline was cut off
+    if len(lines) < wanted:
+        raise StorageError(
+            f"{layout.history}: {len(lines)} item(s), the checkpoint counts {wanted}; "
+            "the run cannot be resumed"
+        )
+    kept = [line + b"\n" for line in lines[:wanted]]
+    digest = hashlib.sha256(b"".join(kept)).hexdigest()
+    if checkpoint is not None and digest != checkpoint.history_sha256:
+        raise StorageError(
+            f"{layout.history}: its first {wanted} item(s) do not match the checkpoint's "
+            "digest (was the file edited?); the run cannot be resumed"
+        )
+    if len(b"".join(kept)) != len(data):
+        with open(layout.history, "r+b") as handle:
+            handle.truncate(len(b"".join(kept)))
+    texts = [line.decode("utf-8") for line in kept]
+    recorder.continue_history(texts)
+    for text in texts:
+        item = json.loads(text)
+        state.history.add(
+            HistoryItem(
+                item["flow_key"],
+                item["step_id"],
+                item["agent_key"],
+                int(item["iteration"]),
+                item["output"],
+            )
+        )
+
+
+def _finished(events: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The last event when it is a ``run_completed`` that a resume cannot go on from."""
+    last = events[-1] if events else None
+    if last is None or last.get("kind") != "run_completed":
+        return None
+    payload = last.get("payload")
+    if isinstance(payload, dict) and payload.get("status") != "stopped":
+        return last
+    return None
+
+
+def _open_step(events: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The ``step_start`` that has no end in the log, if any."""
+    open_step: dict[str, Any] | None = None
+    for event in events:
+        kind = event.get("kind")
+        if kind == "step_start":
+            open_step = event
+        elif kind in ("step_end", "step_error"):
+            open_step = None
+    return open_step
+
+
+def _interrupted(start: dict[str, Any], last: dict[str, Any]) -> dict[str, Any]:
+    """The ``step_error`` that closes a step a crash cut short.
+
+    Its duration runs to the last event the dead process wrote.
+    """
+    try:
+        duration = ms_between(parse_ts(str(start["ts"])), parse_ts(str(last["ts"])))
+    except (KeyError, ValueError):
+        duration = 0
+    payload = start.get("payload") or {}
+    return {
+        "kind": "step_error",
+        "payload": {
+            "status": "failed",
+            "duration_ms": duration,
+            "error": "interrupted",
+            "engine": payload.get("engine") if isinstance(payload, dict) else None,
+        },
+        "flow_key": start.get("flow_key"),
+        "step_id": start.get("step_id"),
+        "agent_key": start.get("agent_key"),
+    }
+
+
+def _move_orphans(layout: RunLayout, start: dict[str, Any], state: RunState) -> list[str]:
+    """Move files the interrupted execution wrote out of the way of its re-run."""
+    flow_key, step_id = str(start.get("flow_key")), str(start.get("step_id"))
+    base = layout.flow_base(flow_key)
+    name = f"{step_id}-{start.get('agent_key')}"
+    done = state.executions.get((flow_key, step_id), 0)
+    moved: list[str] = []
+    candidates = [base / "receipts" / f"{name}.json"]
+    candidates += sorted((base / "llm").glob(f"{name}-*.jsonl")) if (base / "llm").is_dir() else []
+    for path in candidates:
+        stem = path.name[: -len(path.suffix)]
+        earlier = path.with_name(f"{stem}~{done}{path.suffix}")
+        if "~" in stem or not path.exists() or (done and not earlier.exists()):
+            continue  # the latest file is an earlier execution's, not the interrupted one's
+        target = base / "interrupted" / f"{stem}~seq{start.get('seq')}{path.suffix}"
+        target.parent.mkdir(exist_ok=True)
+        os.replace(path, target)
+        moved.append(f"moved {path.relative_to(layout.root)} to {target.relative_to(layout.root)}")
+    return moved
+
+
+def _remove_temporary_files(root: Path) -> list[str]:
+    removed = []
+    for path in root.rglob("*.tmp"):
+        with contextlib.suppress(OSError):
+            path.unlink()
+            removed.append(f"removed {path.relative_to(root)}")
+    return removed
+
+
+def _cut_torn_tail(path: Path, tail_bytes: int) -> None:
+    size = path.stat().st_size
+    with open(path, "r+b") as handle:
+        handle.truncate(size - tail_bytes)

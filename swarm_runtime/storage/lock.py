@@ -1,0 +1,130 @@
+"""The run lock: one process runs a run at a time, and a dead holder is seen as dead.
+
+``<run>/run.lock`` holds the pid, host and start time of the process running the run. It
+is made with ``O_EXCL``, so two processes cannot both take it. A lock whose holder is gone
+(a SIGKILL, a power cut) is *stale*: on this host that is a pid that no longer exists, or
+one that now belongs to a later process (its start time differs). A run whose lock is
+stale crashed, and ``swarm resume`` may take the lock over.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+from swarm_runtime.errors import RunControlError, StorageError
+from swarm_runtime.record import Record
+
+__all__ = ["LOCK_NAME", "LockHolder", "RunLock", "process_start", "read_holder"]
+
+LOCK_NAME = "run.lock"
+
+
+class LockHolder(Record):
+    """Who holds a run lock."""
+
+    pid: int
+    host: str
+    started: str
+    """The holder process's start time, as the system counts it (``/proc``), or ''."""
+    since: str = ""
+    """When the lock was taken (RFC 3339)."""
+
+    @property
+    def alive(self) -> bool:
+        """Whether the holder still runs (on another host: assumed alive)."""
+        if self.host != socket.gethostname():
+            return True
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True  # a process of another user has that pid: not ours, but alive
+        started = process_start(self.pid)
+        return not (self.started and started and started != self.started)
+
+    def describe(self) -> str:
+        """``pid 123 on host``."""
+        return f"pid {self.pid} on {self.host}"
+
+
+def process_start(pid: int) -> str:
+    """The start time of ``pid`` in clock ticks since boot (Linux), or '' if unknown."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
+    fields = stat.rpartition(")")[2].split()
+    return fields[19] if len(fields) > 19 else ""
+
+
+def read_holder(run_dir: Path) -> LockHolder | None:
+    """The holder of ``run_dir``'s lock, or None when there is no (readable) lock."""
+    try:
+        raw: Any = json.loads((run_dir / LOCK_NAME).read_text(encoding="utf-8"))
+        return LockHolder(
+            pid=int(raw["pid"]),
+            host=str(raw["host"]),
+            started=str(raw.get("started", "")),
+            since=str(raw.get("since", "")),
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+class RunLock:
+    """The lock of one run directory, held by this process while it runs the run."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = run_dir / LOCK_NAME
+        self.held = False
+
+    def acquire(self, since: str, *, take_over_stale: bool = False) -> None:
+        """Take the lock; refuse, naming the holder, when a live process holds it."""
+        me = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started": process_start(os.getpid()),
+            "since": since,
+        }
+        for _ in range(2):
+            try:
+                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                holder = read_holder(self.path.parent)
+                if holder is not None and holder.alive:
+                    raise RunControlError(
+                        f"run {self.path.parent.name} is being run by {holder.describe()} "
+                        f"(since {holder.since or 'an unknown time'}); stop it with "
+                        f"'swarm stop {self.path.parent.name}' or wait for it to end"
+                    ) from None
+                if not take_over_stale:
+                    raise RunControlError(
+                        f"{self.path} is left by a process that is gone; "
+                        f"resume the run with 'swarm resume {self.path.parent.name}'"
+                    ) from None
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.path)  # stale: its holder is dead
+                continue
+            except OSError as exc:
+                raise StorageError(f"cannot create {self.path}: {exc.strerror or exc}") from None
+            try:
+                os.write(fd, (json.dumps(me, sort_keys=True) + "\n").encode("utf-8"))
+            finally:
+                os.close(fd)
+            self.held = True
+            return
+        raise RunControlError(f"{self.path}: another process took the lock at the same time")
+
+    def release(self) -> None:
+        """Give the lock up (only if this process holds it)."""
+        if self.held:
+            self.held = False
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)

@@ -1,0 +1,35 @@
+"""A run's status as seen from outside: ``meta.json``, corrected by its lock.
+
+A run whose ``meta.json`` says ``pending`` or ``running`` but whose lock holder is gone
+(or that has no lock) was killed: it is ``crashed``, and ``swarm resume`` continues it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from swarm_runtime.storage.lock import read_holder
+
+__all__ = ["observed_status", "read_meta"]
+
+
+def read_meta(run_dir: Path) -> dict[str, Any] | None:
+    """meta.json as a mapping, or None when it is missing, unreadable or not a mapping."""
+    try:
+        meta = json.loads((run_dir / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return meta if isinstance(meta, dict) else None
+
+
+def observed_status(run_dir: Path, meta: dict[str, Any] | None = None) -> str:
+    """``meta.json``'s status, or ``crashed`` when it claims a live run nobody runs."""
+    meta = read_meta(run_dir) if meta is None else meta
+    status = str(meta.get("status", "?")) if meta is not None else "?"
+    if status in ("pending", "running"):
+        holder = read_holder(run_dir)
+        if holder is None or not holder.alive:
+            return "crashed"
+    return status

@@ -1,0 +1,170 @@
+"""Resuming after a crash at every window a kill can fall in, deterministically.
+
+A crash is simulated in-process by raising a BaseException (as nothing catches it, the
+run's files stay as a kill leaves them) at the instant under test: before a step's
+checkpoint (its receipt is written, the checkpoint is not), just after it (the step's
+``step_end``/``route_decision`` are not in the log), or with the last event line torn.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from swarm_runtime.contracts.check import validate_run_dir
+from swarm_runtime.engines.scenario import Scenario
+from swarm_runtime.errors import RunControlError
+from swarm_runtime.flow.registry import FlowRegistry
+from swarm_runtime.golden import normalise_value
+from swarm_runtime.orchestrator.recorder import RunRecorder
+from swarm_runtime.orchestrator.runner import Orchestrator, RunSpec
+from swarm_runtime.storage.store import read_event_log
+
+STEPS = 5  # loopy: author, critic (loops once), author, critic, ship
+
+
+class _Crash(BaseException):
+    """Stands for SIGKILL: no handler of the run catches it."""
+
+
+def _orchestrator(flows: Path, runs: Path, scenario: dict[str, Any] | None = None) -> Orchestrator:
+    return Orchestrator(
+        FlowRegistry(flows),
+        runs_dir=runs,
+        scenario=Scenario.from_mapping(scenario) if scenario else None,
+        sleep=lambda _s: None,
+    )
+
+
+def _receipts(run_dir: Path) -> dict[str, Any]:
+    return {
+        str(p.relative_to(run_dir)): normalise_value(json.loads(p.read_text("utf-8")))
+        for p in sorted(run_dir.glob("*/receipts/*.json"))
+    }
+
+
+def _transcripts(run_dir: Path) -> dict[str, Any]:
+    return {
+        str(p.relative_to(run_dir)): normalise_value(
+            [json.loads(line) for line in p.read_text("utf-8").splitlines()]
+        )
+        for p in sorted(run_dir.glob("*/llm/*.jsonl"))
+    }
+
+
+def _routing(run_dir: Path) -> list[Any]:
+    events = read_event_log(run_dir / "events.jsonl").events
+    return [normalise_value(e["payload"]) for e in events if e["kind"] == "route_decision"]
+
+
+@pytest.fixture
+def baseline(loop_flows: Path, tmp_path: Path) -> Path:
+    outcome = _orchestrator(loop_flows, tmp_path / "base").run(RunSpec(flows=("loopy",)))
+    assert outcome.status == "succeeded"
+    return outcome.path
+
+
+def _crash_run(
+    loop_flows: Path, runs: Path, monkeypatch: pytest.MonkeyPatch, at: int, *, before: bool
+) -> Path:
+    """Run until the ``at``-th checkpoint, and crash just before or just after writing it."""
+    real = RunRecorder.write_checkpoint
+    calls = {"n": 0}
+
+    def crashing(self: RunRecorder, document: dict[str, Any]) -> None:
+        calls["n"] += 1
+        if calls["n"] == at and before:
+            raise _Crash
+        real(self, document)
+        if calls["n"] == at:
+            raise _Crash
+
+    with monkeypatch.context() as patch:
+        patch.setattr(RunRecorder, "write_checkpoint", crashing)
+        with pytest.raises(_Crash):
+            _orchestrator(loop_flows, runs).run(RunSpec(flows=("loopy",)))
+    (run_dir,) = runs.iterdir()
+    return run_dir
+
+
+@pytest.mark.parametrize("before", [True, False], ids=["before-checkpoint", "after-checkpoint"])
+@pytest.mark.parametrize("at", range(1, STEPS + 1))
+def test_a_crash_at_any_step_resumes_to_the_same_run(
+    loop_flows: Path,
+    tmp_path: Path,
+    baseline: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    at: int,
+    before: bool,
+) -> None:
+    run_dir = _crash_run(loop_flows, tmp_path / "runs", monkeypatch, at, before=before)
+    meta = json.loads((run_dir / "meta.json").read_text("utf-8"))
+    assert meta["status"] == "running"
+    outcome = _orchestrator(loop_flows, tmp_path / "runs").resume(run_dir)
+    assert outcome.status == "succeeded", outcome.error
+    assert _receipts(run_dir) == _receipts(baseline)
+    assert _transcripts(run_dir) == _transcripts(baseline)
+    assert _routing(run_dir) == _routing(baseline)
+    events = read_event_log(run_dir / "events.jsonl").events
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    interrupted = [e for e in events if e["kind"] == "step_error"]
+    # Before its checkpoint the step is not done: it is closed as interrupted and run
+    # again. After it, the step is done: the resume appends its missing events.
+    assert len(interrupted) == (1 if before else 0)
+    if before:
+        assert interrupted[0]["payload"]["error"] == "interrupted"
+        moved = list((run_dir / "loopy" / "interrupted").iterdir())
+        assert moved, "the interrupted execution's receipt and transcript are kept aside"
+    assert validate_run_dir(run_dir) == []
+
+
+def test_a_torn_last_line_is_cut_and_the_run_goes_on(
+    loop_flows: Path, tmp_path: Path, baseline: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_dir = _crash_run(loop_flows, tmp_path / "runs", monkeypatch, 3, before=False)
+    with (run_dir / "events.jsonl").open("a", encoding="utf-8") as log:
+        log.write('{"kind": "step_st')  # the dead writer's half line
+    outcome = _orchestrator(loop_flows, tmp_path / "runs").resume(run_dir)
+    assert outcome.status == "succeeded"
+    assert _routing(run_dir) == _routing(baseline)
+    resumed = next(
+        e for e in read_event_log(run_dir / "events.jsonl").events if e["kind"] == "run_resumed"
+    )
+    assert any("torn" in repair for repair in resumed["payload"]["repairs"])
+    assert validate_run_dir(run_dir) == []
+
+
+def test_stub_outcomes_survive_a_resume(loop_flows: Path, tmp_path: Path) -> None:
+    # The scripted outcome of an execution is the same after a resume (counted per
+    # execution from the checkpoint, not per call in the dead process).
+    scenario = {
+        "critic": [
+            {"handoff": {"status": "NEEDS_WORK"}},
+            {"handoff": {"status": "NEEDS_WORK"}},
+            {"handoff": {"status": "VERIFIED"}},
+        ]
+    }
+    first = _orchestrator(loop_flows, tmp_path / "a", scenario).run(RunSpec(flows=("loopy",)))
+    runs = tmp_path / "b"
+    orchestrator = _orchestrator(loop_flows, runs, scenario)
+
+    def stop_after_the_first_critic(event: dict[str, Any]) -> None:
+        if event["kind"] == "route_decision" and event["step_id"] == "critic":
+            orchestrator.control.request("stop")
+
+    orchestrator.observer = stop_after_the_first_critic
+    stopped = orchestrator.run(RunSpec(flows=("loopy",)))
+    assert stopped.status == "stopped"
+    resumed = _orchestrator(loop_flows, runs, scenario).resume(stopped.path)
+    assert resumed.status == "succeeded"
+    assert _routing(stopped.path) == _routing(first.path)
+    assert [r["decision"] for r in _routing(first.path)].count("loop") == 2
+    assert validate_run_dir(stopped.path) == []
+
+
+def test_a_finished_run_is_not_resumed(loop_flows: Path, baseline: Path) -> None:
+    with pytest.raises(RunControlError, match="succeeded; only a paused, stopped or crashed"):
+        _orchestrator(loop_flows, baseline.parent).resume(baseline)
