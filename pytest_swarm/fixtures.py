@@ -131,13 +131,20 @@ class IsolatedRunsEnv:
 
 
 @pytest.fixture
-def isolated_runs_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> IsolatedRunsEnv:
-    """A fresh runs dir and examples dir for one test; the environment is restored after."""
+def isolated_runs_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[IsolatedRunsEnv]:
+    """A fresh runs dir and examples dir for one test, and a run service with no runs.
+
+    Runs still going at the end of the test are cancelled; the environment is restored.
+    """
+    from swarm_runtime.service import reset_backends
+
     env = IsolatedRunsEnv(tmp_path / "swarm")
     env.runs_dir.mkdir(parents=True)
     env.examples_dir.mkdir()
     monkeypatch.setenv("SWARM_RUNS_DIR", str(env.runs_dir))
-    return env
+    reset_backends()
+    yield env
+    reset_backends()
 
 
 class StubScenario:

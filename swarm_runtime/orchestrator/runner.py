@@ -29,13 +29,22 @@ from swarm_runtime.orchestrator.plan import (
 )
 from swarm_runtime.orchestrator.recorder import EventObserver
 from swarm_runtime.orchestrator.resume import reopen_run
+from swarm_runtime.record import Record
 from swarm_runtime.timeutil import (
     Clock,
     interruptible_sleep,
     system_clock,
 )
 
-__all__ = ["Orchestrator", "RunOutcome", "RunSpec"]
+__all__ = ["Orchestrator", "PreparedRun", "RunOutcome", "RunSpec"]
+
+
+class PreparedRun(Record):
+    """A run whose directory exists: ``execute()`` runs it (in this thread or a worker)."""
+
+    run_id: str
+    path: Path
+    execute: Callable[[], RunOutcome]
 
 
 class Orchestrator:
@@ -135,6 +144,10 @@ class Orchestrator:
 
     def run(self, spec: RunSpec) -> RunOutcome:
         """Validate, create the run directory, and execute every flow of ``spec`` in order."""
+        return self.prepare(spec).execute()
+
+    def prepare(self, spec: RunSpec) -> PreparedRun:
+        """Plan the run and create its directory; ``execute()`` then runs it."""
         self.control.reset()
         plan = plan_run(
             spec,
@@ -144,7 +157,7 @@ class Orchestrator:
             check_engine=self.engine_for,
         )
         run = RunLifecycle.create(self, spec, plan)
-        return run.execute()
+        return PreparedRun(run.recorder.run_id, run.recorder.layout.root, run.execute)
 
     def resume(self, run_dir: Path, *, external_input: str | None = None) -> RunOutcome:
         """Continue a paused, stopped or crashed run from its checkpoint (SPEC §8.2).
@@ -152,6 +165,10 @@ class Orchestrator:
         ``external_input`` answers a step that is ``blocked``. The orchestrator must be
         built as the run's ``spec.json`` says (see :func:`.resume.read_run_spec`).
         """
+        return self.prepare_resume(run_dir, external_input=external_input).execute()
+
+    def prepare_resume(self, run_dir: Path, *, external_input: str | None = None) -> PreparedRun:
+        """Lock and mend a run directory for :meth:`resume`; ``execute()`` goes on."""
         self.control.reset()
         reopened = reopen_run(
             Path(run_dir),
@@ -173,8 +190,9 @@ class Orchestrator:
         except BaseException:
             reopened.recorder.close()
             raise
-        return RunLifecycle(self, reopened.spec, plan, reopened.recorder, reopened.state).execute(
-            reopened
+        run = RunLifecycle(self, reopened.spec, plan, reopened.recorder, reopened.state)
+        return PreparedRun(
+            run.recorder.run_id, run.recorder.layout.root, lambda: run.execute(reopened)
         )
 
     def origin_document(self) -> dict[str, Any]:

@@ -1,0 +1,271 @@
+"""The run service (SPEC §8.1): backends that start runs in workers and control them.
+
+``get_backend(id)`` gives the backend of ``claude-step-orchestrator``,
+``gemini-step-orchestrator`` or one added with :func:`register_backend`. A backend's
+``start(spec)`` creates the run directory and returns its id at once; the run goes on in
+a worker thread. ``pause``, ``stop`` and ``cancel`` are requests the run acts on at its
+next step boundary (``cancel`` also cuts short the engine call or wait under way);
+``resume`` continues a paused, stopped, blocked or crashed run in a new worker. Each run
+has its own orchestrator, so runs started at once share nothing but the runs dir.
+
+    backend = get_backend("claude-step-orchestrator", runs_dir=Path("runs"))
+    run_id = backend.start(RunSpec(flows=("signal",)))
+    summary = backend.wait(run_id, timeout=60)
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from swarm_runtime.errors import ConfigError, RunControlError
+from swarm_runtime.orchestrator.plan import RunOutcome, RunSpec
+from swarm_runtime.orchestrator.runner import Orchestrator
+from swarm_runtime.record import Record
+
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "get_backend",
+    "register_backend",
+    "reset_backends",
+]
+
+OrchestratorFactory = Callable[[Callable[[float], None]], Orchestrator]
+"""Builds a fresh orchestrator for one run, given the sleep its engines must use."""
+
+BACKENDS = {"claude-step-orchestrator": "claude-step", "gemini-step-orchestrator": "gemini-step"}
+"""The built-in backends and the engine each runs steps with."""
+
+
+class _Worker(Record):
+    orchestrator: Orchestrator
+    thread: threading.Thread
+    cancelled: threading.Event
+    result: list[RunOutcome | BaseException]
+
+
+class Backend:
+    """Starts runs of one engine in worker threads, and reads and controls them."""
+
+    def __init__(self, backend_id: str, runs_dir: Path, factory: OrchestratorFactory) -> None:
+        self.backend_id = backend_id
+        self.runs_dir = Path(runs_dir)
+        self._factory = factory
+        self._workers: dict[str, _Worker] = {}
+        self._lock = threading.Lock()
+
+    # -- starting ------------------------------------------------------------------------
+
+    def start(self, spec: RunSpec | Mapping[str, Any]) -> str:
+        """Create the run (its directory and id) and run it in a worker; return its id."""
+        run_spec = spec if isinstance(spec, RunSpec) else _spec_from(spec)
+        if run_spec.backend != self.backend_id:
+            run_spec = RunSpec(
+                flows=run_spec.flows,
+                params=run_spec.params,
+                backend=self.backend_id,
+                initiator=run_spec.initiator,
+                start_step=run_spec.start_step,
+                end_step=run_spec.end_step,
+            )
+        return self._launch(lambda orchestrator: orchestrator.prepare(run_spec))
+
+    def resume(self, run_id: str, *, external_input: str | None = None) -> None:
+        """Continue a paused, stopped, blocked or crashed run in a new worker."""
+        run_dir = self._run_dir(run_id)
+        self._launch(
+            lambda orchestrator: orchestrator.prepare_resume(run_dir, external_input=external_input)
+        )
+
+    def _launch(self, prepare: Callable[[Orchestrator], Any]) -> str:
+        cancelled = threading.Event()
+
+        def sleep(seconds: float) -> None:  # engines and retries wait here; cancel wakes it
+            if cancelled.wait(seconds):
+                raise KeyboardInterrupt  # turned into an abort of the step by the run
+
+        orchestrator = self._factory(sleep)
+        prepared = prepare(orchestrator)  # errors (a bad flow, a live run) raise here
+        result: list[RunOutcome | BaseException] = []
+
+        def work() -> None:
+            try:
+                result.append(prepared.execute())
+            except BaseException as exc:
+                result.append(exc)
+
+        thread = threading.Thread(target=work, name=f"swarm-{prepared.run_id}", daemon=True)
+        with self._lock:
+            self._workers[prepared.run_id] = _Worker(orchestrator, thread, cancelled, result)
+        thread.start()
+        return str(prepared.run_id)
+
+    # -- control -------------------------------------------------------------------------
+
+    def pause(self, run_id: str, reason: str = "") -> None:
+        """Pause the run at its next step boundary."""
+        self._live(run_id).orchestrator.control.request("pause", reason)
+
+    def stop(self, run_id: str, reason: str = "") -> None:
+        """Stop the run at its next step boundary (it ends ``stopped``, resumable)."""
+        self._live(run_id).orchestrator.control.request("stop", reason)
+
+    def cancel(self, run_id: str, reason: str = "") -> None:
+        """Stop the run now: the step under way is cut short and closed as interrupted."""
+        worker = self._live(run_id)
+        worker.orchestrator.control.request("cancel", reason or "cancelled")
+        worker.cancelled.set()
+
+    def wait(self, run_id: str, timeout: float | None = None) -> dict[str, Any]:
+        """Wait for the run's worker to end; its summary. TimeoutError if it does not."""
+        worker = self._workers.get(run_id)
+        if worker is not None:
+            worker.thread.join(timeout)
+            if worker.thread.is_alive():
+                raise TimeoutError(f"run {run_id} is still running after {timeout} s")
+            if worker.result and isinstance(worker.result[0], BaseException):
+                raise worker.result[0]
+        return self.get_summary(run_id)
+
+    # -- reading -------------------------------------------------------------------------
+
+    def get_summary(self, run_id: str) -> dict[str, Any]:
+        """``meta.json`` of the run, its status as seen now (``crashed`` for a dead run)."""
+        from swarm_runtime.storage.status import observed_status, read_meta
+
+        run_dir = self._run_dir(run_id)
+        meta = read_meta(run_dir)
+        if meta is None:
+            return {"run_id": run_id, "status": "pending"}
+        worker = self._workers.get(run_id)
+        alive = worker is not None and worker.thread.is_alive()
+        return {**meta, "status": meta.get("status") if alive else observed_status(run_dir, meta)}
+
+    def list_summaries(self) -> list[dict[str, Any]]:
+        """Every run in the runs dir, newest first."""
+        if not self.runs_dir.is_dir():
+            return []
+        runs = sorted((p.name for p in self.runs_dir.glob("run-*") if p.is_dir()), reverse=True)
+        return [self.get_summary(run_id) for run_id in runs]
+
+    def get_events(self, run_id: str, since_seq: int = 0) -> list[dict[str, Any]]:
+        """The run's events after ``since_seq`` (a torn last line is left out)."""
+        from swarm_runtime.storage.store import read_event_log
+
+        path = self._run_dir(run_id) / "events.jsonl"
+        if not path.exists():
+            return []
+        events = read_event_log(path).events
+        return [e for e in events if isinstance(e.get("seq"), int) and e["seq"] > since_seq]
+
+    def _run_dir(self, run_id: str) -> Path:
+        from swarm_runtime.storage.layout import RUN_ID_RE
+
+        if not RUN_ID_RE.fullmatch(run_id) or not (self.runs_dir / run_id).is_dir():
+            raise RunControlError(f"no run {run_id!r} in {self.runs_dir}")
+        return self.runs_dir / run_id
+
+    def _live(self, run_id: str) -> _Worker:
+        worker = self._workers.get(run_id)
+        if worker is None or not worker.thread.is_alive():
+            status = self.get_summary(run_id).get("status")
+            raise RunControlError(f"run {run_id} is {status}, not running in this service")
+        return worker
+
+    def shutdown(self, timeout: float = 30.0) -> None:
+        """Cancel every run still going and wait for the workers to end."""
+        for run_id, worker in list(self._workers.items()):
+            if worker.thread.is_alive():
+                self.cancel(run_id, "the run service shut down")
+        for worker in list(self._workers.values()):
+            worker.thread.join(timeout)
+        self._workers.clear()
+
+
+_FACTORIES: dict[str, Callable[..., Backend]] = {}
+_BACKENDS: dict[tuple[str, str], Backend] = {}
+
+
+def register_backend(backend_id: str, factory: Callable[..., Backend]) -> None:
+    """Add a backend: ``factory(**options)`` returns a :class:`Backend`."""
+    _FACTORIES[backend_id] = factory
+
+
+def get_backend(
+    backend_id: str,
+    *,
+    runs_dir: Path | None = None,
+    flows_dir: Path | None = None,
+    mode: str | None = None,
+    env: Mapping[str, str] | None = None,
+    **options: Any,
+) -> Backend:
+    """The backend ``backend_id``, one per id and runs dir (settings from ``env``)."""
+    environ = os.environ if env is None else env
+    key = (backend_id, str(runs_dir))
+    existing = _BACKENDS.get(key)
+    if existing is not None:
+        return existing
+    if backend_id in _FACTORIES:
+        backend = _FACTORIES[backend_id](
+            runs_dir=runs_dir, flows_dir=flows_dir, mode=mode, env=environ, **options
+        )
+    elif backend_id in BACKENDS:
+        backend = _builtin(backend_id, runs_dir, flows_dir, mode, environ, **options)
+    else:
+        known = sorted({*BACKENDS, *_FACTORIES})
+        raise ConfigError(f"no backend {backend_id!r}; known: {', '.join(known)}")
+    _BACKENDS[key] = backend
+    return backend
+
+
+def _builtin(
+    backend_id: str,
+    runs_dir: Path | None,
+    flows_dir: Path | None,
+    mode: str | None,
+    env: Mapping[str, str],
+    **options: Any,
+) -> Backend:
+    from swarm_runtime.cli.common import default_flows_dir
+    from swarm_runtime.config import resolve_settings
+    from swarm_runtime.flow.registry import FlowRegistry
+    from swarm_runtime.orchestrator.assembly import build_orchestrator
+
+    settings = resolve_settings(env=env, mode=mode, runs_dir=runs_dir, flows_dir=flows_dir)
+    flows = FlowRegistry(default_flows_dir(settings.flows_dir))
+
+    def factory(sleep: Callable[[float], None]) -> Orchestrator:
+        return build_orchestrator(
+            settings, flows, env=env, engine_id=BACKENDS[backend_id], sleep=sleep, **options
+        )
+
+    return Backend(backend_id, settings.runs_dir, factory)
+
+
+def reset_backends() -> None:
+    """Cancel and forget every backend's runs (the ``isolated_runs_env`` fixture calls it)."""
+    for backend in list(_BACKENDS.values()):
+        backend.shutdown()
+    _BACKENDS.clear()
+
+
+def _spec_from(raw: Mapping[str, Any]) -> RunSpec:
+    flows = raw.get("flows")
+    if not isinstance(flows, list | tuple) or not all(isinstance(f, str) for f in flows):
+        raise ConfigError(f"a run spec needs 'flows', a list of flow keys; got {flows!r}")
+    unknown = set(raw) - {"flows", "params", "backend", "initiator", "start_step", "end_step"}
+    if unknown:
+        raise ConfigError(f"run spec: unknown key(s) {', '.join(sorted(unknown))}")
+    return RunSpec(
+        flows=tuple(flows),
+        params=dict(raw.get("params") or {}),
+        backend=str(raw.get("backend") or "claude-step-orchestrator"),
+        initiator=str(raw.get("initiator") or "api"),
+        start_step=raw.get("start_step"),
+        end_step=raw.get("end_step"),
+    )
