@@ -91,6 +91,8 @@ class ReceiptDoc(TypedDict):
     context_truncation: NotRequired[dict[str, int]]
     cost: NotRequired[CostDoc]
     cassette: NotRequired[str]
+    timing: NotRequired[dict[str, Any]]
+    artifacts: NotRequired[list[dict[str, Any]]]
 
 
 class RunSpecDoc(TypedDict):

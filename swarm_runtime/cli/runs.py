@@ -16,6 +16,7 @@ __all__ = [
     "handle_list",
     "handle_show",
     "handle_validate",
+    "handle_verify",
     "resolve_run_dir",
 ]
 
@@ -38,6 +39,12 @@ def add_parser(commands: Any) -> None:
     validate.add_argument("run", help="run id or run directory (also one written by another tool)")
     validate.add_argument("--runs-dir", type=Path)
     validate.set_defaults(handler=handle_validate)
+    verify = sub.add_parser(
+        "verify", help="re-hash the artifacts receipts point to; exit 1 if any changed"
+    )
+    verify.add_argument("run", help="run id or run directory")
+    verify.add_argument("--runs-dir", type=Path)
+    verify.set_defaults(handler=handle_verify)
 
 
 def _runs_dir(explicit: Path | None) -> Path:
@@ -157,4 +164,20 @@ def handle_validate(args: argparse.Namespace) -> int:
         print(f"{len(violations)} violation(s) in {root}", file=sys.stderr)
         return EXIT_FAILED
     print(f"{root}: no violations")
+    return EXIT_OK
+
+
+def handle_verify(args: argparse.Namespace) -> int:
+    """One line per artifact pointer of every receipt: ok, changed, missing or not local."""
+    from swarm_runtime.artifacts import verify_run_artifacts
+
+    root = resolve_run_dir(args.run, args.runs_dir)
+    results = verify_run_artifacts(root)
+    for result in results:
+        print(result)
+    bad = [r for r in results if not r.ok]
+    if bad:
+        print(f"{len(bad)} of {len(results)} artifact(s) do not match in {root}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"{root}: {len(results)} artifact(s) verified")
     return EXIT_OK

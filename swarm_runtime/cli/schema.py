@@ -14,7 +14,17 @@ __all__ = [
     "handle",
 ]
 
-NAMES = ("receipt", "transcript", "event", "step_context", "step_result", "run_spec", "run_summary")
+NAMES = (
+    "receipt",
+    "transcript",
+    "event",
+    "step_context",
+    "step_result",
+    "run_spec",
+    "run_summary",
+    "step_input",
+    "step_output",
+)
 
 
 def add_parser(commands: Any) -> None:

@@ -10,6 +10,16 @@ from collections.abc import Callable
 from typing import Any
 
 from swarm_runtime.contracts.base import SCHEMA_VERSION, Contract, Timestamp
+from swarm_runtime.contracts.envelope import (
+    ArtifactRef,
+    EnvelopeIssue,
+    StepInput,
+    StepOutput,
+    Timing,
+    validate_partial,
+    validate_step_input,
+    validate_step_output,
+)
 from swarm_runtime.contracts.events import EVENT_KINDS, RESERVED_KINDS, Event, parse_event
 from swarm_runtime.contracts.receipt import ContextTruncation, Receipt, ReceiptRouting, Tokens
 from swarm_runtime.contracts.run import RunSpecDocument, RunSummary
@@ -26,15 +36,20 @@ __all__ = [
     "RESERVED_KINDS",
     "SCHEMAS",
     "SCHEMA_VERSION",
+    "ArtifactRef",
     "ContextTruncation",
     "Contract",
+    "EnvelopeIssue",
     "Event",
     "MessageLine",
     "Receipt",
     "ReceiptRouting",
     "RunSpecDocument",
     "RunSummary",
+    "StepInput",
+    "StepOutput",
     "Timestamp",
+    "Timing",
     "Tokens",
     "ToolResultLine",
     "ToolUseLine",
@@ -42,6 +57,9 @@ __all__ = [
     "json_schema",
     "parse_event",
     "parse_transcript_line",
+    "validate_partial",
+    "validate_step_input",
+    "validate_step_output",
 ]
 
 SCHEMAS = (
@@ -52,6 +70,8 @@ SCHEMAS = (
     "step_result",
     "run_spec",
     "run_summary",
+    "step_input",
+    "step_output",
 )
 
 
@@ -69,6 +89,8 @@ def json_schema(name: str) -> dict[str, Any]:
         "step_result": step_result_schema,
         "run_spec": lambda: RunSpecDocument.model_json_schema(),
         "run_summary": lambda: RunSummary.model_json_schema(),
+        "step_input": lambda: StepInput.model_json_schema(by_alias=True),
+        "step_output": lambda: StepOutput.model_json_schema(by_alias=True),
     }
     if name not in builders:
         raise KeyError(name)

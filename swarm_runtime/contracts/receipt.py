@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from swarm_runtime.contracts.base import Contract, SchemaVersion, Timestamp
+from swarm_runtime.contracts.envelope import ArtifactRef, Timing
 from swarm_runtime.timeutil import parse_ts
 
 __all__ = ["ContextTruncation", "Receipt", "ReceiptRouting", "Tokens"]
@@ -74,9 +75,11 @@ class Receipt(Contract):
     handoff: dict[str, Any] | None = None
     attempt: int | None = Field(default=None, ge=1)
     max_attempts: int | None = Field(default=None, ge=1)
-    timing: dict[str, Any] | None = None
+    timing: Timing | None = None
+    """Where the step's time went (SPEC §7.2), from its StepOutput."""
     cost: dict[str, Any] | None = None
-    artifacts: list[dict[str, Any]] | None = None
+    artifacts: list[ArtifactRef] | None = None
+    """What the step wrote under ``<flow>/artifacts/`` (SPEC §7.4)."""
     context_truncation: ContextTruncation | None = None
     iteration: int | None = Field(default=None, ge=0)
     """0-based count of earlier executions of this step in the run."""

@@ -176,6 +176,51 @@ class StepOutcome(Record):
     engine that does not say); the stub says 0. Never a guess."""
     cassette: str | None = None
     """For a recorded or replayed call: its cassette, relative to the cassette dir."""
+    tool_call_ms: int = 0
+    """Time the call spent in tools (an engine that runs tools says so)."""
+
+    def envelope(
+        self,
+        run_id: str,
+        timing: dict[str, Any],
+        artifacts: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """The answer as an A3 StepOutput document (SPEC §7.1, camelCase JSON)."""
+        result = self.result
+        code = self.result_code
+        error: dict[str, Any] | None = None
+        if code in ("retryable", "fatal"):
+            error = {"message": result.error or code}
+            if code == "retryable" and self.retry_after_ms is not None:
+                error["retryAfterMs"] = self.retry_after_ms
+        cost = None
+        if self.provider != "none":  # a provider was called: what it cost, if known
+            tokens = self.tokens
+            cost = {
+                "model": self.model,
+                "provider": self.provider,
+                "tokens": {
+                    "input": tokens.prompt,
+                    "output": tokens.completion,
+                    "total": tokens.total,
+                },
+                "estimatedCostUsd": self.cost_usd,
+            }
+        text = result.output or result.error or ""
+        return {
+            "runId": run_id,
+            "stepId": result.step_id,
+            "resultCode": code,
+            "summary": text.strip().split("\n", 1)[0][:200],
+            "data": {"handoff": self.handoff} if self.handoff is not None else None,
+            "error": error,
+            "artifacts": artifacts or None,
+            "timing": timing,
+            "cost": cost,
+            "suggestedNextStep": None,
+            "requiresApproval": code == "blocked",
+            "proposedChanges": None,
+        }
 
 
 class StepEngine(abc.ABC):

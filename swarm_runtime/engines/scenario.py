@@ -27,6 +27,7 @@ OUTCOME_KEYS = (
     "tokens",
     "delay_ms",
     "failing_attempts",
+    "artifacts",
 )
 TOOL_KEYS = ("tool", "input", "output", "success")
 
@@ -51,6 +52,8 @@ class Outcome(Record):
     tools: tuple[ToolCall, ...] = ()
     tokens: tuple[int, int] | None = None
     delay_ms: int = 0
+    artifacts: tuple[dict[str, Any], ...] = ()
+    """Files the step writes: ``{name, content, content_type}`` each."""
     failing_attempts: int | None = None
     """With ``retryable``: the attempts that answer it before the call succeeds (None:
     every attempt, so the step runs out of attempts and fails)."""
@@ -120,6 +123,24 @@ def _parse_tools(tools_raw: Any, where: str) -> list[ToolCall]:
     return tools
 
 
+def _parse_artifacts(raw: Any, where: str) -> tuple[dict[str, Any], ...]:
+    keys = ("name", "content", "content_type")
+    if not isinstance(raw, list):
+        raise ScenarioError(f"{where}.artifacts: must be a list of {{name, content, content_type}}")
+    found = []
+    for i, item in enumerate(raw):
+        spot = f"{where}.artifacts[{i}]"
+        if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
+            raise ScenarioError(f"{spot}: must be a mapping with a 'name'")
+        bad = [key for key in item if key not in keys]
+        if bad:
+            raise ScenarioError(f"{spot}: unknown key '{bad[0]}' (allowed: {', '.join(keys)})")
+        if not isinstance(item.get("content", ""), str):
+            raise ScenarioError(f"{spot}.content: must be a string")
+        found.append(dict(item))
+    return tuple(found)
+
+
 def _parse_outcome(raw: Any, where: str) -> Outcome:
     if not isinstance(raw, Mapping):
         raise ScenarioError(
@@ -161,6 +182,7 @@ def _parse_outcome(raw: Any, where: str) -> Outcome:
             "attempts that answer retryable before the call succeeds)"
         )
     tools = _parse_tools(raw.get("tools") or [], where)
+    artifacts = _parse_artifacts(raw.get("artifacts") or [], where)
     for name in ("handoff", "tools"):
         if raw.get(name) is not None:
             _check_json(raw[name], f"{where}.{name}")
@@ -174,6 +196,7 @@ def _parse_outcome(raw: Any, where: str) -> Outcome:
         tokens=token_pair,
         delay_ms=ints["delay_ms"] or 0,
         failing_attempts=ints["failing_attempts"],
+        artifacts=artifacts,
     )
 
 

@@ -128,6 +128,7 @@ class StubEngine(StepEngine):
                 status=status,  # type: ignore[arg-type]
                 output=truncate_output(text),
                 error=error,
+                artifacts=outcome.artifacts if outcome else (),
             ),
             events=tuple(events),
             result_code=code,  # type: ignore[arg-type]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,10 @@ from swarm_runtime.storage.store import (
 )
 from swarm_runtime.timeutil import Clock, format_ts
 
-__all__ = ["EventObserver", "RunRecorder", "TranscriptLine"]
+__all__ = ["ARTIFACT_NAME_RE", "EventObserver", "RunRecorder", "TranscriptLine"]
+
+ARTIFACT_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+"""An artifact's file name: no directories, no leading dot."""
 
 EventObserver = Callable[[dict[str, Any]], None]
 TranscriptLine = dict[str, Any] | str
@@ -236,6 +240,48 @@ class RunRecorder:
     def history_mark(self) -> tuple[int, str]:
         """How many history items are journalled, and the sha256 of their lines."""
         return self._history_items, self._history_hash.hexdigest()
+
+    def write_artifacts(
+        self, flow_key: str, step_id: str, iteration: int, artifacts: tuple[dict[str, Any], ...]
+    ) -> list[dict[str, Any]]:
+        """Write a step's artifacts under ``<flow>/artifacts/``; their pointers (SPEC §7.4).
+
+        An artifact is ``{name, content, content_type}``; a name already written by an
+        earlier execution of the step is kept as ``~n`` first, as receipts are.
+        """
+        refs: list[dict[str, Any]] = []
+        if not artifacts:
+            return refs
+        import hashlib
+
+        directory = self.layout.artifacts(flow_key)
+        os.makedirs(directory, exist_ok=True)
+        for artifact in artifacts:
+            name = str(artifact.get("name", ""))
+            if not ARTIFACT_NAME_RE.fullmatch(name):
+                raise StorageError(
+                    f"{flow_key}/{step_id}: artifact name {name!r} is not allowed "
+                    f"(it must match {ARTIFACT_NAME_RE.pattern})"
+                )
+            content = str(artifact.get("content", ""))
+            if self.refuse_values:
+                _refuse(content, f"artifact {name} of {flow_key}/{step_id}", self.refuse_values)
+            path = directory / name
+            if iteration:
+                preserve_previous(path, first=iteration)
+            data = content.encode("utf-8")
+            write_text_atomic(path, content, durable=self.durable)
+            refs.append(
+                {
+                    "kind": "pointer",
+                    "name": name,
+                    "uri": path.as_uri(),
+                    "contentType": str(artifact.get("content_type") or "text/plain"),
+                    "sizeBytes": len(data),
+                    "sha256": hashlib.sha256(data).hexdigest(),
+                }
+            )
+        return refs
 
     def write_checkpoint(self, document: dict[str, Any]) -> None:
         """Rewrite ``checkpoint.json`` atomically (compact: it is rewritten every step)."""

@@ -29,7 +29,7 @@ from swarm_runtime.orchestrator.checkpoint import BlockedStep
 from swarm_runtime.orchestrator.control import Blocked, RunControl
 from swarm_runtime.orchestrator.history import RenderedHistory
 from swarm_runtime.orchestrator.prompt import PromptParts
-from swarm_runtime.orchestrator.receipt import Call, build_receipt
+from swarm_runtime.orchestrator.receipt import Call, build_receipt, step_timing
 from swarm_runtime.orchestrator.recorder import RunRecorder, TranscriptLine
 from swarm_runtime.orchestrator.routing import Decision, decide
 from swarm_runtime.orchestrator.state import RunState
@@ -137,15 +137,14 @@ class StepRunner:
             error = budget_error(
                 step, outcome.tokens, ms_between(started, completed), outcome.cost_usd
             )
+        artifacts = self.recorder.write_artifacts(
+            flow.key, step.id, iteration, outcome.result.artifacts
+        )
+        envelope = outcome.envelope(
+            self.recorder.run_id, step_timing((started, completed), call), artifacts
+        )
         receipt = build_receipt(
-            self.recorder.run_id,
-            flow,
-            step,
-            engine,
-            call,
-            iteration,
-            rendered,
-            (started, completed),
+            self.recorder.run_id, flow, step, engine, call, iteration, rendered, envelope
         )
         decision: Decision | None = None
         if error is None:
@@ -251,18 +250,21 @@ class StepRunner:
     def _call(self, engine: StepEngine, ctx: StepContext, flow: FlowSpec, step: StepSpec) -> Call:
         """The engine call, retried within the execution while it answers ``retryable``."""
         max_attempts = step.max_attempts or self.settings.max_attempts
-        attempt = 0
+        attempt = llm_ms = waited_ms = 0
+        clock = self.settings.clock
         while True:
             attempt += 1
             error: str | None = None
             outcome: StepOutcome | None = None
             if attempt > 1:
                 ctx = replace(ctx, attempt=attempt)
+            began = clock()
             with self.control.engine_call():
                 try:
                     outcome = engine.run_step(ctx)
                 except Exception as exc:  # an engine bug must still end the step and the run
                     error = f"engine '{engine.engine_id}' raised {type(exc).__name__}: {exc}"
+            llm_ms += ms_between(began, clock())
             for event in outcome.events if outcome else ():
                 self.recorder.emit(
                     event.kind,
@@ -277,10 +279,12 @@ class StepRunner:
                     result=StepResult(step_id=step.id, status="failed", error=error),
                     mode=engine.mode,
                 )
-                return Call(failed, error, attempt, max_attempts)
+                return Call(failed, error, attempt, max_attempts, llm_ms, waited_ms)
             if outcome.result_code != "retryable" or attempt >= max_attempts:
-                return Call(outcome, None, attempt, max_attempts)
+                return Call(outcome, None, attempt, max_attempts, llm_ms, waited_ms)
+            began = clock()
             self._wait_before_retry(flow, step, outcome, attempt, max_attempts)
+            waited_ms += ms_between(began, clock())
 
     def _wait_before_retry(
         self, flow: FlowSpec, step: StepSpec, outcome: StepOutcome, attempt: int, max_attempts: int

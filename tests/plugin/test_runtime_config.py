@@ -23,7 +23,7 @@ history:
   older_chars: 40
 """
 
-VOLATILE = ("run_id", "started_at", "completed_at", "duration_ms")
+VOLATILE = ("run_id", "started_at", "completed_at", "duration_ms", "timing")
 
 
 def _receipts(runs_dir: Path) -> dict[str, Any]:

@@ -93,6 +93,8 @@ def normalised_tree(root: Path, run_id: str) -> dict[str, str]:
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         text = path.read_text(encoding="utf-8").replace(run_id, "<RUN_ID>")
         text = TS.sub("<TS>", text)
-        text = re.sub(r'"duration_ms": \d+', '"duration_ms": "<MS>"', text)
+        text = re.sub(
+            r'"(duration_ms|durationMs|llmWaitMs|toolCallMs|ioMs)": \d+', r'"\1": "<MS>"', text
+        )
         files[str(path.relative_to(root))] = text
     return files

@@ -1,0 +1,91 @@
+"""Checking a run's artifacts (SPEC §7.4): re-hash every local pointer a receipt lists.
+
+A pointer's ``file://`` URI names a file inside the run directory when it was written. A
+run directory may have moved since (copied, renamed): the part of the path after the
+run's id is then looked up in the directory where the run is now.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from swarm_runtime.record import Record
+
+__all__ = ["ArtifactCheck", "verify_run_artifacts"]
+
+
+class ArtifactCheck(Record):
+    """How one artifact pointer compares with the file it names."""
+
+    receipt: str
+    """The receipt listing it, relative to the run."""
+    name: str
+    state: str
+    """ok | changed | missing | outside | not local."""
+    detail: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """The file is there and matches (or it is not a file this can check)."""
+        return self.state in ("ok", "not local")
+
+    def __str__(self) -> str:
+        extra = f": {self.detail}" if self.detail else ""
+        return f"{self.receipt}: {self.name}: {self.state}{extra}"
+
+
+def _local_path(uri: str, root: Path) -> Path | None:
+    path = Path(unquote(urlparse(uri).path))
+    if path.exists():
+        return path
+    parts = path.parts
+    if root.name in parts:  # the run dir moved: keep the part below its id
+        return root.joinpath(*parts[parts.index(root.name) + 1 :])
+    return path
+
+
+def verify_run_artifacts(root: Path) -> list[ArtifactCheck]:
+    """Check every artifact pointer of every receipt of the run at ``root``."""
+    root = root.resolve()
+    checks: list[ArtifactCheck] = []
+    for receipt_path in sorted(root.glob("*/receipts/*.json")):
+        rel = str(receipt_path.relative_to(root))
+        try:
+            receipt = json.loads(receipt_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            checks.append(ArtifactCheck(rel, "-", "missing", f"unreadable receipt: {exc}"))
+            continue
+        for ref in receipt.get("artifacts") or [] if isinstance(receipt, dict) else []:
+            checks.append(_check(rel, ref, root))
+    return checks
+
+
+def _check(rel: str, ref: object, root: Path) -> ArtifactCheck:
+    if not isinstance(ref, dict):
+        return ArtifactCheck(rel, "?", "missing", "not an artifact reference")
+    name = str(ref.get("name", "?"))
+    uri = ref.get("uri")
+    if ref.get("kind") != "pointer" or not isinstance(uri, str):
+        return ArtifactCheck(rel, name, "ok", "inline")
+    if not uri.startswith("file://"):
+        return ArtifactCheck(rel, name, "not local", uri.split("/", 3)[2] if "//" in uri else uri)
+    path = _local_path(uri, root)
+    if path is None or not path.resolve().is_relative_to(root):
+        return ArtifactCheck(rel, name, "outside", f"{uri} is not inside the run dir")
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return ArtifactCheck(rel, name, "missing", str(path.relative_to(root)))
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != ref.get("sha256") or len(data) != ref.get("sizeBytes"):
+        return ArtifactCheck(
+            rel,
+            name,
+            "changed",
+            f"sha256 {digest[:12]}… ({len(data)} bytes), the receipt says "
+            f"{str(ref.get('sha256'))[:12]}… ({ref.get('sizeBytes')} bytes)",
+        )
+    return ArtifactCheck(rel, name, "ok")
