@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         HandoffError,
         ReplayDivergence,
         RoutingError,
+        RunControlError,
         ScenarioError,
         StorageError,
         SwarmError,
@@ -35,8 +36,10 @@ if TYPE_CHECKING:
     )
     from swarm_runtime.flow import FlowRegistry, load_flow
     from swarm_runtime.orchestrator import HistoryBudget, Orchestrator, RunOutcome, RunSpec
+    from swarm_runtime.service import Backend, get_backend, register_backend
 
 __all__ = [
+    "Backend",
     "ConfigError",
     "CredentialLeak",
     "EngineError",
@@ -47,6 +50,7 @@ __all__ = [
     "Orchestrator",
     "ReplayDivergence",
     "RoutingError",
+    "RunControlError",
     "RunOutcome",
     "RunSpec",
     "Scenario",
@@ -59,11 +63,17 @@ __all__ = [
     "SwarmRunError",
     "SwarmUsageError",
     "default_registry",
+    "get_backend",
     "load_flow",
+    "register_backend",
 ]
 __version__ = "0.1.0"
 
 _LAZY = {
+    "Backend": "swarm_runtime.service",
+    "get_backend": "swarm_runtime.service",
+    "register_backend": "swarm_runtime.service",
+    "RunControlError": "swarm_runtime.errors",
     "ConfigError": "swarm_runtime.errors",
     "CredentialLeak": "swarm_runtime.errors",
     "HandoffError": "swarm_runtime.errors",

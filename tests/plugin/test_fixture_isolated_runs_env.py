@@ -27,3 +27,35 @@ def test_each_test_gets_its_own_dirs(swarm_pytester: pytest.Pytester) -> None:
         """
     )
     swarm_pytester.runpytest("-p", "no:randomly").assert_outcomes(passed=3)
+
+
+def test_the_run_service_is_reset_around_each_test(swarm_pytester: pytest.Pytester) -> None:
+    # As the README shows it: get_backend() in a test, its runs in the test's runs dir; a
+    # run still going when the test ends is cancelled, and the next test starts afresh.
+    swarm_pytester.makepyfile(
+        """
+        import json
+        from swarm_runtime import RunSpec, Scenario, get_backend
+
+        left = []
+
+        def test_starts_runs(isolated_runs_env):
+            backend = get_backend("claude-step-orchestrator")
+            done = backend.start(RunSpec(flows=("stepwise-demo",)))
+            assert backend.wait(done, timeout=60)["status"] == "succeeded"
+            assert [e["seq"] for e in backend.get_events(done, since_seq=3)][0] == 4
+            slow = get_backend(
+                "claude-step-orchestrator",
+                runs_dir=isolated_runs_env.runs_dir / "slow",
+                scenario=Scenario.from_mapping({"read_request": {"delay_ms": 600000}}),
+            )
+            running = slow.start(RunSpec(flows=("stepwise-demo",)))
+            left.append(isolated_runs_env.runs_dir / "slow" / running)
+
+        def test_starts_afresh(isolated_runs_env):
+            meta = json.loads((left[0] / "meta.json").read_text())
+            assert meta["status"] == "stopped"  # cancelled when the first test ended
+            assert get_backend("claude-step-orchestrator").list_summaries() == []
+        """
+    )
+    swarm_pytester.runpytest("-p", "no:randomly").assert_outcomes(passed=2)
