@@ -3,7 +3,9 @@
 Two measurements, both as ratios against a "floor" that does only the file work a step
 needs (SPEC §2): a receipt JSON written atomically (temp file in the same directory, then
 ``os.replace``), a transcript JSONL written atomically, and three event lines appended to
-an open ``events.jsonl`` (one ``write`` + ``flush`` each).
+an open ``events.jsonl`` (one ``write`` + ``flush`` each); since runs can be resumed
+(SPEC §8.2), also a history line appended to ``history.jsonl`` and ``checkpoint.json``
+written atomically.
 
 1. In one process, alternating rounds: the runtime's stub steps/s
    (``Orchestrator.run`` of the SDLC flows) against the floor loop writing the same number
@@ -48,7 +50,8 @@ TARGET_RSS_MIB = 40.0  # peak RSS of `swarm run`
 # The floor, as source text so that the very same code runs in this process (exec'd once)
 # and as a child process (`python -c FLOOR_CODE ARGS_JSON`). json + os only, no project
 # imports. Per step, in the runtime's order: one event line, the transcript and the receipt
-# written atomically, two more event lines. Per run: spec.json once, meta.json three times
+# written atomically, a history line, the checkpoint written atomically, two more event
+# lines. Per run: spec.json once, meta.json three times
 # (pending, running, final) and three run-level events, like the runtime.
 FLOOR_CODE = r'''
 import json
@@ -73,13 +76,20 @@ def _pad(doc, size):
     return "x" * max(0, size - len(json.dumps(doc)) - 1)
 
 
-def floor_run(run_dir, plan, receipt_bytes, transcript_bytes, transcript_lines, event_bytes):
+def floor_run(
+    run_dir, plan, receipt_bytes, transcript_bytes, transcript_lines, event_bytes,
+    history_bytes, checkpoint_bytes,
+):
     """Write a run of sum(steps) steps into run_dir (created); return the step count."""
     os.mkdir(run_dir)
     line_bytes = max(1, transcript_bytes // max(1, transcript_lines))
     receipt_pad = _pad({"seq": 0, "flow_key": "", "step": 0, "pad": ""}, receipt_bytes)
     line_pad = _pad({"seq": 0, "role": "x", "line": 0, "content": ""}, line_bytes)
     event_pad = _pad({"seq": 0, "kind": "step_start", "payload": ""}, event_bytes)
+    history_pad = _pad({"seq": 0, "output": ""}, history_bytes)
+    checkpoint_pad = _pad({"seq": 0, "step": 0, "pad": ""}, checkpoint_bytes)
+    history = open(os.path.join(run_dir, "history.jsonl"), "a", encoding="utf-8")
+    checkpoint = os.path.join(run_dir, "checkpoint.json")
     spec = json.dumps({"flows": [key for key, _ in plan]}) + "\n"
     _atomic(os.path.join(run_dir, "spec.json"), spec.encode())
     meta = os.path.join(run_dir, "meta.json")
@@ -116,11 +126,16 @@ def floor_run(run_dir, plan, receipt_bytes, transcript_bytes, transcript_lines, 
                 receipt = {"seq": done, "flow_key": flow_key, "step": step, "pad": receipt_pad}
                 text = json.dumps(receipt) + "\n"
                 _atomic(os.path.join(receipts, name + ".json"), text.encode())
+                history.write(json.dumps({"seq": done, "output": history_pad}) + "\n")
+                history.flush()
+                text = json.dumps({"seq": done, "step": step, "pad": checkpoint_pad}) + "\n"
+                _atomic(checkpoint, text.encode())
                 emit("step_end")
                 emit("route_decision")
         emit("run_completed")
     finally:
         events.close()
+        history.close()
     _atomic(meta, b'{"status": "succeeded"}\n')
     return done
 
@@ -144,6 +159,8 @@ class Shape:
     transcript_bytes: int
     transcript_lines: int
     event_bytes: int
+    history_bytes: int
+    checkpoint_bytes: int
 
     @property
     def steps(self) -> int:
@@ -213,6 +230,7 @@ def measure_shape(run_root: Path, summary: dict[str, Any], flows: tuple[str, ...
     receipts = list(run_root.glob("*/receipts/*.json"))
     transcripts = list(run_root.glob("*/llm/*.jsonl"))
     events = (run_root / "events.jsonl").read_bytes()
+    history = (run_root / "history.jsonl").read_bytes()
     steps = summary["total_steps_executed"]
     if len(receipts) != steps or len(transcripts) != steps:
         raise BenchFailure(
@@ -229,6 +247,8 @@ def measure_shape(run_root: Path, summary: dict[str, Any], flows: tuple[str, ...
         transcript_bytes=round(statistics.fmean(transcript_sizes)),
         transcript_lines=round(transcript_lines / steps),
         event_bytes=round(len(events) / event_lines),
+        history_bytes=round(len(history) / max(1, history.count(b"\n"))),
+        checkpoint_bytes=(run_root / "checkpoint.json").stat().st_size,
     )
 
 
@@ -589,7 +609,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(
                     f"per run: {shape.steps} steps; per step: receipt ~{shape.receipt_bytes} B, "
                     f"transcript ~{shape.transcript_bytes} B in {shape.transcript_lines} lines, "
-                    f"3 events ~{shape.event_bytes} B each (the floor writes the same)"
+                    f"3 events ~{shape.event_bytes} B each, history line ~{shape.history_bytes} "
+                    f"B, checkpoint ~{shape.checkpoint_bytes} B (the floor writes the same)"
                 )
         if len(locations) == 1:
             print("no /dev/shm here: the tmpfs measurements are skipped")

@@ -24,7 +24,7 @@ from typing import Any
 from swarm_runtime.errors import ConfigError, RunControlError
 from swarm_runtime.orchestrator.plan import RunOutcome, RunSpec
 from swarm_runtime.orchestrator.runner import Orchestrator
-from swarm_runtime.record import Record
+from swarm_runtime.record import Record, replace
 
 __all__ = [
     "BACKENDS",
@@ -64,14 +64,7 @@ class Backend:
         """Create the run (its directory and id) and run it in a worker; return its id."""
         run_spec = spec if isinstance(spec, RunSpec) else _spec_from(spec)
         if run_spec.backend != self.backend_id:
-            run_spec = RunSpec(
-                flows=run_spec.flows,
-                params=run_spec.params,
-                backend=self.backend_id,
-                initiator=run_spec.initiator,
-                start_step=run_spec.start_step,
-                end_step=run_spec.end_step,
-            )
+            run_spec = replace(run_spec, backend=self.backend_id)
         return self._launch(lambda orchestrator: orchestrator.prepare(run_spec))
 
     def resume(self, run_id: str, *, external_input: str | None = None) -> None:
@@ -255,17 +248,10 @@ def reset_backends() -> None:
 
 
 def _spec_from(raw: Mapping[str, Any]) -> RunSpec:
-    flows = raw.get("flows")
-    if not isinstance(flows, list | tuple) or not all(isinstance(f, str) for f in flows):
-        raise ConfigError(f"a run spec needs 'flows', a list of flow keys; got {flows!r}")
     unknown = set(raw) - {"flows", "params", "backend", "initiator", "start_step", "end_step"}
     if unknown:
         raise ConfigError(f"run spec: unknown key(s) {', '.join(sorted(unknown))}")
-    return RunSpec(
-        flows=tuple(flows),
-        params=dict(raw.get("params") or {}),
-        backend=str(raw.get("backend") or "claude-step-orchestrator"),
-        initiator=str(raw.get("initiator") or "api"),
-        start_step=raw.get("start_step"),
-        end_step=raw.get("end_step"),
-    )
+    try:
+        return RunSpec.from_document(raw)
+    except (KeyError, TypeError) as exc:
+        raise ConfigError(f"a run spec needs 'flows', a list of flow keys ({exc})") from None

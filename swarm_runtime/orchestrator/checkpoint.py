@@ -97,8 +97,12 @@ class Checkpoint(Record):
         history: tuple[int, str],
         pending: Sequence[Any],
         blocked: BlockedStep | None = None,
+        flow_docs: dict[str, dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
-        """The document of a checkpoint of ``state``, with ``pending`` events to append."""
+        """The document of a checkpoint of ``state``, with ``pending`` events to append.
+
+        ``flow_docs`` are the flows' totals already made (only a running flow's change).
+        """
         return {
             "schema_version": SCHEMA_VERSION,
             "run_id": run_id,
@@ -107,7 +111,9 @@ class Checkpoint(Record):
             "executions": {f"{f}/{s}": n for (f, s), n in state.executions.items()},
             "loops": state.loops.as_dict(),
             "totals": totals_document(state.totals),
-            "flow_totals": {key: totals_document(t) for key, t in state.flow_totals.items()},
+            "flow_totals": flow_docs
+            if flow_docs is not None
+            else {key: totals_document(t) for key, t in state.flow_totals.items()},
             "history": {"items": history[0], "sha256": history[1]},
             "pending_events": list(pending),
             "blocked": blocked.as_document() if blocked is not None else None,

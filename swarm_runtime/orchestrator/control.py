@@ -109,12 +109,12 @@ class RunControl:
             raise Interrupted(aborted=False, pause=True, reason=self.reason)
 
     def _read_control_file(self, path: Path) -> None:
+        if not os.path.exists(path):  # the usual case: one stat, no exception
+            return
         try:
             raw = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return
         except OSError:
-            return  # unreadable for now: the next boundary tries again
+            return  # gone already, or unreadable for now: the next boundary tries again
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)  # a request is acted on once
         try:

@@ -12,7 +12,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.documents import SCHEMA_VERSION, RunSummaryDoc
-from swarm_runtime.orchestrator.checkpoint import BlockedStep, Checkpoint, Position
+from swarm_runtime.orchestrator.checkpoint import (
+    BlockedStep,
+    Checkpoint,
+    Position,
+    totals_document,
+)
 from swarm_runtime.orchestrator.control import Blocked, Interrupted
 from swarm_runtime.orchestrator.plan import FlowSlice, RunOutcome, RunSpec, default_max_steps
 from swarm_runtime.orchestrator.prompt import PromptParts
@@ -50,6 +55,8 @@ class RunLifecycle:
         self.step_budget = owner.max_steps or default_max_steps(plan)
         self.created_at = format_ts(self.clock())
         self.flow_index = 0
+        self._flow_docs = {key: totals_document(t) for key, t in state.flow_totals.items()}
+        """Each flow's totals as the checkpoint holds them (only the running flow changes)."""
         owner.control.control_file = recorder.layout.control
         self.steps = StepRunner(
             recorder=recorder,
@@ -203,6 +210,8 @@ class RunLifecycle:
             if to_step is not None
             else Position(self.flow_index + 1)
         )
+        flow_key = self.flows[self.flow_index]
+        self._flow_docs[flow_key] = totals_document(self.state.flow(flow_key))
         self.recorder.write_checkpoint(
             Checkpoint.capture(
                 self.state,
@@ -210,6 +219,7 @@ class RunLifecycle:
                 position,
                 history=self.recorder.history_mark,
                 pending=pending,
+                flow_docs=self._flow_docs,
             )
         )
 

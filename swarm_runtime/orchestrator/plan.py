@@ -33,6 +33,21 @@ class RunSpec(Record):
     end_step: str | None = None
     """``step`` or ``flow/step``: the last step run."""
 
+    @classmethod
+    def from_document(cls, doc: Any) -> RunSpec:
+        """A RunSpec from ``spec.json`` (or the same keys); TypeError/KeyError if malformed."""
+        flows = doc["flows"]
+        if not isinstance(flows, list | tuple) or not all(isinstance(f, str) for f in flows):
+            raise TypeError(f"'flows' must be a list of flow keys, got {flows!r}")
+        return cls(
+            flows=tuple(flows),
+            params=dict(doc.get("params") or {}),
+            backend=str(doc.get("backend") or "claude-step-orchestrator"),
+            initiator=str(doc.get("initiator") or "api"),
+            start_step=doc.get("start_step"),
+            end_step=doc.get("end_step"),
+        )
+
     def as_document(
         self, *, mode: str, engine: str, origin: dict[str, Any] | None = None
     ) -> RunSpecDoc:

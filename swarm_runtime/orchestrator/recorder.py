@@ -66,6 +66,7 @@ class RunRecorder:
         self._history: EventLog | None = None
         self._history_items = 0
         self._history_hash = hashlib.sha256()
+        self._checkpoint_path = str(layout.checkpoint)
 
     @classmethod
     def create(
@@ -287,8 +288,8 @@ class RunRecorder:
         """Rewrite ``checkpoint.json`` atomically (compact: it is rewritten every step)."""
         text = dump_json(document)
         if self.refuse_values:
-            _refuse(text, str(self.layout.checkpoint), self.refuse_values)
-        write_text_atomic(self.layout.checkpoint, text, durable=self.durable)
+            _refuse(text, self._checkpoint_path, self.refuse_values)
+        write_text_atomic(self._checkpoint_path, text, durable=self.durable)
 
     def write_step(
         self,

@@ -85,14 +85,7 @@ def read_run_spec(run_dir: Path) -> tuple[RunSpec, dict[str, Any]]:
             "that can be resumed"
         )
     try:
-        spec = RunSpec(
-            flows=tuple(str(key) for key in doc["flows"]),
-            params=dict(doc.get("params") or {}),
-            backend=str(doc.get("backend") or "claude-step-orchestrator"),
-            initiator=str(doc.get("initiator") or "api"),
-            start_step=doc.get("start_step"),
-            end_step=doc.get("end_step"),
-        )
+        spec = RunSpec.from_document(doc)
     except (KeyError, TypeError, ValueError) as exc:
         raise RunControlError(f"{run_dir / 'spec.json'}: not a run spec ({exc})") from None
     return spec, doc

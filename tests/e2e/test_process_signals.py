@@ -12,6 +12,7 @@ from pathlib import Path
 from swarm_runtime.contracts.check import run_is_crashed, validate_run_dir
 from swarm_runtime.storage.store import read_event_log
 from tests.conftest import REPO
+from tests.e2e.processes import wait_for_line
 
 
 def _start(tmp_path: Path, delayed_step: str, delay_ms: int = 600_000) -> subprocess.Popen[str]:
@@ -42,16 +43,6 @@ def _start(tmp_path: Path, delayed_step: str, delay_ms: int = 600_000) -> subpro
     )
 
 
-def _wait_for_line(proc: subprocess.Popen[str], needle: str) -> None:
-    assert proc.stdout is not None
-    for line in proc.stdout:  # blocks until the process prints; no sleeping
-        if needle in line:
-            return
-    raise AssertionError(
-        f"process ended before printing {needle!r}: {proc.stderr and proc.stderr.read()}"
-    )
-
-
 def _run_dir(tmp_path: Path) -> Path:
     (run_dir,) = list((tmp_path / "runs").iterdir())
     return run_dir
@@ -61,7 +52,7 @@ def test_sigkill_mid_run_leaves_parseable_files(tmp_path: Path) -> None:
     proc = _start(tmp_path, "plan/compare_design_options")
     try:
         # The step before the delayed one has ended: the process is on its way into the delay.
-        _wait_for_line(proc, "[ ok ] plan/load_signal_context")
+        wait_for_line(proc, "[ ok ] plan/load_signal_context")
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=60)
     finally:
@@ -90,7 +81,7 @@ def test_ctrl_c_twice_aborts_the_step_exits_130_with_run_completed(tmp_path: Pat
     proc = _start(tmp_path, "plan/compare_design_options")
     try:
         # Printed after step_start is logged: the step is under way, past the boundary.
-        _wait_for_line(proc, "[ .. ] plan/compare_design_options")
+        wait_for_line(proc, "[ .. ] plan/compare_design_options")
         proc.send_signal(signal.SIGINT)
         assert proc.stderr is not None
         first = proc.stderr.readline()  # the process says it heard the first Ctrl-C
@@ -121,7 +112,7 @@ def test_ctrl_c_twice_aborts_the_step_exits_130_with_run_completed(tmp_path: Pat
 def test_ctrl_c_once_stops_at_the_next_step_boundary(tmp_path: Path) -> None:
     proc = _start(tmp_path, "plan/compare_design_options", delay_ms=1500)
     try:
-        _wait_for_line(proc, "[ ok ] plan/load_signal_context")
+        wait_for_line(proc, "[ ok ] plan/load_signal_context")
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
     finally:
@@ -152,7 +143,7 @@ def test_ctrl_c_once_stops_at_the_next_step_boundary(tmp_path: Path) -> None:
 def test_sigterm_mid_step_closes_the_run(tmp_path: Path) -> None:
     proc = _start(tmp_path, "plan/compare_design_options")
     try:
-        _wait_for_line(proc, "[ .. ] plan/compare_design_options")
+        wait_for_line(proc, "[ .. ] plan/compare_design_options")
         proc.send_signal(signal.SIGTERM)  # what timeout(1) and CI cancellation send
         _, err = proc.communicate(timeout=60)
     finally:

@@ -14,6 +14,7 @@ import pytest
 from swarm_runtime.contracts.check import validate_run_dir
 from swarm_runtime.storage.store import read_event_log
 from tests.conftest import REPO
+from tests.e2e.processes import wait_for_line
 
 pytestmark = pytest.mark.swarm_modes("stub")  # real processes of the stub
 
@@ -55,14 +56,6 @@ def _start(tmp_path: Path, scenario: str, *flows: str) -> subprocess.Popen[str]:
     )
 
 
-def _wait_for_line(proc: subprocess.Popen[str], needle: str) -> None:
-    assert proc.stdout is not None
-    for line in proc.stdout:  # blocks until the process prints; no sleeping
-        if needle in line:
-            return
-    raise AssertionError(f"process ended before printing {needle!r}")
-
-
 def _run_dir(tmp_path: Path) -> Path:
     (run_dir,) = (tmp_path / "runs").iterdir()
     return run_dir
@@ -83,7 +76,7 @@ SLOW_PLAN = "plan/compare_design_options:\n  delay_ms: 1500\n"
 def test_pause_from_another_process_then_resume(tmp_path: Path) -> None:
     proc = _start(tmp_path, SLOW_PLAN, "plan")
     try:
-        _wait_for_line(proc, "[ .. ] plan/compare_design_options")
+        wait_for_line(proc, "[ .. ] plan/compare_design_options")
         run_dir = _run_dir(tmp_path)
         asked = _cli(tmp_path, "pause", str(run_dir), "--reason", "lunch")
         assert asked.returncode == 0, asked.stderr
@@ -113,7 +106,7 @@ def test_pause_from_another_process_then_resume(tmp_path: Path) -> None:
 def test_stop_from_another_process(tmp_path: Path) -> None:
     proc = _start(tmp_path, SLOW_PLAN, "plan")
     try:
-        _wait_for_line(proc, "[ .. ] plan/compare_design_options")
+        wait_for_line(proc, "[ .. ] plan/compare_design_options")
         run_dir = _run_dir(tmp_path)
         assert _cli(tmp_path, "stop", run_dir.name, "--runs-dir", "runs").returncode == 0
         _, err = proc.communicate(timeout=120)
@@ -138,7 +131,7 @@ def test_stop_from_another_process(tmp_path: Path) -> None:
 def test_a_second_process_cannot_run_a_live_run(tmp_path: Path) -> None:
     proc = _start(tmp_path, SLOW_PLAN, "plan")
     try:
-        _wait_for_line(proc, "[ .. ] plan/compare_design_options")
+        wait_for_line(proc, "[ .. ] plan/compare_design_options")
         run_dir = _run_dir(tmp_path)
         second = _cli(tmp_path, "resume", str(run_dir))
         assert second.returncode == 2
