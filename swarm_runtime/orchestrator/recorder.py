@@ -6,7 +6,6 @@ given any to refuse), so no secret ever lands in a run file, not even for an ins
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections.abc import Callable, Iterable
@@ -26,6 +25,7 @@ from swarm_runtime.storage.store import (
     encode_line,
     json_escape,
     preserve_previous,
+    sha256,
     write_text_atomic,
 )
 from swarm_runtime.timeutil import Clock, format_ts
@@ -65,7 +65,7 @@ class RunRecorder:
         self.log = EventLog(layout.events, durable=durable)
         self._history: EventLog | None = None
         self._history_items = 0
-        self._history_hash = hashlib.sha256()
+        self._history_hash = sha256()
         self._checkpoint_path = str(layout.checkpoint)
 
     @classmethod
@@ -253,8 +253,6 @@ class RunRecorder:
         refs: list[dict[str, Any]] = []
         if not artifacts:
             return refs
-        import hashlib
-
         directory = self.layout.artifacts(flow_key)
         os.makedirs(directory, exist_ok=True)
         for artifact in artifacts:
@@ -279,7 +277,7 @@ class RunRecorder:
                     "uri": path.as_uri(),
                     "contentType": str(artifact.get("content_type") or "text/plain"),
                     "sizeBytes": len(data),
-                    "sha256": hashlib.sha256(data).hexdigest(),
+                    "sha256": _digest(data),
                 }
             )
         return refs
@@ -330,3 +328,9 @@ def _refuse(text: str, what: str, values: tuple[str, ...]) -> None:
                 f"refusing to write {what}: it holds the value of a credential "
                 f"({value[:4]}…); keep secrets out of params, prompts and replies"
             )
+
+
+def _digest(data: bytes) -> str:
+    hasher = sha256()
+    hasher.update(data)
+    return str(hasher.hexdigest())

@@ -13,7 +13,6 @@ digest); a run killed before its first checkpoint starts again from its first st
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -28,7 +27,7 @@ from swarm_runtime.orchestrator.recorder import EventObserver, RunRecorder
 from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.record import Record, field
 from swarm_runtime.storage.layout import RUN_ID_RE, RunLayout
-from swarm_runtime.storage.store import read_event_log
+from swarm_runtime.storage.store import read_event_log, sha256
 from swarm_runtime.timeutil import Clock, ms_between, parse_ts
 
 __all__ = ["Reopened", "read_json", "read_run_spec", "reopen_run"]
@@ -240,7 +239,9 @@ def _restore_history(
             "the run cannot be resumed"
         )
     kept = [line + b"\n" for line in lines[:wanted]]
-    digest = hashlib.sha256(b"".join(kept)).hexdigest()
+    hasher = sha256()
+    hasher.update(b"".join(kept))
+    digest = hasher.hexdigest()
     if checkpoint is not None and digest != checkpoint.history_sha256:
         raise StorageError(
             f"{layout.history}: its first {wanted} item(s) do not match the checkpoint's "

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +36,7 @@ class LockHolder(Record):
     @property
     def alive(self) -> bool:
         """Whether the holder still runs (on another host: assumed alive)."""
-        if self.host != socket.gethostname():
+        if self.host != _host():
             return True
         try:
             os.kill(self.pid, 0)
@@ -51,6 +50,11 @@ class LockHolder(Record):
     def describe(self) -> str:
         """``pid 123 on host``."""
         return f"pid {self.pid} on {self.host}"
+
+
+def _host() -> str:
+    """The name of the machine (``os.uname``: importing ``socket`` costs start-up time)."""
+    return os.uname().nodename
 
 
 def process_start(pid: int) -> str:
@@ -89,7 +93,7 @@ class RunLock:
         """Take the lock; refuse, naming the holder, when a live process holds it."""
         me = {
             "pid": os.getpid(),
-            "host": socket.gethostname(),
+            "host": _host(),
             "started": process_start(os.getpid()),
             "since": since,
         }
