@@ -75,6 +75,25 @@ def test_sigkill_mid_run_leaves_parseable_files(tmp_path: Path) -> None:
     # Its lock holder is dead: the run is seen as crashed, and resumable, not as broken.
     assert run_is_crashed(run_dir)
     assert validate_run_dir(run_dir) == []
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SWARM_")}
+    swarm = [sys.executable, "-m", "swarm_runtime.cli.main"]
+    listed = subprocess.run(
+        [*swarm, "runs", "list", "--runs-dir", str(tmp_path / "runs")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert f"{run_dir.name}  crashed" in listed.stdout
+    checked = subprocess.run(
+        [*swarm, "runs", "validate", str(run_dir)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert checked.returncode == 0
+    assert f"crashed, resumable with 'swarm resume {run_dir.name}'" in checked.stdout
 
 
 def test_ctrl_c_twice_aborts_the_step_exits_130_with_run_completed(tmp_path: Path) -> None:
