@@ -4,6 +4,6 @@ from __future__ import annotations
 
 import sys
 
-from swarm_runtime.cli.main import main
+from swarm_runtime.cli import main
 
 sys.exit(main())

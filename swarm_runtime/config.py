@@ -45,12 +45,18 @@ class Settings(Record):
 def _load_yaml(path: Path) -> dict[str, Any]:
     import yaml
 
+    from swarm_runtime.inputs import describe_yaml_error, load_yaml, read_text_limited
+
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read config: {exc}") from None
+        raw = load_yaml(read_text_limited(path))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: invalid YAML: {exc}") from None
+        message, line = describe_yaml_error(exc)
+        where = f"{path}:{line}" if line else str(path)
+        raise ConfigError(f"{where}: invalid YAML: {message}") from None
+    except ValueError as exc:  # too big, not a regular file, not UTF-8, a bad date
+        raise ConfigError(f"{path}: cannot read config: {exc}") from None
     if raw is None:
         return {}
     if not isinstance(raw, dict):
@@ -122,6 +128,11 @@ def resolve_settings(
     elif (base / DEFAULT_CONFIG_PATH).is_file():
         config_source = str(base / DEFAULT_CONFIG_PATH)
         config = _load_yaml(base / DEFAULT_CONFIG_PATH)
+    elif (base / DEFAULT_CONFIG_PATH).exists() or (base / DEFAULT_CONFIG_PATH).is_symlink():
+        raise ConfigError(
+            f"{base / DEFAULT_CONFIG_PATH}: is not a readable file (a directory, a dangling "
+            "symlink or a special file); make it a YAML file or remove it"
+        )
     claude = dict((config.get("engines") or {}).get("claude") or {})
     sources: dict[str, str] = {}
 
@@ -150,6 +161,9 @@ def resolve_settings(
     resolved_flows = flows_dir
     if resolved_flows is None and env.get("SWARM_FLOWS_DIR"):
         resolved_flows = Path(env["SWARM_FLOWS_DIR"])
+    gemini_stub = env.get("SWARM_GEMINI_STUB", "")
+    if gemini_stub not in ("", "0", "1"):
+        raise ConfigError(f"SWARM_GEMINI_STUB={gemini_stub!r}: allowed values are 0 and 1")
     if durable is None:
         raw = env.get("SWARM_DURABLE", "")
         if raw not in ("", "0", "1"):

@@ -1,4 +1,10 @@
-"""Credentials from the environment, and finding their values in text before it is written."""
+"""Credentials from the environment, and finding their values in text before it is written.
+
+Every run file, every event line, every cassette and every golden is scanned for the value
+of each credential-like variable (a name with KEY, TOKEN, SECRET, PASSWORD or CREDENTIAL
+in it, a value of at least 8 characters) before its bytes reach the disk, in every mode:
+a stub run is given a key's value in a ``--param`` as easily as an sdk run is.
+"""
 
 from __future__ import annotations
 
@@ -6,19 +12,74 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 
-__all__ = ["credential_values", "find_credentials"]
+from swarm_runtime.errors import CredentialLeak
+
+__all__ = ["Credentials", "credential_values", "find_credentials", "mask"]
 
 SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.I)
+MIN_LENGTH = 8
+"""Shorter values are too likely to occur by chance to be refused."""
+
+
+def mask(value: str) -> str:
+    """A credential's value as messages show it: its first 4 and last 2 characters."""
+    return f"{value[:4]}…{value[-2:]}"
 
 
 def credential_values(env: Mapping[str, str] | None = None) -> list[str]:
     """The values of every credential-like variable in the environment (8+ chars)."""
-    source = os.environ if env is None else env
-    return sorted(
-        {value for name, value in source.items() if SECRET_NAME.search(name) and len(value) >= 8}
-    )
+    return sorted({value for _, value in Credentials.from_env(env).pairs})
 
 
 def find_credentials(text: str, secrets: Iterable[str]) -> list[str]:
     """The credential values that occur in ``text`` (masked for messages)."""
-    return [f"{s[:4]}…{s[-2:]}" for s in secrets if s and s in text]
+    return [mask(s) for s in secrets if s and s in text]
+
+
+class Credentials:
+    """Named credential values that no file may hold; empty when there are none."""
+
+    def __init__(self, pairs: Iterable[tuple[str, str]] = ()) -> None:
+        from swarm_runtime.storage.store import json_escape
+
+        unique = {value: name for name, value in sorted(pairs) if len(value) >= MIN_LENGTH}
+        self.pairs: tuple[tuple[str, str], ...] = tuple(
+            (name, value) for value, name in unique.items()
+        )
+        # A value with a quote or backslash in it is written JSON-escaped.
+        self._needles = tuple((name, value, json_escape(value)) for name, value in self.pairs)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Credentials:
+        """Every credential-like variable of ``env`` (default: ``os.environ``)."""
+        source = os.environ if env is None else env
+        return cls((name, value) for name, value in source.items() if SECRET_NAME.search(name))
+
+    @classmethod
+    def of(cls, values: Iterable[str] | Credentials) -> Credentials:
+        """``values`` as credentials (plain values are named "a credential")."""
+        if isinstance(values, Credentials):
+            return values
+        return cls(("a credential", value) for value in values if value)
+
+    def __bool__(self) -> bool:
+        return bool(self.pairs)
+
+    def found_in(self, text: str) -> tuple[str, str] | None:
+        """The (variable, masked value) of the first credential ``text`` holds, or None."""
+        for name, value, escaped in self._needles:
+            if value in text or escaped in text:
+                return name, mask(value)
+        return None
+
+    def check(self, text: str, what: str) -> None:
+        """Raise :class:`CredentialLeak` naming ``what`` if ``text`` holds a credential."""
+        if not self._needles:
+            return
+        found = self.found_in(text)
+        if found is not None:
+            name, masked = found
+            raise CredentialLeak(
+                f"refusing to write {what}: it holds the value of {name} ({masked}); keep "
+                "secrets out of params, scenarios, prompts and replies"
+            )

@@ -18,6 +18,7 @@ __all__ = [
     "EXIT_OK",
     "EXIT_USAGE",
     "default_flows_dir",
+    "path_arg",
 ]
 
 EXIT_OK = 0
@@ -25,6 +26,15 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_FAILFAST = 3
 EXIT_INTERRUPTED = 130
+
+
+def path_arg(text: str) -> Path:
+    """A path argument; an empty one (which would mean the current directory) is refused."""
+    import argparse
+
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path is not allowed; name a directory or file")
+    return Path(text)
 
 
 def default_flows_dir(explicit: Path | None) -> Path:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
-from swarm_runtime.cli.common import EXIT_OK, EXIT_USAGE, default_flows_dir
+from swarm_runtime.cli.common import EXIT_OK, EXIT_USAGE, default_flows_dir, path_arg
 from swarm_runtime.errors import SwarmUsageError
 
 __all__ = [
@@ -24,15 +23,15 @@ def add_parser(commands: Any) -> None:
     sub = parser.add_subparsers(dest="flows_command", metavar="ACTION")
     sub.required = True
     listing = sub.add_parser("list", help="list the flows of a flows dir")
-    listing.add_argument("--flows-dir", type=Path)
+    listing.add_argument("--flows-dir", type=path_arg)
     listing.set_defaults(handler=handle_list)
     validate = sub.add_parser("validate", help="validate every flow file; exit 2 on any error")
-    validate.add_argument("dir", nargs="?", type=Path, help="flows dir (default: ./flows)")
-    validate.add_argument("--flows-dir", type=Path, help="same as DIR")
+    validate.add_argument("dir", nargs="?", type=path_arg, help="flows dir (default: ./flows)")
+    validate.add_argument("--flows-dir", type=path_arg, help="same as DIR")
     validate.set_defaults(handler=handle_validate)
     show = sub.add_parser("show", help="show the steps and routing of a flow")
     show.add_argument("flow")
-    show.add_argument("--flows-dir", type=Path)
+    show.add_argument("--flows-dir", type=path_arg)
     show.set_defaults(handler=handle_show)
 
 

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
-from swarm_runtime.cli.common import EXIT_FAILED, EXIT_OK
+from swarm_runtime.cli.common import EXIT_FAILED, EXIT_OK, path_arg
 from swarm_runtime.errors import SwarmUsageError
 
 __all__ = [
@@ -25,8 +24,8 @@ def add_parser(commands: Any) -> None:
         help="print the differences of two run or golden dirs as Markdown (a table of "
         "changed steps, then a diff per file); exit 1 when they differ",
     )
-    diff.add_argument("old", type=Path, help="run directory or golden directory")
-    diff.add_argument("new", type=Path, help="run directory or golden directory")
+    diff.add_argument("old", type=path_arg, help="run directory or golden directory")
+    diff.add_argument("new", type=path_arg, help="run directory or golden directory")
     diff.add_argument("--context", type=int, default=2, help="diff context lines (default 2)")
     diff.set_defaults(handler=handle_diff)
 

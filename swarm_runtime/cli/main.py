@@ -50,8 +50,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``swarm`` console script."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    problem = _not_utf8(arguments)
+    if problem:
+        print(f"swarm: error: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(arguments)
     handler: Handler = args.handler
     try:
         return handler(args)
@@ -69,6 +74,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
+
+
+def _not_utf8(arguments: Sequence[str]) -> str | None:
+    """Why an argument cannot be used (its bytes are not UTF-8), or None.
+
+    Python hands such bytes over as lone surrogates, which no file of a run can hold; they
+    are refused before anything is written.
+    """
+    for number, argument in enumerate(arguments, start=1):
+        try:
+            argument.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raw = os.fsencode(argument)
+            return (
+                f"argument {number} ({raw!r}) is not valid UTF-8 (at character "
+                f"{exc.start}); arguments must be UTF-8 text"
+            )
+    return None
 
 
 def _print_error(exc: BaseException) -> None:

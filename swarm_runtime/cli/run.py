@@ -8,7 +8,6 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.cli.common import (
@@ -16,6 +15,7 @@ from swarm_runtime.cli.common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     default_flows_dir,
+    path_arg,
 )
 
 if TYPE_CHECKING:
@@ -39,9 +39,9 @@ def add_parser(commands: Any) -> None:
         "flows.yaml of the flows dir (or every flow, sorted, when there is none).",
     )
     parser.add_argument("flows", nargs="*", metavar="FLOW", help="flow keys to run, in order")
-    parser.add_argument("--flows-dir", type=Path, help="flows directory (default: ./flows)")
+    parser.add_argument("--flows-dir", type=path_arg, help="flows directory (default: ./flows)")
     parser.add_argument(
-        "--runs-dir", type=Path, help="where runs are written (default: ./swarm/runs)"
+        "--runs-dir", type=path_arg, help="where runs are written (default: ./swarm/runs)"
     )
     parser.add_argument("--mode", help="engine mode: stub (default), sdk, cli, replay, record")
     parser.add_argument(
@@ -49,10 +49,10 @@ def add_parser(commands: Any) -> None:
         default="claude-step-orchestrator",
         help="claude-step-orchestrator (default) or gemini-step-orchestrator",
     )
-    parser.add_argument("--scenario", type=Path, help="stub scenario file (YAML)")
+    parser.add_argument("--scenario", type=path_arg, help="stub scenario file (YAML)")
     parser.add_argument(
         "--cassette-dir",
-        type=Path,
+        type=path_arg,
         metavar="DIR",
         help="record/replay: the cassettes, DIR/<flow>/<step>-<agent>-<iteration>.yaml "
         "(a recording replaces DIR whole once the run succeeds)",
@@ -71,7 +71,7 @@ def add_parser(commands: Any) -> None:
         help="request parameter passed to every prompt (repeatable)",
     )
     parser.add_argument(
-        "--config", type=Path, help="runtime.yaml (default: ./swarm/config/runtime.yaml)"
+        "--config", type=path_arg, help="runtime.yaml (default: ./swarm/config/runtime.yaml)"
     )
     parser.add_argument(
         "--durable",
@@ -241,8 +241,10 @@ def _no_wait(_seconds: float) -> None:
 
 
 def run_with_signals(orchestrator: Orchestrator, start: Callable[[], RunOutcome]) -> RunOutcome:
-    """Run ``start``, with Ctrl-C and SIGTERM turned into stop and abort requests."""
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    """Run ``start``, with Ctrl-C, SIGTERM and SIGHUP turned into stop and abort requests."""
+    hangup = getattr(signal, "SIGHUP", None)
+    ending = [signal.SIGTERM, *([hangup] if hangup is not None else [])]
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, *ending)}
 
     def on_sigint(_signum: int, _frame: object) -> None:
         # First Ctrl-C: stop at the next step boundary. Second: abort the step under way.
@@ -254,14 +256,17 @@ def run_with_signals(orchestrator: Orchestrator, start: Callable[[], RunOutcome]
             flush=True,
         )
 
-    def on_sigterm(_signum: int, _frame: object) -> None:
-        # Asked to end (timeout, CI cancel): abort the step under way, close the run.
-        orchestrator.interrupt("terminated (SIGTERM)")
-        if orchestrator.interrupt("terminated (SIGTERM)"):
+    def on_sigterm(signum: int, _frame: object) -> None:
+        # Asked to end (timeout, CI cancel, the terminal closed): abort the step under way
+        # and close the run, so it ends with run_completed like any other.
+        reason = f"terminated ({signal.Signals(signum).name})"
+        orchestrator.interrupt(reason)
+        if orchestrator.interrupt(reason):
             raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, on_sigint)
-    signal.signal(signal.SIGTERM, on_sigterm)
+    for sig in ending:
+        signal.signal(sig, on_sigterm)
     try:
         return start()
     finally:

@@ -24,7 +24,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from swarm_runtime.credentials import credential_values, find_credentials
+from swarm_runtime.credentials import Credentials
 from swarm_runtime.engines.base import StepContext
 from swarm_runtime.engines.sdk import SdkEngine
 from swarm_runtime.errors import ConfigError, CredentialLeak, ReplayDivergence
@@ -176,7 +176,7 @@ class CassetteSdkEngine(SdkEngine):
         self.cassettes = cassettes
         self._open: dict[Path, tuple[Any, Any]] = {}
         self._current: Path | None = None
-        self.secrets = credential_values()
+        self.credentials = Credentials.from_env()
         self._vcr = _vcrpy().VCR(
             record_mode="all" if cassettes.record else "none",
             match_on=("method", "path", "json_body"),
@@ -192,12 +192,7 @@ class CassetteSdkEngine(SdkEngine):
         return self.cassettes.label(self.cassettes.path(ctx))
 
     def _refuse_secrets(self, text: str, what: str) -> None:
-        found = find_credentials(text, self.secrets)
-        if found:
-            raise CredentialLeak(
-                f"refusing to write cassette {self._current}: the {what} holds the value of a "
-                f"credential from the environment ({', '.join(found)})"
-            )
+        self.credentials.check(text, f"cassette {self._current} (the recorded {what})")
 
     def _before_request(self, request: Any) -> Any:
         _scrub_headers(request.headers)
@@ -240,13 +235,17 @@ class CassetteSdkEngine(SdkEngine):
                 CannotOverwriteExistingCassetteException,
             )
 
+            # vcrpy's refusals reach us wrapped in the SDK's connection error, which would
+            # read as a network fault and be retried: unwrap them into what they are.
             cause: BaseException | None = exc
             while cause is not None and not isinstance(
-                cause, CannotOverwriteExistingCassetteException
+                cause, CannotOverwriteExistingCassetteException | CredentialLeak
             ):
                 cause = cause.__cause__ or cause.__context__
             if cause is None:
                 raise
+            if isinstance(cause, CredentialLeak):
+                raise CredentialLeak(str(cause)) from None
             raise self._divergence(ctx, path, cassette, cause.failed_request) from None
 
     def _divergence(self, ctx: StepContext, path: Path, cassette: Any, sent: Any) -> Exception:

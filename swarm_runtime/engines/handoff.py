@@ -24,12 +24,19 @@ def parse_handoff(text: str) -> dict[str, Any] | None:
     value: Any
     try:
         value = json.loads(body)
+    except RecursionError:
+        raise HandoffError("handoff block is nested too deeply to read") from None
     except json.JSONDecodeError:
         import yaml
 
+        from swarm_runtime.inputs import describe_yaml_error, load_yaml
+
         try:
-            value = yaml.load(body, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+            value = load_yaml(body)  # a reply is untrusted: nesting and aliases bounded
         except yaml.YAMLError as exc:
+            message, _ = describe_yaml_error(exc)
+            raise HandoffError(f"handoff block is neither JSON nor YAML: {message}") from None
+        except ValueError as exc:
             raise HandoffError(f"handoff block is neither JSON nor YAML: {exc}") from None
     if not isinstance(value, dict):
         raise HandoffError(f"handoff block must be a mapping, got {type(value).__name__}")

@@ -81,6 +81,20 @@ def _check_json(value: Any, where: str) -> None:
         ) from None
 
 
+MAX_TOKENS = 10**9
+"""The most tokens a scripted call may report (per side): more than any model's window."""
+
+MAX_WAIT_MS = 3_600_000
+"""The longest ``delay_ms`` or ``retry_after_ms`` a scenario may script: one hour."""
+
+MAX_FAILING_ATTEMPTS = 1000
+
+
+def _preview(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _parse_tokens(tokens: Any, where: str) -> tuple[int, int] | None:
     if tokens is None:
         return None
@@ -90,11 +104,14 @@ def _parse_tokens(tokens: Any, where: str) -> tuple[int, int] | None:
         or not all(
             isinstance(tokens.get(k, 0), int)
             and not isinstance(tokens.get(k, 0), bool)
-            and tokens.get(k, 0) >= 0
+            and 0 <= tokens.get(k, 0) <= MAX_TOKENS
             for k in ("prompt", "completion")
         )
     ):
-        raise ScenarioError(f"{where}.tokens: must be {{prompt: int >= 0, completion: int >= 0}}")
+        raise ScenarioError(
+            f"{where}.tokens: must be {{prompt: int, completion: int}}, each from 0 to "
+            f"{MAX_TOKENS}, got {_preview(tokens)}"
+        )
     return (int(tokens.get("prompt", 0)), int(tokens.get("completion", 0)))
 
 
@@ -167,12 +184,19 @@ def _parse_outcome(raw: Any, where: str) -> Outcome:
         raise ScenarioError(f"{where}.error: must be a string")
     token_pair = _parse_tokens(raw.get("tokens"), where)
     ints: dict[str, int | None] = {}
-    for name in ("delay_ms", "retry_after_ms", "failing_attempts"):
+    limits = {
+        "delay_ms": MAX_WAIT_MS,
+        "retry_after_ms": MAX_WAIT_MS,
+        "failing_attempts": MAX_FAILING_ATTEMPTS,
+    }
+    for name, limit in limits.items():
         value = raw.get(name)
         if value is not None and (
-            not isinstance(value, int) or isinstance(value, bool) or value < 0
+            not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= limit
         ):
-            raise ScenarioError(f"{where}.{name}: must be a whole number >= 0, got {value!r}")
+            raise ScenarioError(
+                f"{where}.{name}: must be a whole number from 0 to {limit}, got {_preview(value)}"
+            )
         ints[name] = value
     if ints["failing_attempts"] is not None and (
         code != "retryable" or not ints["failing_attempts"]
@@ -248,14 +272,24 @@ class Scenario(Record):
         """Read a scenario YAML (or JSON) file."""
         import yaml
 
+        from swarm_runtime.inputs import describe_yaml_error, load_yaml, read_text_limited
+
         path = Path(path)
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+            text = read_text_limited(path)
+        except OSError as exc:
+            raise ScenarioError(
+                f"cannot read scenario file {path}: {exc.strerror or exc}"
+            ) from None
+        except ValueError as exc:  # too big, not a regular file, not UTF-8
             raise ScenarioError(f"cannot read scenario file {path}: {exc}") from None
         try:
-            raw = yaml.safe_load(text)
+            raw = load_yaml(text)
         except yaml.YAMLError as exc:
+            message, line = describe_yaml_error(exc)
+            where = f"{path}:{line}" if line else str(path)
+            raise ScenarioError(f"{where}: invalid YAML: {message}") from None
+        except ValueError as exc:  # a value YAML cannot build, such as a date of month 13
             raise ScenarioError(f"{path}: invalid YAML: {exc}") from None
         return cls.from_mapping(raw, source=str(path))
 

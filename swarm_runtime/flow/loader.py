@@ -352,9 +352,12 @@ def check_flow_file(
 ) -> tuple[FlowSpec | None, list[FlowDefinitionError]]:
     """Load one flow file and return it with every error found (none means it is valid)."""
     from swarm_runtime.flow.validate import validate_flow
+    from swarm_runtime.inputs import MAX_INPUT_BYTES, InputRefused, read_bytes_limited
 
     try:
-        raw = path.read_bytes()
+        raw = read_bytes_limited(path, MAX_INPUT_BYTES)
+    except InputRefused as exc:
+        return None, [FlowDefinitionError(f"the file {exc}", file=str(path))]
     except OSError as exc:
         return None, [FlowDefinitionError(f"cannot read the file: {exc.strerror}", file=str(path))]
     try:

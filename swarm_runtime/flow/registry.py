@@ -11,6 +11,7 @@ from swarm_runtime.flow.loader import check_flow_file
 from swarm_runtime.flow.spec import FlowSpec
 from swarm_runtime.flow.yaml_reader import load_yaml_nodes
 from swarm_runtime.ids import AGENT_KEY_RE
+from swarm_runtime.inputs import InputRefused, read_text_limited
 
 __all__ = ["ORDER_FILE", "FlowRegistry", "packaged_flows_dir"]
 
@@ -61,9 +62,12 @@ class FlowRegistry:
 
     def _read_order(self, path: Path, errors: list[FlowDefinitionError]) -> list[str]:
         try:
-            root = load_yaml_nodes(path, path.read_text(encoding="utf-8"))
+            root = load_yaml_nodes(path, read_text_limited(path))
         except FlowDefinitionError as exc:
             errors.append(exc)
+            return []
+        except InputRefused as exc:
+            errors.append(FlowDefinitionError(f"the file {exc}", file=str(path)))
             return []
         except (OSError, UnicodeDecodeError) as exc:
             errors.append(FlowDefinitionError(f"cannot read the file: {exc}", file=str(path)))
@@ -152,8 +156,8 @@ class FlowRegistry:
         if agent_key not in self._personas:
             path = self.flows_dir / "agents" / f"{agent_key}.md"
             try:
-                self._personas[agent_key] = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
+                self._personas[agent_key] = read_text_limited(path)
+            except (OSError, ValueError):  # also a FIFO, a device, a huge or non-UTF-8 file
                 self._personas[agent_key] = None
         return self._personas[agent_key]
 

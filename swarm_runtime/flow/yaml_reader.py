@@ -17,6 +17,7 @@ from swarm_runtime.errors import FlowDefinitionError
 __all__ = ["NodeReader", "line_of", "load_yaml_nodes", "scalar_value", "suggest"]
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""Only for single scalars (:func:`scalar_value`); documents go through compose_yaml."""
 
 
 def line_of(node: yaml.Node) -> int:
@@ -25,22 +26,18 @@ def line_of(node: yaml.Node) -> int:
 
 
 def load_yaml_nodes(path: Path, text: str) -> yaml.Node | None:
-    """Compose ``text`` into YAML nodes; raise FlowDefinitionError with the line on failure."""
+    """Compose ``text`` into YAML nodes; raise FlowDefinitionError with the line on failure.
+
+    Nesting and alias expansion are bounded (:mod:`swarm_runtime.inputs`).
+    """
+    from swarm_runtime.inputs import compose_yaml, describe_yaml_error
+
     try:
-        node: yaml.Node | None = yaml.compose(text, Loader=_Loader)
+        node: yaml.Node | None = compose_yaml(text)
         return node
-    except yaml.MarkedYAMLError as exc:
-        # An unclosed bracket or quote is best found where it was opened (the context);
-        # the problem mark is where the parser gave up, said in the message too.
-        mark = exc.context_mark or exc.problem_mark
-        line = int(mark.line) + 1 if mark is not None else None
-        message = str(exc.problem or exc)
-        if exc.context and exc.problem_mark is not None:
-            message = f"{message} ({exc.context} at line {line}; noticed at line "
-            message += f"{exc.problem_mark.line + 1})"
-        raise FlowDefinitionError(f"invalid YAML: {message}", file=str(path), line=line) from None
     except yaml.YAMLError as exc:
-        raise FlowDefinitionError(f"invalid YAML: {exc}", file=str(path)) from None
+        message, line = describe_yaml_error(exc)
+        raise FlowDefinitionError(f"invalid YAML: {message}", file=str(path), line=line) from None
 
 
 def scalar_value(node: yaml.ScalarNode) -> Any:

@@ -90,7 +90,7 @@ class RunLifecycle:
             clock=owner.clock,
             rand=owner.rand,
             durable=owner.durable,
-            refuse_values=owner.refuse_values,
+            credentials=owner.credentials,
             observer=owner.observer,
         )
         return cls(owner, spec, plan, recorder, state)

@@ -1,7 +1,9 @@
 """The only writer of a run's files: run dir, spec, events with their ``seq``, meta, steps.
 
-Every document is scanned for credential values before it is written (when the run was
-given any to refuse), so no secret ever lands in a run file, not even for an instant.
+Every document and every event line is scanned for the credential values of the
+environment before it is written, in every mode, so no secret ever lands in a run file,
+not even for an instant: a refusal (:class:`~swarm_runtime.errors.CredentialLeak`) names
+the file and the variable and shows only a masked value.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from swarm_runtime.credentials import Credentials
 from swarm_runtime.documents import EventDoc, ReceiptDoc, RunSpecDoc, RunSummaryDoc
 from swarm_runtime.engines.base import HistoryItem
-from swarm_runtime.errors import ConfigError, CredentialLeak, StorageError
+from swarm_runtime.errors import ConfigError, StorageError
 from swarm_runtime.ids import new_run_id
 from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.storage.layout import RunLayout
@@ -23,7 +26,6 @@ from swarm_runtime.storage.store import (
     EventLog,
     dump_json,
     encode_line,
-    json_escape,
     preserve_previous,
     sha256,
     write_text_atomic,
@@ -50,14 +52,14 @@ class RunRecorder:
         *,
         clock: Clock,
         durable: bool,
-        refuse_values: tuple[str, ...],
+        credentials: Credentials,
         observer: EventObserver | None,
     ) -> None:
         self.layout = layout
         self.state = state
         self.clock = clock
         self.durable = durable
-        self.refuse_values = refuse_values
+        self.credentials = credentials
         self.observer = observer
         self.observer_error: str | None = None
         self.lock = RunLock(layout.root)
@@ -78,12 +80,12 @@ class RunRecorder:
         clock: Clock,
         rand: Callable[[int], str] | None,
         durable: bool,
-        refuse_values: tuple[str, ...],
+        credentials: Credentials,
         observer: EventObserver | None,
     ) -> RunRecorder:
         """Make a fresh run directory (a new id) and write ``spec.json`` into it."""
         spec_text = dump_json(spec, pretty=True)
-        _refuse(spec_text, "spec.json", refuse_values)  # before the run dir exists
+        credentials.check(spec_text, f"spec.json of a run in {runs_dir}")  # before the run dir
         if runs_dir.exists() and not runs_dir.is_dir():
             raise ConfigError(f"runs dir {runs_dir} exists and is not a directory")
         try:
@@ -104,13 +106,13 @@ class RunRecorder:
                     f"cannot create a run dir in {runs_dir}: {exc.strerror or exc}"
                 ) from None
             RunLock(layout.root).acquire(format_ts(clock()))
-            write_text_atomic(layout.spec, spec_text, durable=durable)
+            write_text_atomic(layout.spec, spec_text, durable=durable)  # checked above
             return cls(
                 layout,
                 state,
                 clock=clock,
                 durable=durable,
-                refuse_values=refuse_values,
+                credentials=credentials,
                 observer=observer,
             )
         raise StorageError(f"could not find a free run id in {runs_dir} after 100 tries")
@@ -123,7 +125,7 @@ class RunRecorder:
         *,
         clock: Clock,
         durable: bool,
-        refuse_values: tuple[str, ...],
+        credentials: Credentials,
         observer: EventObserver | None,
     ) -> RunRecorder:
         """Take over an existing run directory to resume it (its lock first)."""
@@ -133,7 +135,7 @@ class RunRecorder:
             state,
             clock=clock,
             durable=durable,
-            refuse_values=refuse_values,
+            credentials=credentials,
             observer=observer,
         )
 
@@ -195,8 +197,7 @@ class RunRecorder:
                 f"event {event['kind']} has seq {event['seq']}, expected {state.seq + 1}"
             )
         line = encode_line(event)
-        if self.refuse_values:
-            _refuse(line, f"an event ({event['kind']}) of {self.layout.events}", self.refuse_values)
+        self.credentials.check(line, f"a {event['kind']} event to {self.layout.events}")
         self.log.append_line(line)
         state.seq += 1
         observer = self.observer
@@ -209,10 +210,7 @@ class RunRecorder:
 
     def write_meta(self, summary: RunSummaryDoc) -> None:
         """Rewrite ``meta.json`` atomically."""
-        text = dump_json(summary, pretty=True)
-        if self.refuse_values:
-            _refuse(text, str(self.layout.meta), self.refuse_values)
-        write_text_atomic(self.layout.meta, text, durable=self.durable)
+        self._write(self.layout.meta, dump_json(summary, pretty=True))
 
     def append_history(self, item: HistoryItem) -> None:
         """Journal a completed step's output, so a resumed run's prompts see it."""
@@ -227,7 +225,8 @@ class RunRecorder:
         )
         if self._history is None:
             self._history = EventLog(self.layout.history, durable=self.durable)
-        self._history.append_line(line)  # the step's output was scanned in its transcript
+        self.credentials.check(line, str(self.layout.history))
+        self._history.append_line(line)
         self._history_items += 1
         self._history_hash.update(line.encode("utf-8"))
 
@@ -263,13 +262,12 @@ class RunRecorder:
                     f"(it must match {ARTIFACT_NAME_RE.pattern})"
                 )
             content = str(artifact.get("content", ""))
-            if self.refuse_values:
-                _refuse(content, f"artifact {name} of {flow_key}/{step_id}", self.refuse_values)
             path = directory / name
+            self.credentials.check(content, str(path))
             if iteration:
                 preserve_previous(path, first=iteration)
             data = content.encode("utf-8")
-            write_text_atomic(path, content, durable=self.durable)
+            self._write(path, content, checked=True)
             refs.append(
                 {
                     "kind": "pointer",
@@ -284,10 +282,7 @@ class RunRecorder:
 
     def write_checkpoint(self, document: dict[str, Any]) -> None:
         """Rewrite ``checkpoint.json`` atomically (compact: it is rewritten every step)."""
-        text = dump_json(document)
-        if self.refuse_values:
-            _refuse(text, self._checkpoint_path, self.refuse_values)
-        write_text_atomic(self._checkpoint_path, text, durable=self.durable)
+        self._write(self._checkpoint_path, dump_json(document))
 
     def write_step(
         self,
@@ -301,17 +296,20 @@ class RunRecorder:
         """Write a step execution's transcript and receipt, keeping earlier ones as ``~n``."""
         transcript = "".join(line if isinstance(line, str) else encode_line(line) for line in lines)
         receipt_text = dump_json(receipt)
-        if self.refuse_values:
-            _refuse(
-                transcript + receipt_text,
-                f"{transcript_path} and its receipt",
-                self.refuse_values,
-            )
+        # Both are checked before either is written: a refusal leaves neither behind.
+        self.credentials.check(transcript, transcript_path)
+        self.credentials.check(receipt_text, receipt_path)
         if iteration:  # the step ran before in this run: keep its files as ~n
             preserve_previous(receipt_path, first=iteration)
             preserve_previous(transcript_path, first=iteration)
-        write_text_atomic(transcript_path, transcript, durable=self.durable)
-        write_text_atomic(receipt_path, receipt_text, durable=self.durable)
+        self._write(transcript_path, transcript, checked=True)
+        self._write(receipt_path, receipt_text, checked=True)
+
+    def _write(self, path: str | Path, text: str, *, checked: bool = False) -> None:
+        """Every run document is written here: scanned for credentials, then atomically."""
+        if not checked:
+            self.credentials.check(text, str(path))
+        write_text_atomic(path, text, durable=self.durable)
 
     def close(self) -> None:
         """Close the event log and the history journal, and give the run lock up."""
@@ -319,15 +317,6 @@ class RunRecorder:
         if self._history is not None:
             self._history.close()
         self.lock.release()
-
-
-def _refuse(text: str, what: str, values: tuple[str, ...]) -> None:
-    for value in values:
-        if value in text or json_escape(value) in text:
-            raise CredentialLeak(
-                f"refusing to write {what}: it holds the value of a credential "
-                f"({value[:4]}…); keep secrets out of params, prompts and replies"
-            )
 
 
 def _digest(data: bytes) -> str:

@@ -18,6 +18,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from swarm_runtime.credentials import Credentials
 from swarm_runtime.engines.base import HistoryItem
 from swarm_runtime.errors import RunControlError, StorageError
 from swarm_runtime.orchestrator.checkpoint import BlockedStep, Checkpoint, Position
@@ -96,7 +97,7 @@ def reopen_run(
     budget: HistoryBudget,
     clock: Clock,
     durable: bool,
-    refuse_values: tuple[str, ...],
+    credentials: Credentials,
     observer: EventObserver | None,
     external_input: str | None,
 ) -> Reopened:
@@ -120,7 +121,7 @@ def reopen_run(
         state,
         clock=clock,
         durable=durable,
-        refuse_values=refuse_values,
+        credentials=credentials,
         observer=observer,
     )
     try:

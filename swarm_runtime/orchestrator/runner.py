@@ -9,10 +9,11 @@ an engine that raises, a routing error and Ctrl-C all end in exactly one
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from swarm_runtime.credentials import Credentials
 from swarm_runtime.engines.base import StepEngine, StepResult
 from swarm_runtime.engines.registry import EngineOptions, EngineRegistry, default_registry
 from swarm_runtime.engines.scenario import Scenario
@@ -77,7 +78,7 @@ class Orchestrator:
         max_attempts: int = 3,
         jitter: Callable[[], float] | None = None,
         engine_config: dict[str, Any] | None = None,
-        refuse_values: tuple[str, ...] = (),
+        refuse_values: Iterable[str] | Credentials = (),
         origin: dict[str, Any] | None = None,
     ) -> None:
         if max_steps is not None and (isinstance(max_steps, bool) or max_steps < 1):
@@ -106,7 +107,7 @@ class Orchestrator:
         """Step executions a run may make (default: 10 per step of its flows, at least 100)."""
         self.engine_config = dict(engine_config or {})
         """Settings for engine factories (api key, base URL, model…), resolved at the edge."""
-        self.refuse_values = tuple(v for v in refuse_values if v)
+        self.credentials = Credentials.of(refuse_values)
         """Credential values that must never be written (checked before every write)."""
         self.origin = dict(origin or {})
         """How the run was made, beyond its spec (config, cassettes): kept in spec.json."""
@@ -175,7 +176,7 @@ class Orchestrator:
             budget=self.history_budget,
             clock=self.clock,
             durable=self.durable,
-            refuse_values=self.refuse_values,
+            credentials=self.credentials,
             observer=self.observer,
             external_input=external_input,
         )
