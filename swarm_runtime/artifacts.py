@@ -8,10 +8,10 @@ run's id is then looked up in the directory where the run is now.
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from swarm_runtime.inputs import MAX_RUN_FILE_BYTES, load_json, read_bytes_limited, read_run_text
 from swarm_runtime.record import Record
 
 __all__ = ["ArtifactCheck", "verify_run_artifacts"]
@@ -54,7 +54,7 @@ def verify_run_artifacts(root: Path) -> list[ArtifactCheck]:
     for receipt_path in sorted(root.glob("*/receipts/*.json")):
         rel = str(receipt_path.relative_to(root))
         try:
-            receipt = json.loads(receipt_path.read_text(encoding="utf-8"))
+            receipt = load_json(read_run_text(receipt_path))
         except (OSError, ValueError) as exc:
             checks.append(ArtifactCheck(rel, "-", "missing", f"unreadable receipt: {exc}"))
             continue
@@ -76,8 +76,8 @@ def _check(rel: str, ref: object, root: Path) -> ArtifactCheck:
     if path is None or not path.resolve().is_relative_to(root):
         return ArtifactCheck(rel, name, "outside", f"{uri} is not inside the run dir")
     try:
-        data = path.read_bytes()
-    except OSError:
+        data = read_bytes_limited(path, MAX_RUN_FILE_BYTES, nofollow=True)
+    except (OSError, ValueError):
         return ArtifactCheck(rel, name, "missing", str(path.relative_to(root)))
     digest = hashlib.sha256(data).hexdigest()
     if digest != ref.get("sha256") or len(data) != ref.get("sizeBytes"):

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from swarm_runtime.inputs import read_run_text
 from swarm_runtime.record import Record
 
 __all__ = [
@@ -132,7 +133,17 @@ def golden_files(
             or "/interrupted/" in relative
         ):
             continue
-        files[relative] = _render(relative, path.read_text(encoding="utf-8"), root_list, volatile)
+        try:
+            files[relative] = _render(relative, read_run_text(path), root_list, volatile)
+        except (OSError, ValueError, RecursionError) as exc:
+            reason = (
+                exc.strerror
+                if isinstance(exc, OSError)
+                else "nested too deeply"
+                if isinstance(exc, RecursionError)
+                else str(exc)
+            )
+            raise ValueError(f"{path}: {reason}") from None
     return files
 
 

@@ -28,17 +28,22 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_INPUT_BYTES",
     "MAX_NODES",
+    "MAX_RUN_FILE_BYTES",
     "InputRefused",
     "compose_yaml",
     "describe_yaml_error",
     "load_json",
     "load_yaml",
     "read_bytes_limited",
+    "read_run_text",
     "read_text_limited",
 ]
 
 MAX_INPUT_BYTES = 8 << 20
 """The largest YAML input read (flows, scenarios, runtime.yaml): 8 MiB."""
+
+MAX_RUN_FILE_BYTES = 256 << 20
+"""The largest run file read back (an event log, a transcript, a document): 256 MiB."""
 
 MAX_DEPTH = 100
 """The deepest nesting of mappings and sequences accepted in a YAML or JSON input."""
@@ -96,6 +101,11 @@ def read_text_limited(
 ) -> str:
     """The UTF-8 text of a regular file of at most ``limit`` bytes (see read_bytes_limited)."""
     return read_bytes_limited(path, limit, nofollow=nofollow).decode("utf-8")
+
+
+def read_run_text(path: str | os.PathLike[str], limit: int = MAX_RUN_FILE_BYTES) -> str:
+    """The text of a file inside a run dir: never through a symlink, never unbounded."""
+    return read_bytes_limited(path, limit, nofollow=True).decode("utf-8")
 
 
 def load_json(text: str | bytes) -> Any:

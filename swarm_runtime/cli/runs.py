@@ -70,6 +70,10 @@ def handle_list(args: argparse.Namespace) -> int:
     from swarm_runtime.storage.status import observed_status, read_meta
 
     base = _runs_dir(args.runs_dir)
+    if base.exists() and not base.is_dir():
+        raise SwarmUsageError(f"runs dir {base} is not a directory")
+    if args.runs_dir is not None and not base.is_dir():
+        raise SwarmUsageError(f"--runs-dir {args.runs_dir}: no such directory")
     rows: list[list[object]] = []
     for path in sorted(base.glob("run-*"), reverse=True):
         meta = read_meta(path)

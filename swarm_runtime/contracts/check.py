@@ -9,19 +9,22 @@ invariants of §3.3.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from swarm_runtime.contracts.agreement import check_meta_agrees, check_stray_files
 from swarm_runtime.contracts.events import parse_event
 from swarm_runtime.contracts.receipt import Receipt
 from swarm_runtime.contracts.run import RunSpecDocument, RunSummary
 from swarm_runtime.contracts.transcript import parse_transcript_line
+from swarm_runtime.contracts.violation import Violation
 from swarm_runtime.errors import StorageError
+from swarm_runtime.inputs import load_json, read_run_text
 
 __all__ = [
     "Violation",
@@ -34,19 +37,6 @@ __all__ = [
 ]
 
 STEP_EVENTS = ("step_start", "step_end", "step_error", "tool_start", "tool_end", "route_decision")
-
-
-@dataclass(frozen=True, order=True)
-class Violation:
-    """One contract violation: where, and what."""
-
-    file: str
-    line: int | None
-    message: str
-
-    def __str__(self) -> str:
-        where = self.file if self.line is None else f"{self.file}:{self.line}"
-        return f"{where}: {self.message}"
 
 
 def _key_line(text: str, path: Sequence[str | int]) -> int | None:
@@ -83,14 +73,14 @@ def _check_document(
 ) -> tuple[list[Violation], dict[str, Any] | None]:
     rel = str(path.relative_to(root))
     try:
-        text = path.read_text(encoding="utf-8")
-        value = json.loads(text)
+        text = read_run_text(path)
+        value = load_json(text)
     except FileNotFoundError:
         return [Violation(rel, None, "missing")], None
-    except (OSError, UnicodeDecodeError) as exc:
-        return [Violation(rel, None, f"unreadable: {exc}")], None
     except json.JSONDecodeError as exc:
         return [Violation(rel, exc.lineno, f"not valid JSON: {exc.msg}")], None
+    except (OSError, ValueError) as exc:
+        return [Violation(rel, None, f"unreadable: {_reason(exc)}")], None
     try:
         model.model_validate(value)
     except ValidationError as exc:
@@ -132,14 +122,14 @@ def check_receipt_file(path: Path, root: Path) -> list[Violation]:
 
 def _has_assistant_line(path: Path) -> bool:
     try:
-        for text in path.read_text(encoding="utf-8").splitlines():
+        for text in read_run_text(path).splitlines():
             try:
-                line = json.loads(text)
-            except json.JSONDecodeError:
+                line = load_json(text)
+            except ValueError:
                 continue
             if isinstance(line, dict) and line.get("role") == "assistant":
                 return True
-    except (OSError, UnicodeDecodeError):
+    except (OSError, ValueError):
         return True  # reported by the transcript check itself
     return False
 
@@ -149,15 +139,15 @@ def check_transcript_file(path: Path, root: Path) -> list[Violation]:
     rel = str(path.relative_to(root))
     found: list[Violation] = []
     try:
-        lines = path.read_text(encoding="utf-8").split("\n")
-    except (OSError, UnicodeDecodeError) as exc:
-        return [Violation(rel, None, f"unreadable: {exc}")]
+        lines = read_run_text(path).split("\n")
+    except (OSError, ValueError) as exc:
+        return [Violation(rel, None, f"unreadable: {_reason(exc)}")]
     if lines and lines[-1] == "":
         lines.pop()
     roles: set[str] = set()
     for number, text in enumerate(lines, start=1):
         try:
-            value = json.loads(text)
+            value = load_json(text)
             parsed = parse_transcript_line(value)
         except json.JSONDecodeError as exc:
             found.append(Violation(rel, number, f"not valid JSON: {exc.msg}"))
@@ -363,22 +353,32 @@ class _SequenceCheck:
 
 def check_events_file(path: Path, root: Path, *, crashed: bool = False) -> list[Violation]:
     """Violations in one file of the run at ``root`` (paths in findings are relative)."""
+    return _events_file(path, root, crashed=crashed)[0]
+
+
+def _events_file(
+    path: Path, root: Path, *, crashed: bool
+) -> tuple[list[Violation], list[tuple[int, dict[str, Any]]]]:
+    """The findings in an event log, and its events that parsed (with their lines)."""
     rel = str(path.relative_to(root))
     try:
-        raw = path.read_text(encoding="utf-8")
+        raw = read_run_text(path)
     except FileNotFoundError:
-        return [Violation(rel, None, "missing")]
-    except (OSError, UnicodeDecodeError) as exc:
-        return [Violation(rel, None, f"unreadable: {exc}")]
+        return [Violation(rel, None, "missing")], []
+    except (OSError, ValueError) as exc:
+        return [Violation(rel, None, f"unreadable: {_reason(exc)}")], []
     found: list[Violation] = []
     parsed: list[tuple[int, dict[str, Any]]] = []
     lines = raw.split("\n")
     tail = lines.pop()  # '' after a final newline, else a last line without one
     for number, text in enumerate(lines, start=1):
         try:
-            event = json.loads(text)
+            event = load_json(text)
         except json.JSONDecodeError as exc:
             found.append(Violation(rel, number, f"not valid JSON ({exc.msg})"))
+            continue
+        except ValueError as exc:
+            found.append(Violation(rel, number, str(exc)))
             continue
         if not isinstance(event, dict):
             found.append(Violation(rel, number, "an event must be a JSON object"))
@@ -390,8 +390,8 @@ def check_events_file(path: Path, root: Path, *, crashed: bool = False) -> list[
         parsed.append((number, event))
     if tail:
         try:
-            event = json.loads(tail)
-        except json.JSONDecodeError:
+            event = load_json(tail)
+        except ValueError:
             found.append(
                 Violation(rel, len(lines) + 1, "torn last line (the writer was interrupted)")
             )
@@ -400,11 +400,23 @@ def check_events_file(path: Path, root: Path, *, crashed: bool = False) -> list[
             if isinstance(event, dict):
                 parsed.append((len(lines) + 1, event))
     found.extend(check_event_sequence(parsed, rel, crashed=crashed))
-    return found
+    return found, parsed
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    return str(exc)
 
 
 def _walk(root: Path, pattern: str) -> Iterable[Path]:
-    return sorted(root.glob(pattern))
+    # Nothing is read through a symlink (check_stray_files reports them).
+    real = os.path.realpath(root)
+    return sorted(
+        path
+        for path in root.glob(pattern)
+        if os.path.realpath(path) == os.path.join(real, os.path.relpath(path, root))
+    )
 
 
 def run_is_crashed(root: Path) -> bool:
@@ -419,10 +431,17 @@ def validate_run_dir(root: Path | str) -> list[Violation]:
     root = Path(root)
     if not root.is_dir():
         raise StorageError(f"{root} is not a directory")
+    from swarm_runtime.storage.lock import read_holder
+
     found: list[Violation] = []
     found.extend(_check_document(root / "spec.json", root, RunSpecDocument)[0])
-    found.extend(_check_document(root / "meta.json", root, RunSummary)[0])
-    found.extend(check_events_file(root / "events.jsonl", root, crashed=run_is_crashed(root)))
+    meta_found, meta = _check_document(root / "meta.json", root, RunSummary)
+    found.extend(meta_found)
+    events_found, events = _events_file(root / "events.jsonl", root, crashed=run_is_crashed(root))
+    found.extend(events_found)
+    found.extend(check_meta_agrees(meta, events, root.name))
+    holder = read_holder(root)
+    found.extend(check_stray_files(root, live=holder is not None and holder.alive))
     for path in _walk(root, "*/receipts/*.json"):
         found.extend(check_receipt_file(path, root))
     for path in _walk(root, "*/llm/*.jsonl"):

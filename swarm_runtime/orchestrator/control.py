@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from swarm_runtime.inputs import load_json, read_run_text
+
 if TYPE_CHECKING:
     from swarm_runtime.orchestrator.checkpoint import BlockedStep
 
@@ -112,13 +114,13 @@ class RunControl:
         if not os.path.exists(path):  # the usual case: one stat, no exception
             return
         try:
-            raw = path.read_text(encoding="utf-8")
-        except OSError:
+            raw = read_run_text(path, 1 << 16)
+        except (OSError, ValueError):
             return  # gone already, or unreadable for now: the next boundary tries again
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)  # a request is acted on once
         try:
-            document = json.loads(raw)
+            document = load_json(raw)
             request = str(document["request"])
             reason = str(document.get("reason") or "")
         except (ValueError, KeyError, TypeError):

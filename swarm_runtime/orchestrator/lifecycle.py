@@ -9,9 +9,11 @@ exactly one ``run_completed``). A checkpoint is written after every completed st
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.documents import SCHEMA_VERSION, RunSummaryDoc
+from swarm_runtime.errors import StorageError
 from swarm_runtime.orchestrator.checkpoint import (
     BlockedStep,
     Checkpoint,
@@ -55,6 +57,8 @@ class RunLifecycle:
         self.step_budget = owner.max_steps or default_max_steps(plan)
         self.created_at = format_ts(self.clock())
         self.flow_index = 0
+        self.failure: Exception | None = None
+        """What made the run fail, when it was an exception (a write error, an engine bug)."""
         self._flow_docs = {key: totals_document(t) for key, t in state.flow_totals.items()}
         """Each flow's totals as the checkpoint holds them (only the running flow changes)."""
         owner.control.control_file = recorder.layout.control
@@ -130,8 +134,7 @@ class RunLifecycle:
                 self.created_at = reopened.created_at or self.created_at
                 if reopened.finished is not None:
                     return self._finish_bookkeeping(reopened.finished)
-            start = self._begin(reopened)
-            interrupted = self._run_flows(start, reopened)
+            interrupted = self._run_flows(reopened)
             if interrupted is not None and interrupted.pause:
                 pass  # paused: the run goes on with `swarm resume`, it is not complete
             else:
@@ -223,34 +226,38 @@ class RunLifecycle:
             )
         )
 
-    def _run_flows(self, start: Position, reopened: Reopened | None) -> Interrupted | None:
-        """Run the planned flows; how an interruption ended them, if one did."""
+    def _run_flows(self, reopened: Reopened | None) -> Interrupted | None:
+        """Open the run and run the planned flows; how an interruption ended them, if one did."""
         state = self.state
         try:
-            blocked = reopened.blocked if reopened is not None else None
-            external = reopened.external_input if reopened is not None else None
-            for index in range(start.flow_index, len(self.plan)):
-                self.flow_index = index
-                part = self.plan[index]
-                first = start.step_id if index == start.flow_index and start.step_id else None
-                if not self._run_flow(part, first or part.first_step, blocked, external):
-                    break
-                blocked = external = None
-        except Blocked as exc:
-            self._pause_blocked(exc.step)
-            return Interrupted(aborted=False, pause=True, reason=exc.step.reason)
-        except (KeyboardInterrupt, Interrupted) as exc:
-            stop = exc if isinstance(exc, Interrupted) else Interrupted(aborted=True)
-            if stop.pause:
-                self._pause(stop.reason)
+            try:
+                start = self._begin(reopened)
+                blocked = reopened.blocked if reopened is not None else None
+                external = reopened.external_input if reopened is not None else None
+                for index in range(start.flow_index, len(self.plan)):
+                    self.flow_index = index
+                    part = self.plan[index]
+                    first = start.step_id if index == start.flow_index and start.step_id else None
+                    if not self._run_flow(part, first or part.first_step, blocked, external):
+                        break
+                    blocked = external = None
+            except Blocked as exc:
+                self._pause_blocked(exc.step)
+                return Interrupted(aborted=False, pause=True, reason=exc.step.reason)
+            except (KeyboardInterrupt, Interrupted) as exc:
+                stop = exc if isinstance(exc, Interrupted) else Interrupted(aborted=True)
+                if stop.pause:
+                    self._pause(stop.reason)
+                    return stop
+                self._close_open_step("interrupted")
+                state.status = "stopped"
+                state.error = str(stop) if not stop.aborted else "interrupted"
                 return stop
-            self._close_open_step("interrupted")
-            state.status = "stopped"
-            state.error = str(stop) if not stop.aborted else "interrupted"
-            return stop
-        except Exception as exc:  # storage or engine trouble: the run still completes
-            self._close_open_step(f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # storage or engine trouble, also while pausing or stopping
+            with contextlib.suppress(StorageError):  # a full disk may refuse this line too
+                self._close_open_step(f"{type(exc).__name__}: {exc}")
             state.status, state.error = "failed", f"{type(exc).__name__}: {exc}"
+            self.failure = exc
         return None
 
     def _pause(self, reason: str) -> None:
@@ -296,6 +303,12 @@ class RunLifecycle:
         """Append ``run_completed`` and write the final ``meta.json``."""
         state = self.state
         final = state.status if state.status != "running" else "succeeded"
+        if state.seq == 0:
+            # Not even run_created could be written (a full disk): leave no run behind.
+            self.recorder.discard()
+            if isinstance(self.failure, StorageError):
+                raise self.failure
+            raise StorageError(state.error or "the run could not be started")
         try:
             if interrupted is not None:
                 self.recorder.emit("run_stopping", {"reason": interrupted.reason})
@@ -309,10 +322,13 @@ class RunLifecycle:
                     "total_steps_executed": state.totals.executed,
                 },
             )
-        except Exception as exc:
-            # The log cannot be written (disk full, …): say so in meta.json at least.
-            state.status, state.error = "failed", f"{type(exc).__name__}: {exc}"
-            self.set_status("failed", completed_at=format_ts(self.clock()))
+        except StorageError as exc:
+            # The log cannot be written (disk full, …): meta.json says why it ends open.
+            earlier = f"{state.error}; then " if state.error else ""
+            state.status = "failed"
+            state.error = f"{earlier}run_completed could not be appended: {exc}"
+            with contextlib.suppress(StorageError):
+                self.set_status("failed", completed_at=format_ts(self.clock()))
             raise
         completed = format_ts(self.clock())
         self.set_status(final, completed_at=completed)

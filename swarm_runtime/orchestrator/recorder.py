@@ -88,6 +88,11 @@ class RunRecorder:
         credentials.check(spec_text, f"spec.json of a run in {runs_dir}")  # before the run dir
         if runs_dir.exists() and not runs_dir.is_dir():
             raise ConfigError(f"runs dir {runs_dir} exists and is not a directory")
+        if runs_dir.is_symlink() and not runs_dir.exists():
+            raise ConfigError(
+                f"runs dir {runs_dir} is a symlink to {os.readlink(runs_dir)}, which does not "
+                "exist; create its target or choose another with --runs-dir or SWARM_RUNS_DIR"
+            )
         try:
             runs_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -253,7 +258,7 @@ class RunRecorder:
         if not artifacts:
             return refs
         directory = self.layout.artifacts(flow_key)
-        os.makedirs(directory, exist_ok=True)
+        self.layout.make_dir(directory)
         for artifact in artifacts:
             name = str(artifact.get("name", ""))
             if not ARTIFACT_NAME_RE.fullmatch(name):
@@ -310,6 +315,14 @@ class RunRecorder:
         if not checked:
             self.credentials.check(text, str(path))
         write_text_atomic(path, text, durable=self.durable)
+
+    def discard(self) -> None:
+        """Remove a run dir that never got its first event (nothing in it is a run yet)."""
+        import shutil
+
+        self.log.close()
+        self.lock.release()
+        shutil.rmtree(self.layout.root, ignore_errors=True)
 
     def close(self) -> None:
         """Close the event log and the history journal, and give the run lock up."""

@@ -21,6 +21,7 @@ from typing import Any
 from swarm_runtime.credentials import Credentials
 from swarm_runtime.engines.base import HistoryItem
 from swarm_runtime.errors import RunControlError, StorageError
+from swarm_runtime.inputs import MAX_RUN_FILE_BYTES, load_json, read_bytes_limited, read_run_text
 from swarm_runtime.orchestrator.checkpoint import BlockedStep, Checkpoint, Position
 from swarm_runtime.orchestrator.history import HistoryBudget
 from swarm_runtime.orchestrator.plan import RunSpec
@@ -71,7 +72,7 @@ class Reopened(Record):
 def read_json(path: Path) -> Any:
     """A JSON file's value, or None when it is missing or unreadable."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return load_json(read_run_text(path))
     except (OSError, ValueError):
         return None
 
@@ -207,13 +208,13 @@ def _mend(
 def _read_checkpoint(layout: RunLayout) -> Checkpoint | None:
     path = layout.checkpoint
     try:
-        raw = path.read_text(encoding="utf-8")
+        raw = read_run_text(path)
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, ValueError) as exc:
         raise StorageError(f"{path}: cannot read the checkpoint: {exc}") from None
     try:
-        doc = json.loads(raw)
+        doc = load_json(raw)
     except ValueError as exc:
         raise StorageError(f"{path}: not JSON ({exc}); the run cannot be resumed") from None
     checkpoint = Checkpoint.parse(doc, str(path))
@@ -230,9 +231,11 @@ def _restore_history(
     """The history items the checkpoint counts, from the journal; later lines are cut."""
     wanted = checkpoint.history_items if checkpoint is not None else 0
     try:
-        data = layout.history.read_bytes()
+        data = read_bytes_limited(layout.history, MAX_RUN_FILE_BYTES, nofollow=True)
     except FileNotFoundError:
         data = b""
+    except (OSError, ValueError) as exc:
+        raise StorageError(f"{layout.history}: cannot read the history journal: {exc}") from None
     lines = data.split(b"\n")[:-1]  # a last line without a newline was cut off
     if len(lines) < wanted:
         raise StorageError(

@@ -15,6 +15,7 @@ from swarm_runtime.ids import (
     STEP_ID_RE,
     new_run_id,
 )
+from swarm_runtime.storage.store import describe_os_error
 
 __all__ = [
     "AGENT_KEY_RE",
@@ -45,9 +46,15 @@ class RunLayout:
         self._flow_dirs: dict[str, str] = {}
 
     def _fenced(self, path: Path) -> Path:
-        resolved = Path(os.path.abspath(path))
+        # The real path: a symlink planted inside a run must not carry files out of it.
+        resolved = Path(os.path.realpath(path))
         if not resolved.is_relative_to(self.runs_dir):
             raise StorageError(f"path {path} escapes the runs dir {self.runs_dir}")
+        if resolved != Path(os.path.abspath(path)):
+            raise StorageError(
+                f"{path} is or goes through a symlink (to {resolved}); files in a run dir "
+                "are written only through real directories"
+            )
         return resolved
 
     @property
@@ -103,8 +110,8 @@ class RunLayout:
         base = self._flow_dirs.get(flow_key)
         if base is None:
             base = str(self.flow_base(flow_key))
-            os.makedirs(os.path.join(base, "receipts"), exist_ok=True)
-            os.makedirs(os.path.join(base, "llm"), exist_ok=True)
+            for part in ("receipts", "llm"):
+                self.make_dir(Path(base, part))
             self._flow_dirs[flow_key] = base
         return (
             f"{base}{os.sep}receipts{os.sep}{name}.json",
@@ -114,3 +121,11 @@ class RunLayout:
     def artifacts(self, flow_key: str) -> Path:
         """``<flow>/artifacts/``: files a step produced."""
         return self._fenced(self.flow_base(flow_key) / "artifacts")
+
+    def make_dir(self, path: Path) -> None:
+        """Create a directory of the run (and its parents), then check it is a real one."""
+        try:
+            os.makedirs(path, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot create {path}: {describe_os_error(exc)}") from None
+        self._fenced(path)

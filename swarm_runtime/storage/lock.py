@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from swarm_runtime.errors import RunControlError, StorageError
+from swarm_runtime.inputs import load_json, read_run_text
 from swarm_runtime.record import Record
 
 __all__ = ["LOCK_NAME", "LockHolder", "RunLock", "process_start", "read_holder"]
@@ -71,7 +72,7 @@ def process_start(pid: int) -> str:
 def read_holder(run_dir: Path) -> LockHolder | None:
     """The holder of ``run_dir``'s lock, or None when there is no (readable) lock."""
     try:
-        raw: Any = json.loads((run_dir / LOCK_NAME).read_text(encoding="utf-8"))
+        raw: Any = load_json(read_run_text(run_dir / LOCK_NAME, 1 << 16))
         return LockHolder(
             pid=int(raw["pid"]),
             host=str(raw["host"]),

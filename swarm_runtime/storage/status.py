@@ -6,10 +6,10 @@ A run whose ``meta.json`` says ``pending`` or ``running`` but whose lock holder 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from swarm_runtime.inputs import load_json, read_run_text
 from swarm_runtime.storage.lock import read_holder
 
 __all__ = ["observed_status", "read_meta"]
@@ -18,7 +18,7 @@ __all__ = ["observed_status", "read_meta"]
 def read_meta(run_dir: Path) -> dict[str, Any] | None:
     """meta.json as a mapping, or None when it is missing, unreadable or not a mapping."""
     try:
-        meta = json.loads((run_dir / "meta.json").read_text(encoding="utf-8"))
+        meta = load_json(read_run_text(run_dir / "meta.json"))
     except (OSError, ValueError):
         return None
     return meta if isinstance(meta, dict) else None

@@ -12,20 +12,23 @@ path); the run-level documents (spec, meta, checkpoint) are indented for people.
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import json
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from swarm_runtime.errors import StorageError
+from swarm_runtime.inputs import InputRefused, load_json, read_run_text
 from swarm_runtime.record import Record, field
 
 __all__ = [
     "EventLog",
     "EventLogReadResult",
     "TornLine",
+    "describe_os_error",
     "dump_json",
     "encode_line",
     "json_escape",
@@ -67,6 +70,9 @@ _encode = _line_encoder()
 _PRETTY = json.JSONEncoder(ensure_ascii=False, sort_keys=True, indent=2)
 
 StrPath = str | os.PathLike[str]
+
+_write = os.write
+"""Every byte of a run file goes through this (tests replace it to fail like a full disk)."""
 
 
 def sha256() -> Any:
@@ -110,7 +116,7 @@ def write_text_atomic(path: StrPath, text: str, *, durable: bool = False) -> Non
         try:
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view) :]
+                view = view[_write(fd, view) :]
             if durable:
                 os.fsync(fd)
         finally:
@@ -119,7 +125,7 @@ def write_text_atomic(path: StrPath, text: str, *, durable: bool = False) -> Non
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        raise StorageError(f"could not write {target}: {exc.strerror or exc}") from exc
+        raise StorageError(f"could not write {target}: {describe_os_error(exc)}") from None
 
 
 def write_json_atomic(
@@ -155,43 +161,73 @@ def preserve_previous(path: StrPath, *, first: int = 1) -> str | None:
     n = max(1, first)
     while os.path.exists(f"{stem}~{n}{suffix}"):
         n += 1
-    os.replace(target, f"{stem}~{n}{suffix}")
+    try:
+        os.replace(target, f"{stem}~{n}{suffix}")
+    except OSError as exc:
+        raise StorageError(f"could not keep {target} as ~{n}: {describe_os_error(exc)}") from None
     return f"{stem}~{n}{suffix}"
 
 
+def describe_os_error(exc: OSError) -> str:
+    """``ENOSPC (No space left on device)``: the errno's name and what it means."""
+    name = errno.errorcode.get(exc.errno or 0)
+    text = exc.strerror or str(exc)
+    return f"{name} ({text})" if name else text
+
+
 class EventLog:
-    """The append side of ``events.jsonl``: one whole line per ``write``, flushed."""
+    """The append side of ``events.jsonl``: one whole line per ``write``, never a torn one.
+
+    The file is opened without following a symlink and written with ``os.write`` (no
+    buffer that could hold half a line to flush later). When a write fails or comes up
+    short (a full disk, a file size limit), the file is cut back to its last whole line
+    before the error is raised, so the log stays readable and resumable.
+    """
 
     def __init__(self, path: Path, *, durable: bool = False) -> None:
         self.path = path
         self.durable = durable
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
         try:
-            self._handle: IO[str] | None = open(path, "a", encoding="utf-8")  # noqa: SIM115
+            self._fd: int | None = os.open(path, flags, 0o644)
+            self._size = os.fstat(self._fd).st_size
         except OSError as exc:
-            raise StorageError(f"cannot open event log {path}: {exc.strerror}") from exc
+            raise StorageError(f"cannot open {path}: {describe_os_error(exc)}") from None
 
     def append(self, event: Mapping[str, Any]) -> None:
         """Write one event as one line."""
         self.append_line(_encode(event) + "\n")
 
     def append_line(self, line: str) -> None:
-        """Write one already encoded line (ending in a newline) with one ``write``."""
-        handle = self._handle
-        if handle is None:
-            raise StorageError(f"event log {self.path} is closed")
+        """Write one already encoded line (ending in a newline) whole, or not at all."""
+        fd = self._fd
+        if fd is None:
+            raise StorageError(f"{self.path} is closed")
+        data = line.encode("utf-8")
         try:
-            handle.write(line)
-            handle.flush()
+            written = _write(fd, data)
+            while written < len(data):
+                # A short write: a later one either finishes the line or raises.
+                more = _write(fd, data[written:])
+                if more == 0:
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                written += more
             if self.durable:
-                os.fsync(handle.fileno())
+                os.fsync(fd)
         except OSError as exc:
-            raise StorageError(f"could not append to {self.path}: {exc.strerror or exc}") from exc
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, self._size)  # back to the last whole line
+            raise StorageError(
+                f"could not append to {self.path}: {describe_os_error(exc)}"
+            ) from None
+        self._size += len(data)
 
     def close(self) -> None:
-        """Close the file; further appends raise."""
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
+        """Close the file; further appends raise. Never raises itself."""
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
 
 
 class TornLine(Record):
@@ -216,10 +252,10 @@ class EventLogReadResult(Record):
 def read_event_log(path: Path) -> EventLogReadResult:
     """Read ``events.jsonl``; a torn last line is reported, a bad middle line raises."""
     try:
-        raw = path.read_text(encoding="utf-8")
+        raw = read_run_text(path)
     except FileNotFoundError:
         raise StorageError(f"{path}: no event log (is this a run directory?)") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, ValueError) as exc:
         raise StorageError(f"{path}: cannot read event log: {exc}") from exc
     lines = raw.split("\n")
     body = lines[:-1]  # the part after the last newline is '' or a torn tail
@@ -227,7 +263,9 @@ def read_event_log(path: Path) -> EventLogReadResult:
     events: list[dict[str, Any]] = []
     for number, text in enumerate(body, start=1):
         try:
-            value = json.loads(text)
+            value = load_json(text)
+        except InputRefused as exc:
+            raise StorageError(f"{path}:{number}: {exc}") from None
         except json.JSONDecodeError as exc:
             raise StorageError(
                 f"{path}:{number}: line is not valid JSON ({exc.msg}); only the last line "
@@ -241,8 +279,8 @@ def read_event_log(path: Path) -> EventLogReadResult:
         # Lines are written whole with their newline; a tail without one was cut off,
         # unless it is a whole event that only lost its newline.
         try:
-            value = json.loads(tail)
-        except json.JSONDecodeError:
+            value = load_json(tail)
+        except ValueError:
             value = None
         if isinstance(value, dict):
             events.append(value)

@@ -132,26 +132,35 @@ for _ in range(3):
     assert sorted(os.listdir(runs)) == sorted(ids)
 
 
-def test_event_log_write_errors_become_storage_errors(
+def test_a_write_that_fails_half_way_leaves_no_torn_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import errno
+
     from swarm_runtime.errors import StorageError
+    from swarm_runtime.storage import store
 
-    log = EventLog(tmp_path / "events.jsonl")
-    real = log._handle
-    assert real is not None
-    real.close()
+    path = tmp_path / "events.jsonl"
+    log = EventLog(path)
+    log.append({"seq": 1})
+    real = store._write
+    calls: list[int] = []
 
-    class Full:
-        def write(self, _text: str) -> int:
-            raise OSError(28, "No space left on device")
+    def half_then_full(fd: int, data: bytes | memoryview) -> int:
+        calls.append(len(data))
+        if len(calls) == 1:
+            return real(fd, bytes(data[:5]))  # a short write: half the line lands
+        raise OSError(errno.ENOSPC, "No space left on device")
 
-        def close(self) -> None:
-            pass
-
-    monkeypatch.setattr(log, "_handle", Full())
-    with pytest.raises(StorageError, match=r"could not append to .*No space left on device"):
-        log.append({"seq": 1})
+    monkeypatch.setattr(store, "_write", half_then_full)
+    with pytest.raises(StorageError, match=r"could not append to .*events.jsonl: ENOSPC"):
+        log.append({"seq": 2, "kind": "step_start"})
+    monkeypatch.setattr(store, "_write", real)
+    assert path.read_text() == '{"seq": 1}\n'  # cut back to the last whole line
+    log.append({"seq": 2})
+    log.close()
+    log.close()  # closing twice never raises
+    assert [e["seq"] for e in read_event_log(path).events] == [1, 2]
 
 
 def test_a_whole_last_line_without_newline_is_an_event_not_torn(tmp_path: Path) -> None:

@@ -1,0 +1,100 @@
+"""What a run dir must agree with beyond each file's own contract (``swarm runs validate``).
+
+``meta.json`` and the end of ``events.jsonl`` tell the same story (a run that ended on a
+full disk may not have managed both: then this names which one is behind), no temporary
+file of an interrupted write is left in a run that nobody runs, and nothing in a run dir
+is a symlink (files are never written or read through one).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from swarm_runtime.contracts.violation import Violation
+
+__all__ = ["check_meta_agrees", "check_stray_files"]
+
+TERMINAL = ("succeeded", "failed", "stopped")
+
+
+def check_meta_agrees(
+    meta: dict[str, Any] | None, events: Sequence[tuple[int, dict[str, Any]]], run_id: str
+) -> list[Violation]:
+    """``meta.json``'s status against the last event of the log."""
+    if meta is None or not events:
+        return []  # a missing or broken file is reported by its own check
+    status = meta.get("status")
+    line, last = events[-1]
+    kind = last.get("kind")
+    payload = last.get("payload") if isinstance(last.get("payload"), dict) else {}
+    assert isinstance(payload, dict)
+    if kind == "run_completed":
+        ended = payload.get("status")
+        if status == ended:
+            return []
+        hint = ""
+        if status in ("pending", "running"):
+            hint = (
+                f"; meta.json was not rewritten when the run ended (a write error?) - "
+                f"'swarm resume {run_id}' rewrites it"
+            )
+        return [
+            Violation(
+                "meta.json",
+                None,
+                f"says status {status}, but events.jsonl ends with run_completed "
+                f"{{status: {ended}}} (line {line}){hint}",
+            )
+        ]
+    if status in TERMINAL:
+        error = meta.get("error")
+        why = f"; meta.json's error: {error}" if error else ""
+        return [
+            Violation(
+                "meta.json",
+                None,
+                f"says status {status}, but events.jsonl does not end with run_completed "
+                f"(its last event is {kind}, line {line}){why}",
+            )
+        ]
+    if status == "paused" and kind != "run_paused":
+        return [
+            Violation(
+                "meta.json",
+                None,
+                f"says status paused, but events.jsonl ends with {kind} (line {line}), not "
+                "run_paused",
+            )
+        ]
+    return []
+
+
+def check_stray_files(root: Path, *, live: bool) -> list[Violation]:
+    """Symlinks anywhere in the run dir; temporary files when no process runs it."""
+    found: list[Violation] = []
+    for directory, dirs, files in os.walk(root):
+        for name in (*dirs, *files):
+            path = os.path.join(directory, name)
+            rel = os.path.relpath(path, root)
+            if os.path.islink(path):
+                found.append(
+                    Violation(
+                        rel,
+                        None,
+                        f"is a symlink (to {os.readlink(path)}); run files are never symlinks, "
+                        "and nothing is read or written through one",
+                    )
+                )
+            elif name.endswith(".tmp") and not live:
+                found.append(
+                    Violation(
+                        rel,
+                        None,
+                        "a temporary file left by an interrupted write; 'swarm resume' "
+                        "removes it (or delete it)",
+                    )
+                )
+    return found

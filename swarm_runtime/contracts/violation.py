@@ -1,0 +1,20 @@
+"""One finding of ``swarm runs validate``: where (file, line) and what."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Violation"]
+
+
+@dataclass(frozen=True, order=True)
+class Violation:
+    """One contract violation: where, and what."""
+
+    file: str
+    line: int | None
+    message: str
+
+    def __str__(self) -> str:
+        where = self.file if self.line is None else f"{self.file}:{self.line}"
+        return f"{where}: {self.message}"
