@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -110,8 +111,14 @@ class RunRecorder:
                 raise ConfigError(
                     f"cannot create a run dir in {runs_dir}: {exc.strerror or exc}"
                 ) from None
-            RunLock(layout.root).acquire(format_ts(clock()))
-            write_text_atomic(layout.spec, spec_text, durable=durable)  # checked above
+            lock = RunLock(layout.root)
+            try:
+                lock.acquire(format_ts(clock()))
+                write_text_atomic(layout.spec, spec_text, durable=durable)  # checked above
+            except BaseException:
+                lock.release()  # a run dir without its spec is no run: leave nothing
+                shutil.rmtree(layout.root, ignore_errors=True)
+                raise
             return cls(
                 layout,
                 state,
@@ -318,8 +325,6 @@ class RunRecorder:
 
     def discard(self) -> None:
         """Remove a run dir that never got its first event (nothing in it is a run yet)."""
-        import shutil
-
         self.log.close()
         self.lock.release()
         shutil.rmtree(self.layout.root, ignore_errors=True)

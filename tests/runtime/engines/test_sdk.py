@@ -196,6 +196,29 @@ def test_a_reply_echoing_a_credential_is_refused_before_writing(
             assert FAKE_KEY not in path.read_text(), path
 
 
+def test_an_error_body_echoing_the_key_never_reaches_the_event_log(
+    anthropic_server: AnthropicServer, tmp_path: Path, one_step: Path
+) -> None:
+    # A 500 whose body echoes the key: the retry's log event would carry it.
+    echo = Reply(status=500, body=error_body("api_error", f"bad key {FAKE_KEY}"))
+    anthropic_server.script(echo, echo, echo)
+    outcome = Orchestrator(
+        FlowRegistry(one_step),
+        runs_dir=tmp_path / "runs",
+        mode="sdk",
+        engine_config={"api_key": FAKE_KEY, "base_url": anthropic_server.url},
+        refuse_values=(FAKE_KEY,),
+        sleep=lambda _s: None,
+    ).run(RunSpec(flows=("one",)))
+    assert outcome.status == "failed"
+    assert "refusing to write a log event to" in (outcome.error or "")
+    assert FAKE_KEY not in (outcome.error or "")
+    for path in outcome.path.rglob("*"):
+        if path.is_file():
+            assert FAKE_KEY not in path.read_text(), path
+    assert validate_run_dir(outcome.path) == []  # it still ends with run_completed
+
+
 def test_replay_leaves_the_http_transport_as_it_found_it(tmp_path: Path) -> None:
     """Cassettes open for a whole run must all be closed, in order, or later calls break."""
     import httpx2
