@@ -236,7 +236,7 @@ class FlowRunner:
 
     def stub(self, *flow_keys: str, **params: Any) -> RunRecord:
         """The same flows in stub mode, as the reference for mode parity."""
-        return self._run(flow_keys, "stub", None, None, params)
+        return self._run(flow_keys, "stub", None, None, params, reference=True)
 
     def _run(
         self,
@@ -245,6 +245,8 @@ class FlowRunner:
         start_step: str | None,
         end_step: str | None,
         params: dict[str, Any],
+        *,
+        reference: bool = False,
     ) -> RunRecord:
         import os
 
@@ -256,6 +258,8 @@ class FlowRunner:
         problem: str | None = None
         cassettes = None
         overrides: dict[str, Any] = {}
+        if reference:  # every engine's stub, gemini-step's too (whatever SWARM_GEMINI_STUB says)
+            overrides["gemini"] = {"mode": "stub"}
         if mode in ("replay", "record"):
             cassettes = self.cassette.for_run(record=mode == "record")
             overrides["cassettes"] = cassettes

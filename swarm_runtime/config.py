@@ -23,9 +23,23 @@ DEFAULT_CONFIG_PATH = Path("swarm/config/runtime.yaml")
 DEFAULT_RUNS_DIR = Path("swarm/runs")
 _TOP_KEYS = ("runs_dir", "engines", "engine_strategy", "history")
 _ENGINE_KEYS = {
-    "claude": ("mode", "provider", "model", "max_tokens", "prices", "env", "stream"),
-    "gemini": ("mode",),
+    "claude": (
+        "mode",
+        "provider",
+        "model",
+        "max_tokens",
+        "prices",
+        "env",
+        "stream",
+        "cli",
+        "cli_args",
+        "timeout_s",
+        "record_via",
+    ),
+    "gemini": ("mode", "model", "cli", "cli_args", "timeout_s", "env"),
 }
+GEMINI_MODES = ("stub", "cli")
+RECORD_VIA = ("sdk", "cli")
 _HISTORY_KEYS = ("total_chars", "recent_chars", "older_chars")
 
 
@@ -39,6 +53,13 @@ class Settings(Record):
     engine_strategy: dict[str, dict[str, str]] = field(default_factory=dict)
     history: dict[str, int] = field(default_factory=dict)
     claude: dict[str, Any] = field(default_factory=dict)
+    gemini: dict[str, Any] = field(default_factory=dict)
+    gemini_mode: str = "stub"
+    """gemini-step's mode: ``stub`` or ``cli`` (SWARM_GEMINI_STUB, engines.gemini.mode)."""
+    record_via: str = "sdk"
+    """What ``record`` mode records claude-step through: the SDK or the Claude Code CLI."""
+    config_source: str = ""
+    """The runtime.yaml the settings came from (empty when none)."""
     sources: dict[str, str] = field(default_factory=dict)
 
 
@@ -116,6 +137,8 @@ def resolve_settings(
     durable: bool | None = None,
     config_path: Path | None = None,
     cwd: Path | None = None,
+    gemini_mode: str | None = None,
+    record_via: str | None = None,
 ) -> Settings:
     """Resolve every setting: explicit argument, then ``env``, then runtime.yaml, then default."""
     base = cwd or Path.cwd()
@@ -161,9 +184,9 @@ def resolve_settings(
     resolved_flows = flows_dir
     if resolved_flows is None and env.get("SWARM_FLOWS_DIR"):
         resolved_flows = Path(env["SWARM_FLOWS_DIR"])
-    gemini_stub = env.get("SWARM_GEMINI_STUB", "")
-    if gemini_stub not in ("", "0", "1"):
-        raise ConfigError(f"SWARM_GEMINI_STUB={gemini_stub!r}: allowed values are 0 and 1")
+    gemini = dict((config.get("engines") or {}).get("gemini") or {})
+    gemini_mode = _gemini_mode(env, gemini, config_source, sources, explicit=gemini_mode)
+    record_via = _record_via(env, claude, config_source, sources, explicit=record_via)
     if durable is None:
         raw = env.get("SWARM_DURABLE", "")
         if raw not in ("", "0", "1"):
@@ -177,8 +200,71 @@ def resolve_settings(
         engine_strategy=dict(config.get("engine_strategy") or {}),
         history=dict(config.get("history") or {}),
         claude=claude,
+        gemini=gemini,
+        gemini_mode=gemini_mode,
+        record_via=record_via,
+        config_source=config_source,
         sources=sources,
     )
+
+
+def _gemini_mode(
+    env: Mapping[str, str],
+    gemini: dict[str, Any],
+    config_source: str,
+    sources: dict[str, str],
+    *,
+    explicit: str | None,
+) -> str:
+    """gemini-step's mode: argument, SWARM_GEMINI_STUB (1 = stub), engines.gemini.mode, stub."""
+    if explicit is not None:
+        if explicit not in GEMINI_MODES:
+            raise ConfigError(f"--gemini-mode {explicit!r}: allowed values are stub and cli")
+        sources["gemini_mode"] = "argument"
+        return explicit
+    flag = env.get("SWARM_GEMINI_STUB", "")
+    if flag not in ("", "0", "1"):
+        raise ConfigError(
+            f"SWARM_GEMINI_STUB={flag!r}: allowed values are 1 (stub, the default) and 0 "
+            "(run the Gemini CLI)"
+        )
+    if flag:
+        sources["gemini_mode"] = "SWARM_GEMINI_STUB"
+        return "stub" if flag == "1" else "cli"
+    if gemini.get("mode") is not None:
+        value = gemini["mode"]
+        if value not in GEMINI_MODES:
+            raise ConfigError(
+                f"{config_source}: engines.gemini.mode {value!r} is not one of stub, cli"
+            )
+        sources["gemini_mode"] = config_source
+        return str(value)
+    sources["gemini_mode"] = "default"
+    return "stub"
+
+
+def _record_via(
+    env: Mapping[str, str],
+    claude: dict[str, Any],
+    config_source: str,
+    sources: dict[str, str],
+    *,
+    explicit: str | None,
+) -> str:
+    """What record mode records claude-step through: argument, SWARM_RECORD_VIA, file, sdk."""
+    for value, source in (
+        (explicit, "--record-via"),
+        (env.get("SWARM_RECORD_VIA") or None, "SWARM_RECORD_VIA"),
+        (claude.get("record_via"), f"{config_source}: engines.claude.record_via"),
+    ):
+        if value is None:
+            continue
+        if value not in RECORD_VIA:
+            raise ConfigError(f"{source}: {value!r} is not one of sdk, cli")
+        sources["record_via"] = source
+        return str(value)
+    sources["record_via"] = "default"
+    return "sdk"
 
 
 def engine_config(settings: Settings, env: Mapping[str, str]) -> dict[str, Any]:
@@ -212,4 +298,45 @@ def engine_config(settings: Settings, env: Mapping[str, str]) -> dict[str, Any]:
                 f"runtime.yaml: engines.claude.max_tokens must be >= 1, got {value!r}"
             )
         config["max_tokens"] = value
+    where = settings.config_source or "runtime.yaml"
+    config["process_env"] = dict(env)
+    config["claude_cli"] = _cli_settings(claude, where, "claude", env.get("SWARM_CLAUDE_CLI"))
+    gemini = _cli_settings(settings.gemini, where, "gemini", env.get("SWARM_GEMINI_CLI"))
+    config["gemini"] = {**gemini, "mode": settings.gemini_mode}
+    config["record_via"] = settings.record_via
     return config
+
+
+def _cli_settings(
+    body: dict[str, Any], where: str, name: str, executable: str | None
+) -> dict[str, Any]:
+    """A CLI engine's settings from runtime.yaml, checked; the executable from the env first."""
+    out: dict[str, Any] = {}
+    if executable or body.get("cli") is not None:
+        value = executable or body["cli"]
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(f"{where}: engines.{name}.cli must be a path or a command name")
+        out["executable"] = value
+    if body.get("model") is not None:
+        out["model"] = str(body["model"])
+    if body.get("timeout_s") is not None:
+        value = body["timeout_s"]
+        if not isinstance(value, int | float) or isinstance(value, bool) or not 0 < value <= 86_400:
+            raise ConfigError(
+                f"{where}: engines.{name}.timeout_s must be a number of seconds above 0 and at "
+                f"most 86400, got {value!r}"
+            )
+        out["timeout_s"] = float(value)
+    if body.get("cli_args") is not None:
+        value = body["cli_args"]
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise ConfigError(f"{where}: engines.{name}.cli_args must be a list of strings")
+        out["cli_args"] = list(value)
+    if body.get("env") is not None:
+        value = body["env"]
+        if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+        ):
+            raise ConfigError(f"{where}: engines.{name}.env must map names to strings")
+        out["env"] = dict(value)
+    return out

@@ -43,7 +43,18 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--runs-dir", type=path_arg, help="where runs are written (default: ./swarm/runs)"
     )
-    parser.add_argument("--mode", help="engine mode: stub (default), sdk, cli, replay, record")
+    parser.add_argument(
+        "--mode", help="claude-step's mode: stub (default), sdk, cli, replay, record"
+    )
+    parser.add_argument(
+        "--gemini-mode",
+        help="gemini-step's mode: stub (default) or cli (also SWARM_GEMINI_STUB=0)",
+    )
+    parser.add_argument(
+        "--record-via",
+        help="what --mode record records claude-step through: sdk (default) or cli "
+        "(the Claude Code CLI); a replay runs each step the way it was recorded",
+    )
     parser.add_argument(
         "--backend",
         default="claude-step-orchestrator",
@@ -197,6 +208,8 @@ def _prepare(args: argparse.Namespace) -> tuple[Orchestrator, RunSpec, Cassettes
         flows_dir=args.flows_dir,
         durable=args.durable,
         config_path=args.config,
+        gemini_mode=args.gemini_mode,
+        record_via=args.record_via,
     )
     if args.backend not in _BACKENDS:
         raise SwarmUsageError(f"--backend {args.backend!r}: allowed: {', '.join(_BACKENDS)}")

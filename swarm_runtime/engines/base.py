@@ -99,6 +99,10 @@ class StepContext(Record):
     routing_kind: str = "linear"
     """How the step routes (``linear``, ``microloop``, ``branch``): what its handoff decides."""
     prompt: Prompt | None = None
+    tools: tuple[str, ...] = ()
+    """The tools the step may use (a CLI engine passes them on; others have none)."""
+    timeout_s: float | None = None
+    """The step's own limit for one call of a CLI engine (the engine's default when None)."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Anything else; ``input`` holds the external input a ``blocked`` step waited for."""
 

@@ -30,7 +30,13 @@ from swarm_runtime.engines.sdk import SdkEngine
 from swarm_runtime.errors import ConfigError, CredentialLeak, ReplayDivergence
 from swarm_runtime.storage.store import write_text_atomic
 
-__all__ = ["CassetteSdkEngine", "Cassettes", "CredentialLeak", "ReplayDivergence"]
+__all__ = [
+    "CassetteSdkEngine",
+    "Cassettes",
+    "CredentialLeak",
+    "ReplayDivergence",
+    "require_vcrpy",
+]
 
 DROPPED_HEADERS = re.compile(
     r"^(authorization|x-api-key|cookie|set-cookie|anthropic-.*-id|request-id)$", re.I
@@ -96,7 +102,7 @@ class Cassettes:
             shutil.rmtree(self.root, ignore_errors=True)
 
 
-def _vcrpy() -> Any:
+def require_vcrpy() -> Any:
     """The vcr module, or a ConfigError that says what to install."""
     try:
         import vcr  # type: ignore[import-untyped]
@@ -177,7 +183,7 @@ class CassetteSdkEngine(SdkEngine):
         self._open: dict[Path, tuple[Any, Any]] = {}
         self._current: Path | None = None
         self.credentials = Credentials.from_env()
-        self._vcr = _vcrpy().VCR(
+        self._vcr = require_vcrpy().VCR(
             record_mode="all" if cassettes.record else "none",
             match_on=("method", "path", "json_body"),
             before_record_request=self._before_request,

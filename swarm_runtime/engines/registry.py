@@ -91,7 +91,11 @@ class EngineRegistry:
 
 def _builtin(engine_id: str, engine_short: str) -> EngineFactory:
     def factory(options: EngineOptions) -> StepEngine:
-        if options.mode == "stub":
+        config = options.config
+        mode = options.mode
+        if engine_id == "gemini-step":  # its own setting: SWARM_GEMINI_STUB, engines.gemini.mode
+            mode = str((config.get("gemini") or {}).get("mode") or "stub")
+        if mode == "stub":
             from swarm_runtime.engines.stub import StubEngine
 
             return StubEngine(
@@ -100,28 +104,63 @@ def _builtin(engine_id: str, engine_short: str) -> EngineFactory:
                 scenario=options.scenario,
                 sleep=options.sleep,
             )
-        if options.mode == "sdk" and engine_id == "claude-step":
-            from swarm_runtime.engines.sdk import build_sdk_engine
+        cassettes = config.get("cassettes")
+        if mode == "cli":
+            return _cli_engine(engine_id, config, cassettes)
+        if mode == "sdk" and engine_id == "claude-step":
+            if cassettes is None:
+                from swarm_runtime.engines.sdk import build_sdk_engine
 
-            cassettes = options.config.get("cassettes")
-            if cassettes is not None:  # record or replay: the same calls, through cassettes
-                from swarm_runtime.engines.cassette import CassetteSdkEngine
+                return build_sdk_engine(config, engine_id=engine_id, engine_short=engine_short)
+            if cassettes.record:  # through the SDK, or the CLI when record_via says so
+                if config.get("record_via") == "cli":
+                    return _cli_engine(engine_id, config, cassettes)
+                return _sdk_cassette_engine(engine_id, config, cassettes)
+            from swarm_runtime.engines.cassette import require_vcrpy
+            from swarm_runtime.engines.cli_cassette import ReplayByCassette
 
-                return build_sdk_engine(
-                    options.config,
-                    engine_id=engine_id,
-                    engine_short=engine_short,
-                    engine_class=CassetteSdkEngine,
-                    cassettes=cassettes,
-                )
-            return build_sdk_engine(options.config, engine_id=engine_id, engine_short=engine_short)
-        available = "stub, sdk" if engine_id == "claude-step" else "stub"
+            require_vcrpy()  # say what to install before the first step, not at it
+            return ReplayByCassette(
+                cassettes,
+                sdk=lambda: _sdk_cassette_engine(engine_id, config, cassettes),
+                cli=lambda: _cli_engine(engine_id, config, cassettes),
+            )
+        available = "stub, sdk, cli" if engine_id == "claude-step" else "stub, cli"
         raise ConfigError(
             f"engine '{engine_id}' has no '{options.mode}' mode in this version "
             f"(available: {available})"
         )
 
     return factory
+
+
+def _sdk_cassette_engine(engine_id: str, config: dict[str, Any], cassettes: Any) -> StepEngine:
+    from swarm_runtime.engines.cassette import CassetteSdkEngine
+    from swarm_runtime.engines.sdk import build_sdk_engine
+
+    return build_sdk_engine(
+        config,
+        engine_id=engine_id,
+        engine_short="claude",
+        engine_class=CassetteSdkEngine,
+        cassettes=cassettes,
+    )
+
+
+def _cli_engine(engine_id: str, config: dict[str, Any], cassettes: Any) -> StepEngine:
+    """The CLI engine of ``engine_id``; with cassettes, through the loopback cassette server."""
+    from swarm_runtime.engines.cli import build_cli_engine
+
+    if cassettes is None:
+        return build_cli_engine(engine_id, config)
+    from swarm_runtime.engines import cli_cassette
+
+    engine_class = (
+        cli_cassette.CassetteGeminiCliEngine
+        if engine_id == "gemini-step"
+        else cli_cassette.CassetteClaudeCliEngine
+    )
+    return build_cli_engine(engine_id, config, engine_class=engine_class, cassettes=cassettes)
 
 
 def default_registry() -> EngineRegistry:

@@ -23,6 +23,7 @@ from swarm_runtime.engines.base import (
     TokenUsage,
     truncate_output,
 )
+from swarm_runtime.engines.status import code_for_status
 from swarm_runtime.errors import ConfigError
 
 __all__ = [
@@ -36,8 +37,6 @@ __all__ = [
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
 DEFAULT_MAX_TOKENS = 4096
-RETRYABLE_STATUS = frozenset({408, 409, 429, 529})
-FATAL_STATUS = frozenset({400, 401, 403, 404, 413, 422})
 
 
 def load_prices(path: Path | None = None) -> dict[str, dict[str, float]]:
@@ -177,9 +176,7 @@ class SdkEngine(StepEngine):
             error = f"Anthropic API answered HTTP {status}: {detail}"
             if exc.status_code < 400:  # an error event inside a streamed reply
                 error = f"Anthropic API stream broke off with an error ({status}): {detail}"
-            if status in FATAL_STATUS:
-                return self._failed(ctx, "fatal", error)
-            if status in RETRYABLE_STATUS or status >= 500:
+            if code_for_status(status) == "retryable":
                 return self._failed(ctx, "retryable", error, _retry_after_ms(exc.response.headers))
             return self._failed(ctx, "fatal", error)
         except anthropic.APIResponseValidationError as exc:

@@ -8,6 +8,7 @@ All errors of a file are collected, so ``swarm flows validate`` can print every 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -38,10 +39,15 @@ STEP_KEYS = (
     "engine",
     "max_attempts",
     "budget",
+    "tools",
+    "timeout_s",
 )
 NOTE_KEYS = ("inputs", "outputs", "emphasizes", "constraints")
 CHARTER_KEYS = ("goal", "exit_criteria", "non_goals")
 BUDGET_KEYS = ("tokens", "cost_usd", "duration_ms")
+TOOL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*(\([^\n()]*\))?$")
+"""A tool a CLI step may use: ``Bash``, ``Read``, ``run_shell_command``, ``Bash(git:*)``."""
+MAX_TIMEOUT_S = 86_400
 
 
 class _FlowReader(NodeReader):
@@ -197,6 +203,52 @@ class _FlowReader(NodeReader):
             cost = self.number(fields["cost_usd"], step=step, field="budget.cost_usd")
         return Budget(tokens=tokens, cost_usd=cost, duration_ms=duration)
 
+    def tools(self, node: yaml.Node, step: str) -> tuple[str, ...] | None:
+        names = self.strings(node, step=step, field="tools", non_empty=False)
+        for item in node.value if names is not None else ():
+            if not TOOL_RE.fullmatch(str(item.value)):
+                self.error(
+                    f"tool {item.value!r} is not a tool name (like Bash, Read or "
+                    "Bash(git:*)): letters, digits, '_', '.', '-', then an optional (pattern)",
+                    item,
+                    step=step,
+                    field="tools",
+                )
+                names = None
+        return names
+
+    def options(self, fields: dict[str, yaml.Node], name: str) -> dict[str, Any]:
+        """The optional fields of a step: engine, max_attempts, budget, tools, timeout_s."""
+        engine = None
+        if "engine" in fields:
+            engine = self.string(fields["engine"], step=name, field="engine")
+        max_attempts = None
+        if "max_attempts" in fields:
+            max_attempts = self.integer(
+                fields["max_attempts"], step=name, field="max_attempts", minimum=1
+            )
+        budget = self.budget(fields["budget"], name) if "budget" in fields else None
+        tools = self.tools(fields["tools"], name) if "tools" in fields else None
+        timeout_s = None
+        if "timeout_s" in fields:
+            timeout_s = self.number(fields["timeout_s"], step=name, field="timeout_s")
+            if timeout_s is not None and not 0 < timeout_s <= MAX_TIMEOUT_S:
+                self.error(
+                    f"timeout_s must be above 0 and at most {MAX_TIMEOUT_S} (a day), "
+                    f"got {timeout_s}",
+                    fields["timeout_s"],
+                    step=name,
+                    field="timeout_s",
+                )
+                timeout_s = None
+        return {
+            "engine": engine,
+            "max_attempts": max_attempts,
+            "budget": budget,
+            "tools": tools,
+            "timeout_s": timeout_s,
+        }
+
     def step(self, node: yaml.Node, position: int) -> StepSpec | None:
         label = f"#{position}"
         self.lines = {}
@@ -248,15 +300,7 @@ class _FlowReader(NodeReader):
         routing: RoutingSpec | None = RoutingSpec()
         if "routing" in fields:
             routing = self.routing(fields["routing"], name)
-        engine = None
-        if "engine" in fields:
-            engine = self.string(fields["engine"], step=name, field="engine")
-        max_attempts = None
-        if "max_attempts" in fields:
-            max_attempts = self.integer(
-                fields["max_attempts"], step=name, field="max_attempts", minimum=1
-            )
-        budget = self.budget(fields["budget"], name) if "budget" in fields else None
+        options = self.options(fields, name)
         if step_id is None or agents is None or role is None or notes is None or routing is None:
             return None
         return StepSpec(
@@ -266,9 +310,7 @@ class _FlowReader(NodeReader):
             teaching_notes=notes,
             routing=routing,
             line=line_of(node),
-            engine=engine,
-            max_attempts=max_attempts,
-            budget=budget,
+            **options,
             field_lines=dict(self.lines),
         )
 

@@ -61,6 +61,10 @@ class StepSpec(Record):
     engine: str | None = None
     max_attempts: int | None = None
     budget: Budget | None = None
+    tools: tuple[str, ...] | None = None
+    """The tools a CLI engine lets the step use (none when absent)."""
+    timeout_s: float | None = None
+    """How long a CLI engine's process may run for one call (the engine's default when absent)."""
     field_lines: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
     """The YAML line of each field that names another step, for error messages."""
 

@@ -96,4 +96,6 @@ def build_receipt(
         receipt["artifacts"] = envelope["artifacts"]
     if outcome.cassette is not None:
         receipt["cassette"] = outcome.cassette
+    if step.tools is not None:
+        receipt["tools_allowed"] = list(step.tools)
     return receipt

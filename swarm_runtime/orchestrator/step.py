@@ -217,6 +217,8 @@ class StepRunner:
             handoff_fields=handoff_fields(flow, step),
             routing_kind=step.routing.kind,
             prompt=Prompt(system, user),
+            tools=step.tools or (),
+            timeout_s=step.timeout_s,
         )
 
     def _start(

@@ -249,8 +249,8 @@ def test_cli_usage_errors_exit_2(cli: Callable[..., CliResult], tmp_path: Path) 
     assert result.code == 2 and "exists and is not a directory" in result.err
     result = cli("run", "stepwise-demo", "--mode", "sdk")  # no key in this environment
     assert result.code == 2 and "sdk mode needs ANTHROPIC_API_KEY" in result.err
-    result = cli("run", "stepwise-demo", "--mode", "cli")
-    assert result.code == 2 and "no 'cli' mode" in result.err
+    result = cli("run", "stepwise-demo", "--mode", "warp")
+    assert result.code == 2 and "mode 'warp' is not one of" in result.err
     config = tmp_path / "rt.yaml"
     config.write_text("runs_dir: [a, b]\n")
     result = cli("run", "stepwise-demo", "--config", str(config))

@@ -36,6 +36,15 @@ class Reply:
     """The assistant text of a 200 reply (default: copy the prompt's handoff example)."""
     stream_error: dict[str, Any] | None = None
     """For a streamed request: start the stream, then send this ``error`` event and stop."""
+    tool_use: dict[str, Any] | None = None
+    """Call a tool instead of answering: ``{"name": "Bash", "input": {...}}``."""
+
+
+def _text_of(value: Any) -> str:
+    """A system prompt or message content: a string, or the text of its blocks (the CLI's)."""
+    if isinstance(value, list):
+        return "\n".join(str(block.get("text", "")) for block in value if isinstance(block, dict))
+    return str(value)
 
 
 def error_body(kind: str, message: str) -> dict[str, Any]:
@@ -64,6 +73,9 @@ class AnthropicServer:
     def __init__(self) -> None:
         self.replies: deque[Reply] = deque()
         self.requests: list[dict[str, Any]] = []
+        self.usage: list[dict[str, int]] = []
+        """The usage each model reply reported, in order."""
+        self.tool_calls = 0
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -110,16 +122,14 @@ class AnthropicServer:
                     and isinstance(body, dict)
                     and body.get("stream")
                 ):
-                    owner.stream(
-                        self, owner.default_message(body, reply.text), error=reply.stream_error
-                    )
+                    owner.stream(self, owner.reply_message(body, reply), error=reply.stream_error)
                     return
                 if reply.raw is not None:
                     payload = reply.raw
                 elif reply.body is not None:
                     payload = json.dumps(reply.body).encode()
                 else:
-                    payload = json.dumps(owner.default_message(body, reply.text)).encode()
+                    payload = json.dumps(owner.reply_message(body, reply)).encode()
                 self.send_response(reply.status)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(payload)))
@@ -134,16 +144,28 @@ class AnthropicServer:
         self._thread.start()
         return self
 
+    def reply_message(self, body: Any, reply: Reply) -> dict[str, Any]:
+        """The message a scripted (or default) reply answers with; usage is logged."""
+        message = self.default_message(body, reply.text)
+        if reply.tool_use is not None:
+            self.tool_calls += 1
+            message["content"] = [
+                {"type": "tool_use", "id": f"toolu_local_{self.tool_calls:04d}", **reply.tool_use}
+            ]
+            message["stop_reason"] = "tool_use"
+        self.usage.append(dict(message["usage"]))
+        return message
+
     def default_message(self, body: Any, text: str | None) -> dict[str, Any]:
         system = ""
         user = ""
         model = "claude-test"
         if isinstance(body, dict):
-            system = str(body.get("system", ""))
+            system = _text_of(body.get("system", ""))
             model = str(body.get("model", model))
             messages = body.get("messages") or []
             if messages and isinstance(messages[0], dict):
-                user = str(messages[0].get("content", ""))
+                user = _text_of(messages[0].get("content", ""))
         if text is None:
             text = "Done as asked." + self._handoff_like_the_stub(system, user)
         return message_body(text, model=model, prompt_chars=len(system) + len(user))
@@ -160,37 +182,63 @@ class AnthropicServer:
         With ``error``, the stream starts and then carries an ``error`` event instead of
         the reply, as the API does when it is overloaded mid-stream.
         """
-        text = message["content"][0]["text"]
+        block = message["content"][0]
         start = {**message, "content": [], "usage": {**message["usage"], "output_tokens": 0}}
         events: list[tuple[str, dict[str, Any]]] = [
             ("message_start", {"type": "message_start", "message": start}),
-            (
-                "content_block_start",
-                {
-                    "type": "content_block_start",
-                    "index": 0,
-                    "content_block": {"type": "text", "text": ""},
-                },
-            ),
         ]
-        for piece in (text[i : i + 40] for i in range(0, len(text), 40)):
-            events.append(
+        if block["type"] == "tool_use":
+            events += [
+                (
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": 0,
+                        "content_block": {**block, "input": {}},
+                    },
+                ),
                 (
                     "content_block_delta",
                     {
                         "type": "content_block_delta",
                         "index": 0,
-                        "delta": {"type": "text_delta", "text": piece},
+                        "delta": {
+                            "type": "input_json_delta",
+                            "partial_json": json.dumps(block["input"]),
+                        },
+                    },
+                ),
+            ]
+        else:
+            events.append(
+                (
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": 0,
+                        "content_block": {"type": "text", "text": ""},
                     },
                 )
             )
+            text = block["text"]
+            for piece in (text[i : i + 40] for i in range(0, len(text), 40)):
+                events.append(
+                    (
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": 0,
+                            "delta": {"type": "text_delta", "text": piece},
+                        },
+                    )
+                )
         events += [
             ("content_block_stop", {"type": "content_block_stop", "index": 0}),
             (
                 "message_delta",
                 {
                     "type": "message_delta",
-                    "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                    "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
                     "usage": {"output_tokens": message["usage"]["output_tokens"]},
                 },
             ),

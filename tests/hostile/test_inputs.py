@@ -155,7 +155,7 @@ CASES: list[tuple[str, Setup, list[str | bytes], dict[str, str], int, list[str]]
         ["run", "stepwise-demo", "--runs-dir", "runs"],
         {"SWARM_GEMINI_STUB": "7"},
         2,
-        ["SWARM_GEMINI_STUB='7'", "0 and 1"],
+        ["SWARM_GEMINI_STUB='7'", "1 (stub, the default) and 0"],
     ),
     (
         "scenario tokens of 10**29",

@@ -57,8 +57,8 @@ def test_runs_list_and_show_name_the_sliced_flows(
 def test_unknown_mode_is_refused_before_anything_is_written(
     loop_flows: Path, tmp_path: Path
 ) -> None:
-    orchestrator = Orchestrator(FlowRegistry(loop_flows), runs_dir=tmp_path / "runs", mode="cli")
-    with pytest.raises(ConfigError, match="no 'cli' mode"):
+    orchestrator = Orchestrator(FlowRegistry(loop_flows), runs_dir=tmp_path / "runs", mode="warp")
+    with pytest.raises(ConfigError, match="no 'warp' mode"):
         orchestrator.run(RunSpec(flows=("loopy",)))
     assert not (tmp_path / "runs").exists()
 

@@ -1,0 +1,380 @@
+"""``claude-step`` and ``gemini-step`` in ``cli`` mode: one CLI process per step call.
+
+The argv is a list (never a shell), the prompt goes on stdin, and the process gets an
+environment that keeps it quiet and non-interactive: no telemetry, no update checks, no
+side traffic, no retries of its own (the orchestrator owns retries, SPEC §7.3). Its
+``stream-json`` output is read line by line as it is written (:mod:`.streams`). A missing
+executable, a non-zero exit, a timeout, a malformed line and a stream without a result
+line each end the call with a clear error; the process group is always ended.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from swarm_runtime.engines.base import (
+    StepContext,
+    StepEngine,
+    StepOutcome,
+    StepResult,
+    truncate_output,
+)
+from swarm_runtime.engines.process import ProcessEnd, run_process
+from swarm_runtime.engines.sdk import estimate_cost, load_prices
+from swarm_runtime.engines.streams import ClaudeStream, GeminiStream, StreamReport
+
+__all__ = [
+    "DEFAULT_GEMINI_MODEL",
+    "DEFAULT_GRACE_S",
+    "DEFAULT_TIMEOUT_S",
+    "ClaudeCliEngine",
+    "CliEngine",
+    "GeminiCliEngine",
+    "build_cli_engine",
+]
+
+DEFAULT_TIMEOUT_S = 300.0
+DEFAULT_GRACE_S = 3.0
+"""How long a process may take to end after SIGTERM before it is killed."""
+DEFAULT_GEMINI_MODEL = "gemini-2.5-flash"
+MAX_ARG_BYTES = 100_000
+"""A system prompt longer than this goes through a file (one argv string is limited)."""
+_STDERR_LINES = 3
+
+
+def _stderr_tail(end: ProcessEnd) -> str:
+    lines = [line.strip() for line in end.stderr.splitlines() if line.strip()]
+    return " | ".join(lines[-_STDERR_LINES:])[-600:]
+
+
+class CliEngine(StepEngine):
+    """What both CLI engines share: the process, its end, the outcome."""
+
+    mode = "cli"
+    cli_name = "the CLI"
+    provider = "none"
+    setting = ""
+    """The variable that names the executable (in messages)."""
+    install = ""
+    """How to install the CLI (in messages)."""
+
+    def __init__(
+        self,
+        *,
+        executable: str,
+        env: Mapping[str, str],
+        model: str | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        grace_s: float = DEFAULT_GRACE_S,
+        extra_args: tuple[str, ...] = (),
+        prices: dict[str, dict[str, float]] | None = None,
+        engine_id: str,
+        engine_short: str,
+    ) -> None:
+        self.executable = executable
+        self.base_env = dict(env)
+        self.model = model
+        self.timeout_s = timeout_s
+        self.grace_s = grace_s
+        self.extra_args = extra_args
+        self.prices = prices if prices is not None else load_prices()
+        self.engine_id = engine_id
+        self.engine_short = engine_short
+        self._scratch: Path | None = None
+
+    # -- what a subclass says ------------------------------------------------------------
+
+    def argv(self, ctx: StepContext) -> list[str]:
+        """The command line of one call."""
+        raise NotImplementedError
+
+    def stdin(self, ctx: StepContext) -> str:
+        """What goes on the process's stdin."""
+        raise NotImplementedError
+
+    def reader(self) -> StreamReport:
+        """A fresh reader of the CLI's stream."""
+        raise NotImplementedError
+
+    def env(self, ctx: StepContext) -> dict[str, str]:
+        """The process's environment."""
+        return dict(self.base_env)
+
+    def cassette_for(self, ctx: StepContext) -> str | None:
+        """The cassette a recorded or replayed call goes through (a subclass says)."""
+        return None
+
+    # -- the call ------------------------------------------------------------------------
+
+    @property
+    def scratch(self) -> Path:
+        """A private directory for the CLI's temporary files, removed by :meth:`close`."""
+        if self._scratch is None:
+            self._scratch = Path(tempfile.mkdtemp(prefix=f"swarm-{self.engine_short}-"))
+        return self._scratch
+
+    def run_step(self, ctx: StepContext) -> StepOutcome:
+        """Run the CLI once for the step and turn what it printed into an outcome."""
+        if ctx.prompt is None:
+            raise ValueError(f"{type(self).__name__} needs ctx.prompt")
+        report = self.reader()
+        timeout = ctx.timeout_s or self.timeout_s
+        try:
+            end = self.launch(ctx, report, timeout)
+        except FileNotFoundError:
+            return self._failed(
+                ctx,
+                report,
+                f"{self.cli_name}: no executable {self.executable!r} (not on PATH and not a "
+                f"file); {self.install}, or set {self.setting} to its path",
+            )
+        except OSError as exc:
+            return self._failed(
+                ctx,
+                report,
+                f"{self.cli_name}: cannot start {self.executable!r}: {exc.strerror or exc}",
+            )
+        return self.outcome(ctx, report, end, timeout)
+
+    def launch(self, ctx: StepContext, report: StreamReport, timeout: float) -> ProcessEnd:
+        """Start the process and read it to its end (a cassette engine wraps this)."""
+        return run_process(
+            self.argv(ctx),
+            stdin=self.stdin(ctx),
+            env=self.env(ctx),
+            cwd=ctx.repo_root,
+            timeout_s=timeout,
+            grace_s=self.grace_s,
+            on_line=report.feed,
+        )
+
+    def outcome(
+        self, ctx: StepContext, report: StreamReport, end: ProcessEnd, timeout: float
+    ) -> StepOutcome:
+        """The outcome of a call from the stream and the process's end."""
+        from swarm_runtime.engines.handoff import HandoffError, parse_handoff
+
+        name = self.cli_name
+        if end.timed_out:
+            killed = "; it ignored SIGTERM and was killed" if end.killed else ""
+            return self._failed(
+                ctx,
+                report,
+                f"{name} did not finish within {timeout:g} s and was stopped{killed} "
+                "(raise the step's timeout_s, or timeout_s of the engine in runtime.yaml)",
+            )
+        if end.broken is not None:
+            return self._failed(ctx, report, f"{name}: {end.broken}; the process was stopped")
+        if report.error is not None:
+            return self._failed(ctx, report, report.error, report.error_code)
+        tail = _stderr_tail(end)
+        if report.result is None:
+            how = f"exited with status {end.exit_code}" if end.exit_code else "ended its output"
+            return self._failed(
+                ctx, report, f"{name} {how} without a result line" + (f": {tail}" if tail else "")
+            )
+        if end.exit_code:
+            return self._failed(
+                ctx,
+                report,
+                f"{name} exited with status {end.exit_code} after its result"
+                + (f": {tail}" if tail else ""),
+            )
+        text = report.text
+        try:
+            handoff = parse_handoff(text)
+        except HandoffError as exc:
+            return self._failed(ctx, report, f"the reply's handoff block is unusable: {exc}")
+        model = report.model or self.model or "unknown"
+        cost = report.cost_usd
+        if cost is None:
+            cost = estimate_cost(self.prices, model, report.tokens)
+        transcript = list(report.transcript)
+        if not report.texts:  # the contract wants the reply as an assistant line
+            transcript.append({"role": "assistant", "content": text})
+        return StepOutcome(
+            result=StepResult(
+                step_id=ctx.step_id, status="succeeded", output=truncate_output(text)
+            ),
+            events=tuple(report.events),
+            text=text,
+            handoff=handoff,
+            tokens=report.tokens,
+            model=model,
+            provider=self.provider,
+            mode="cli",
+            transcript=tuple(transcript),
+            cost_usd=cost,
+            cassette=self.cassette_for(ctx),
+        )
+
+    def _failed(
+        self, ctx: StepContext, report: StreamReport, error: str, code: str = "fatal"
+    ) -> StepOutcome:
+        return StepOutcome(
+            result=StepResult(step_id=ctx.step_id, status="failed", error=error),
+            events=tuple(report.events),
+            result_code=code,  # type: ignore[arg-type]
+            text=report.text,
+            tokens=report.tokens,
+            model=report.model or self.model or "unknown",
+            provider=self.provider,
+            mode="cli",
+            transcript=tuple(report.transcript),
+            cost_usd=report.cost_usd if report.cost_usd is not None else 0.0,
+            cassette=self.cassette_for(ctx),
+        )
+
+    def close(self) -> None:
+        """Remove the scratch directory."""
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
+
+
+CLAUDE_QUIET = {
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "CLAUDE_CODE_MAX_RETRIES": "0",
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+    "DISABLE_BUG_COMMAND": "1",
+}
+"""What keeps Claude Code quiet: no side traffic, updates, telemetry or retries of its own."""
+NESTED_MARKERS = ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SSE_PORT")
+"""Set when swarm itself runs inside Claude Code; a child CLI must not inherit them."""
+
+
+class ClaudeCliEngine(CliEngine):
+    """``claude -p --output-format stream-json --verbose``, prompt on stdin."""
+
+    cli_name = "Claude Code CLI"
+    setting = "SWARM_CLAUDE_CLI"
+    install = "install it with: npm install -g @anthropic-ai/claude-code"
+
+    def __init__(self, *, provider: str = "anthropic", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.provider = provider
+
+    def argv(self, ctx: StepContext) -> list[str]:
+        """``-p``, stream-json, the model, the system prompt and the step's tools."""
+        assert ctx.prompt is not None
+        argv = [self.executable, "-p", "--output-format", "stream-json", "--verbose"]
+        if self.model:
+            argv += ["--model", self.model]
+        system = ctx.prompt.system
+        if len(system.encode("utf-8")) > MAX_ARG_BYTES:
+            path = self.scratch / f"system-{ctx.step_id}.md"
+            path.write_text(system, encoding="utf-8")
+            argv += ["--system-prompt-file", str(path)]
+        else:
+            argv += ["--system-prompt", system]
+        argv += ["--tools", ",".join(ctx.tools)]
+        if ctx.tools:
+            argv += ["--allowed-tools", ",".join(ctx.tools)]
+        return argv + list(self.extra_args)
+
+    def stdin(self, ctx: StepContext) -> str:
+        """The user part of the prompt."""
+        assert ctx.prompt is not None
+        return ctx.prompt.user
+
+    def reader(self) -> StreamReport:
+        """A reader of Claude Code's stream."""
+        return ClaudeStream()
+
+    def env(self, ctx: StepContext) -> dict[str, str]:
+        """The caller's environment, quietened, with a scratch dir of its own."""
+        env = {k: v for k, v in self.base_env.items() if k not in NESTED_MARKERS}
+        env.update(CLAUDE_QUIET)
+        env["CLAUDE_CODE_TMPDIR"] = str(self.scratch)
+        return env
+
+
+GEMINI_SETTINGS = {
+    "security": {"auth": {"selectedType": "gemini-api-key"}},
+    "privacy": {"usageStatisticsEnabled": False},
+    "telemetry": {"enabled": False},
+    "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+}
+"""The settings a Gemini CLI home gets when the key comes from GEMINI_API_KEY."""
+
+
+class GeminiCliEngine(CliEngine):
+    """``gemini -p … --output-format stream-json -m MODEL``, prompt on stdin."""
+
+    cli_name = "Gemini CLI"
+    provider = "gemini"
+    setting = "SWARM_GEMINI_CLI"
+    install = "install it with: npm install -g @google/gemini-cli"
+
+    def argv(self, ctx: StepContext) -> list[str]:
+        """Headless mode (the prompt is all on stdin), stream-json, the model, the tools."""
+        argv = [self.executable, "-p", "", "--output-format", "stream-json"]
+        argv += ["-m", self.model or DEFAULT_GEMINI_MODEL]
+        for tool in ctx.tools:
+            argv += ["--allowed-tools", tool]
+        return argv + list(self.extra_args)
+
+    def stdin(self, ctx: StepContext) -> str:
+        """The Gemini CLI has no system prompt flag: the system part comes first."""
+        assert ctx.prompt is not None
+        return f"{ctx.prompt.system}\n\n---\n\n{ctx.prompt.user}"
+
+    def reader(self) -> StreamReport:
+        """A reader of the Gemini CLI's stream."""
+        return GeminiStream()
+
+    def env(self, ctx: StepContext) -> dict[str, str]:
+        """The caller's environment; with an API key, a home of its own that selects it.
+
+        Headless, the CLI takes GEMINI_API_KEY only when its settings select that kind of
+        login: a scratch home (``GEMINI_CLI_HOME``) holds those settings, so the user's own
+        ``~/.gemini`` is neither needed nor touched. Without a key the user's login is used.
+        """
+        env = dict(self.base_env)
+        env["GEMINI_CLI_TRUST_WORKSPACE"] = "true"
+        if env.get("GEMINI_API_KEY") and "GEMINI_CLI_HOME" not in env:
+            home = self.scratch / "home"
+            settings = home / ".gemini" / "settings.json"
+            if not settings.is_file():
+                settings.parent.mkdir(parents=True, exist_ok=True)
+                settings.write_text(json.dumps(GEMINI_SETTINGS), encoding="utf-8")
+            env["GEMINI_CLI_HOME"] = str(home)
+        return env
+
+
+def build_cli_engine(
+    engine_id: str,
+    config: Mapping[str, Any],
+    *,
+    engine_class: Callable[..., CliEngine] | None = None,
+    **extra: Any,
+) -> CliEngine:
+    """The CLI engine of ``engine_id`` from resolved settings (see ``config.cli_config``)."""
+    gemini = engine_id == "gemini-step"
+    settings = dict(config.get("gemini" if gemini else "claude_cli") or {})
+    env = dict(config.get("process_env") or {})
+    env.update(settings.get("env") or {})
+    if not gemini and config.get("base_url"):
+        env["ANTHROPIC_BASE_URL"] = str(config["base_url"])
+    cls = engine_class or (GeminiCliEngine if gemini else ClaudeCliEngine)
+    kwargs: dict[str, Any] = {
+        "executable": str(settings.get("executable") or ("gemini" if gemini else "claude")),
+        "env": env,
+        "model": settings.get("model"),
+        "timeout_s": float(settings.get("timeout_s") or DEFAULT_TIMEOUT_S),
+        "grace_s": float(settings.get("grace_s") or DEFAULT_GRACE_S),
+        "extra_args": tuple(settings.get("cli_args") or ()),
+        "prices": load_prices(Path(config["prices"])) if config.get("prices") else None,
+        "engine_id": engine_id,
+        "engine_short": "gemini" if gemini else "claude",
+    }
+    if not gemini:
+        kwargs["provider"] = "anthropic_compat" if config.get("base_url") else "anthropic"
+    return cls(**kwargs, **extra)

@@ -1,0 +1,405 @@
+"""Record and replay of CLI steps: a loopback server between the CLI and its provider.
+
+A CLI is a separate process, so vcrpy cannot see its HTTP. Instead the engine points the
+CLI's base URL (``ANTHROPIC_BASE_URL``, ``GOOGLE_GEMINI_BASE_URL``) at a server on
+127.0.0.1. Recording, the server forwards each request to the real provider and keeps
+the exchange; replaying, it answers from the cassette and never opens a connection.
+Cassettes use the layout of SDK cassettes (``<flow>/<step>-<agent>-<iteration>.yaml``,
+one per step call); their first line, ``recorded_via: cli``, tells replay to run the CLI.
+
+Requests match on method, path and the parts of the body that do not change from one run
+to the next: the CLI's own session ids, dates, context blocks (``<system-reminder>``,
+``<session_context>``), tool definitions and settings, the paths of the checkout and the
+home dir, and what tools printed (they run again, live, in a replay) are left out. A
+request with no recording fails the step, naming the cassette, the difference and the
+command that re-records. Credential headers are never kept, paths are replaced by
+placeholders, and every cassette is scanned for credential values before it is written.
+"""
+
+from __future__ import annotations
+
+import difflib
+import http.client
+import json
+import threading
+import urllib.parse
+from collections.abc import Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from swarm_runtime.credentials import Credentials
+from swarm_runtime.engines.base import StepContext, StepEngine, StepOutcome
+from swarm_runtime.engines.cassette import Cassettes
+from swarm_runtime.engines.cli import ClaudeCliEngine, CliEngine, GeminiCliEngine
+from swarm_runtime.engines.cli_match import MARKER, placeholders, recorded_via, request_key
+from swarm_runtime.engines.process import ProcessEnd
+from swarm_runtime.engines.streams import StreamReport
+from swarm_runtime.errors import CredentialLeak, ReplayDivergence
+from swarm_runtime.storage.store import write_text_atomic
+
+__all__ = [
+    "CassetteClaudeCliEngine",
+    "CassetteGeminiCliEngine",
+    "CassetteServer",
+    "ReplayByCassette",
+]
+
+_HOP_HEADERS = frozenset(
+    {"host", "content-length", "connection", "accept-encoding", "transfer-encoding", "keep-alive"}
+)
+_UPSTREAM_TIMEOUT_S = 600.0
+
+
+def _body(text: str) -> dict[str, Any]:
+    """A request body as the cassette keeps it: JSON as a mapping (readable), else text."""
+    try:
+        return {"json": json.loads(text)} if text else {"body": ""}
+    except ValueError:
+        return {"body": text}
+
+
+def _body_text(request: Mapping[str, Any]) -> str:
+    if "json" in request:
+        return json.dumps(request["json"])
+    return str(request.get("body") or "")
+
+
+def _literal(dumper: Any, value: str) -> Any:
+    style = "|" if "\n" in value else None  # streamed replies read as they were sent
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+class _Dumper(yaml.SafeDumper):
+    """YAML with multi-line strings as literal blocks."""
+
+
+_Dumper.add_representer(str, _literal)
+
+
+class _Tape:
+    """The exchanges of one cassette, and which of them were played."""
+
+    def __init__(self, path: Path, label: str, interactions: list[dict[str, Any]]) -> None:
+        self.path = path
+        self.label = label
+        self.interactions = interactions
+        self.played = [False] * len(interactions)
+        self.keys = [
+            request_key(i["request"]["method"], i["request"]["path"], _body_text(i["request"]))
+            for i in interactions
+        ]
+        self.misses: list[str] = []
+        self.refused: str | None = None
+
+
+class CassetteServer:
+    """A loopback HTTP server that records to, or answers from, the current cassette."""
+
+    def __init__(
+        self,
+        cassettes: Cassettes,
+        *,
+        upstream: str,
+        provider: str,
+        credentials: Credentials,
+    ) -> None:
+        self.cassettes = cassettes
+        self.upstream = upstream
+        self.provider = provider
+        self.credentials = credentials
+        self.tapes: dict[Path, _Tape] = {}
+        self.current: _Tape | None = None
+        self.paths: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        """The base URL the CLI is pointed at (the server starts on first use)."""
+        if self._server is None:
+            self._start()
+        assert self._server is not None
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def _start(self) -> None:
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                body = self.rfile.read(length) if length else b""
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                status, content_type, payload = owner.answer(self.command, self.path, headers, body)
+                self.send_response(status)
+                self.send_header("content-type", content_type)
+                self.send_header("content-length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            do_GET = do_POST
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def use(self, path: Path, paths: Mapping[str, str]) -> _Tape:
+        """Make ``path`` the cassette the next requests go to (loaded once per run)."""
+        with self._lock:
+            tape = self.tapes.get(path)
+            if tape is None:
+                tape = self.tapes[path] = _Tape(
+                    path,
+                    self.cassettes.label(path),
+                    [] if self.cassettes.record else self._load(path),
+                )
+            self.current = tape
+            self.paths = dict(paths)
+            return tape
+
+    def _load(self, path: Path) -> list[dict[str, Any]]:
+        from swarm_runtime.inputs import load_yaml, read_text_limited
+
+        if not path.is_file():
+            return []
+        document = load_yaml(read_text_limited(path))
+        interactions = document.get("interactions") if isinstance(document, dict) else None
+        if not isinstance(interactions, list):
+            raise ReplayDivergence(
+                f"cassette {self.cassettes.label(path)} has no interactions list"
+            )
+        return interactions
+
+    def answer(
+        self, method: str, path: str, headers: Mapping[str, str], body: bytes
+    ) -> tuple[int, str, bytes]:
+        """The reply to one request from the CLI."""
+        text = placeholders(body.decode("utf-8", "replace"), self.paths)
+        with self._lock:
+            tape = self.current
+        if tape is None:
+            return self._error("a request arrived while no step was running")
+        if self.cassettes.record:
+            return self._record(tape, method, path, headers, body, text)
+        key = request_key(method, path, text)
+        with self._lock:
+            for index, recorded in enumerate(tape.keys):
+                if not tape.played[index] and recorded == key:
+                    tape.played[index] = True
+                    response = tape.interactions[index]["response"]
+                    return (
+                        int(response["status"]),
+                        str(response.get("content_type") or "application/json"),
+                        str(response["body"]).encode("utf-8"),
+                    )
+            tape.misses.append(self._difference(tape, key))
+        return self._error(f"swarm replay: no recorded call in {tape.label} matches this request")
+
+    def _difference(self, tape: _Tape, key: str) -> str:
+        unplayed = [k for k, played in zip(tape.keys, tape.played, strict=True) if not played]
+        if not tape.keys:
+            return f"there is no recording {tape.label}"
+        if not unplayed:
+            return f"every recorded call of {tape.label} was played already; this one is extra"
+        diff = list(
+            difflib.unified_diff(
+                unplayed[0].splitlines(), key.splitlines(), "recorded", "sent", n=1, lineterm=""
+            )
+        )
+        return "\n".join(
+            diff[:24] + ([f"… ({len(diff) - 24} more diff lines)"] if len(diff) > 24 else [])
+        )
+
+    def _record(
+        self,
+        tape: _Tape,
+        method: str,
+        path: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        text: str,
+    ) -> tuple[int, str, bytes]:
+        target = urllib.parse.urlsplit(self.upstream)
+        connection_class = (
+            http.client.HTTPSConnection if target.scheme == "https" else http.client.HTTPConnection
+        )
+        connection = connection_class(target.netloc, timeout=_UPSTREAM_TIMEOUT_S)
+        forwarded = {k: v for k, v in headers.items() if k not in _HOP_HEADERS}
+        forwarded["accept-encoding"] = "identity"
+        try:
+            connection.request(method, target.path.rstrip("/") + path, body=body, headers=forwarded)
+            response = connection.getresponse()
+            payload = response.read()
+            content_type = response.getheader("content-type") or "application/json"
+            status = response.status
+        except OSError as exc:
+            return self._error(f"swarm record: cannot reach {self.upstream}: {exc}", 502)
+        finally:
+            connection.close()
+        interaction = {
+            "request": {"method": method, "path": path, **_body(text)},
+            "response": {
+                "status": status,
+                "content_type": content_type,
+                "body": placeholders(payload.decode("utf-8", "replace"), self.paths),
+            },
+        }
+        try:
+            self.credentials.check(
+                json.dumps(interaction), f"cassette {tape.label} (a recorded exchange)"
+            )
+        except CredentialLeak as exc:
+            tape.refused = str(exc)
+            return self._error("swarm record: refused to record a credential", 500)
+        with self._lock:
+            tape.interactions.append(interaction)
+            tape.played.append(True)
+        return status, content_type, payload
+
+    def _error(self, message: str, status: int = 400) -> tuple[int, str, bytes]:
+        if self.provider == "gemini":
+            body: dict[str, Any] = {
+                "error": {"code": status, "message": message, "status": "INVALID_ARGUMENT"}
+            }
+        else:
+            body = {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+        return status, "application/json", json.dumps(body).encode()
+
+    def close(self) -> None:
+        """Stop serving; write what was recorded, or note recordings never played."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        for tape in self.tapes.values():
+            if not self.cassettes.record:
+                left = tape.played.count(False)
+                if left:
+                    self.cassettes.unplayed.append(
+                        f"{tape.label}: {left} recorded call(s) never played"
+                    )
+                continue
+            if tape.refused or not tape.interactions:
+                continue
+            document = yaml.dump(
+                {"interactions": tape.interactions},
+                Dumper=_Dumper,
+                sort_keys=False,
+                allow_unicode=True,
+                width=100,
+            )
+            text = f"{MARKER}\n{document}"
+            self.credentials.check(text, f"cassette {tape.label}")
+            tape.path.parent.mkdir(parents=True, exist_ok=True)
+            write_text_atomic(tape.path, text)
+
+
+class _CassetteCli(CliEngine):
+    """A CLI engine whose provider traffic goes through a :class:`CassetteServer`."""
+
+    base_url_variable = ""
+    key_variable = ""
+    default_upstream = ""
+
+    def __init__(self, *, cassettes: Cassettes, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.cassettes = cassettes
+        self.server = CassetteServer(
+            cassettes,
+            upstream=self.base_env.get(self.base_url_variable) or self.default_upstream,
+            provider=self.provider,
+            credentials=Credentials.from_env(self.base_env),
+        )
+
+    def cassette_for(self, ctx: StepContext) -> str | None:
+        """A recorded or replayed call names its cassette."""
+        return self.cassettes.label(self.cassettes.path(ctx))
+
+    def env(self, ctx: StepContext) -> dict[str, str]:
+        """The CLI's environment, pointed at the loopback server (no key needed to replay)."""
+        env = super().env(ctx)
+        env[self.base_url_variable] = self.server.url
+        if not self.cassettes.record:
+            env[self.key_variable] = "replay-needs-no-key"
+        return env
+
+    def launch(self, ctx: StepContext, report: StreamReport, timeout: float) -> ProcessEnd:
+        """The call, with the server on this step's cassette; a miss or a refusal raises."""
+        path = self.cassettes.path(ctx)
+        env = self.env(ctx)
+        paths = {
+            "repo": str(ctx.repo_root),
+            "home": env.get("HOME", ""),
+            "scratch": str(self.scratch),
+        }
+        tape = self.server.use(path, paths)
+        self.cassettes.played.add(self.cassettes.directory / path.relative_to(self.cassettes.root))
+        misses = len(tape.misses)
+        end = super().launch(ctx, report, timeout)
+        if tape.refused:
+            raise CredentialLeak(tape.refused)
+        if len(tape.misses) > misses:
+            message = (
+                f"replay of {ctx.flow_key}/{ctx.step_id} iteration {ctx.iteration}: no recorded "
+                f"call matches this request (cassette {tape.label}).\n{tape.misses[misses]}\n"
+                f"Re-record with: {self.cassettes.rerecord_command}"
+            )
+            self.cassettes.divergences.append(message)
+            raise ReplayDivergence(message)
+        return end
+
+    def close(self) -> None:
+        """Write or check the cassettes, then the scratch dir."""
+        try:
+            self.server.close()
+        finally:
+            super().close()
+
+
+class CassetteClaudeCliEngine(_CassetteCli, ClaudeCliEngine):
+    """``claude-step`` through the Claude Code CLI, recorded or replayed."""
+
+    base_url_variable = "ANTHROPIC_BASE_URL"
+    key_variable = "ANTHROPIC_API_KEY"
+    default_upstream = "https://api.anthropic.com"
+
+
+class CassetteGeminiCliEngine(_CassetteCli, GeminiCliEngine):
+    """``gemini-step`` through the Gemini CLI, recorded or replayed."""
+
+    base_url_variable = "GOOGLE_GEMINI_BASE_URL"
+    key_variable = "GEMINI_API_KEY"
+    default_upstream = "https://generativelanguage.googleapis.com"
+
+
+class ReplayByCassette(StepEngine):
+    """Replays each step the way its cassette was recorded: through the SDK or the CLI."""
+
+    mode = "sdk"
+
+    def __init__(self, cassettes: Cassettes, sdk: Any, cli: Any) -> None:
+        self.cassettes = cassettes
+        self._factories = {"sdk": sdk, "cli": cli}
+        self._engines: dict[str, StepEngine] = {}
+        self.engine_id = "claude-step"
+        self.engine_short = "claude"
+
+    def run_step(self, ctx: StepContext) -> StepOutcome:
+        """The step, by the engine its cassette names."""
+        via = recorded_via(self.cassettes.path(ctx))
+        engine = self._engines.get(via)
+        if engine is None:
+            engine = self._engines[via] = self._factories[via]()
+        return engine.run_step(ctx)
+
+    def close(self) -> None:
+        """Close the engines that ran."""
+        engines, self._engines = list(self._engines.values()), {}
+        for engine in engines:
+            engine.close()

@@ -1,0 +1,82 @@
+"""A stand-in for the Claude Code CLI that misbehaves on demand (FAKE_CLI_CASE).
+
+Run as a script by the CLI engine tests. It writes its pid (and its child's) to
+FAKE_CLI_PIDS, so a test can check that the whole process group was ended.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+
+def emit(value: object) -> None:
+    sys.stdout.write(json.dumps(value) + "\n")
+    sys.stdout.flush()
+
+
+INIT = {"type": "system", "subtype": "init", "model": "claude-fake", "session_id": "s"}
+
+
+def result(text: str, **extra: object) -> dict[str, object]:
+    return {
+        "type": "result",
+        "subtype": "success",
+        "is_error": False,
+        "result": text,
+        "total_cost_usd": 0.0125,
+        "usage": {"input_tokens": 100, "output_tokens": 7},
+        **extra,
+    }
+
+
+def hang() -> None:
+    while True:
+        time.sleep(3600)
+
+
+def main() -> int:
+    case = os.environ.get("FAKE_CLI_CASE", "ok")
+    prompt = sys.stdin.read()
+    pids = [os.getpid()]
+    if case == "ignores_sigterm":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+        pids.append(child.pid)
+    with open(os.environ["FAKE_CLI_PIDS"], "w", encoding="utf-8") as handle:
+        handle.write(" ".join(map(str, pids)))
+    emit(INIT)
+    if case == "ok":
+        text = f"read {len(prompt)} chars"
+        emit(
+            {
+                "type": "assistant",
+                "message": {"model": "claude-fake", "content": [{"type": "text", "text": text}]},
+            }
+        )
+        emit(result(text))
+        return 0
+    if case == "exit_3":
+        sys.stderr.write("fatal: something broke\n")
+        return 3
+    if case == "malformed":
+        sys.stdout.write("this is not json\n")
+        sys.stdout.flush()
+        hang()
+    if case == "no_result":
+        emit({"type": "assistant", "message": {"content": [{"type": "text", "text": "half"}]}})
+        return 0
+    if case == "overloaded":
+        emit(result("API Error: 529 overloaded", is_error=True, api_error_status=529))
+        return 1
+    if case in ("timeout", "ignores_sigterm"):
+        hang()
+    raise SystemExit(f"unknown FAKE_CLI_CASE {case!r}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
