@@ -316,6 +316,8 @@ class _CassetteCli(CliEngine):
             provider=self.provider,
             credentials=Credentials.from_env(self.base_env),
         )
+        if not cassettes.record:  # a replay needs no key, but a CLI will not start without one
+            self.base_env[self.key_variable] = "replay-needs-no-key"
 
     def cassette_for(self, ctx: StepContext) -> str | None:
         """A recorded or replayed call names its cassette."""
@@ -325,8 +327,6 @@ class _CassetteCli(CliEngine):
         """The CLI's environment, pointed at the loopback server (no key needed to replay)."""
         env = super().env(ctx)
         env[self.base_url_variable] = self.server.url
-        if not self.cassettes.record:
-            env[self.key_variable] = "replay-needs-no-key"
         return env
 
     def launch(self, ctx: StepContext, report: StreamReport, timeout: float) -> ProcessEnd:
