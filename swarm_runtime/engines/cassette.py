@@ -85,6 +85,16 @@ class Cassettes:
             if path not in self.played
         ]
 
+    def divergence(self, ctx: StepContext, label: str, detail: str) -> ReplayDivergence:
+        """A replay miss of the call in ``ctx``: noted, and the error that fails the step."""
+        message = (
+            f"replay of {ctx.flow_key}/{ctx.step_id} iteration {ctx.iteration}: no recorded "
+            f"call matches this request (cassette {label}).\n{detail}\n"
+            f"Re-record with: {self.rerecord_command}"
+        )
+        self.divergences.append(message)
+        return ReplayDivergence(message)
+
     def commit(self) -> None:
         """Put what was recorded in place of the old cassettes, whole."""
         if not self.record or not self.root.is_dir():
@@ -257,13 +267,7 @@ class CassetteSdkEngine(SdkEngine):
     def _divergence(self, ctx: StepContext, path: Path, cassette: Any, sent: Any) -> Exception:
         recorded = list(cassette.requests)
         detail = _body_diff(recorded[0], sent) if recorded else f"there is no cassette {path}"
-        message = (
-            f"replay of {ctx.flow_key}/{ctx.step_id} iteration {ctx.iteration}: no recorded "
-            f"call matches this request (cassette {self.cassettes.label(path)}).\n{detail}\n"
-            f"Re-record with: {self.cassettes.rerecord_command}"
-        )
-        self.cassettes.divergences.append(message)
-        return ReplayDivergence(message)
+        return self.cassettes.divergence(ctx, self.cassettes.label(path), detail)
 
     def close(self) -> None:
         """Write recorded cassettes; in replay, note recordings that were never played."""

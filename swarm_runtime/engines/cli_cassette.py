@@ -345,13 +345,7 @@ class _CassetteCli(CliEngine):
         if tape.refused:
             raise CredentialLeak(tape.refused)
         if len(tape.misses) > misses:
-            message = (
-                f"replay of {ctx.flow_key}/{ctx.step_id} iteration {ctx.iteration}: no recorded "
-                f"call matches this request (cassette {tape.label}).\n{tape.misses[misses]}\n"
-                f"Re-record with: {self.cassettes.rerecord_command}"
-            )
-            self.cassettes.divergences.append(message)
-            raise ReplayDivergence(message)
+            raise self.cassettes.divergence(ctx, tape.label, tape.misses[misses])
         return end
 
     def close(self) -> None:
