@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -24,3 +25,71 @@ def test_streaming_is_on_unless_runtime_yaml_turns_it_off(tmp_path: Path) -> Non
 def test_a_stream_setting_that_is_not_true_or_false_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"engines.claude.stream must be true or false"):
         _config(tmp_path, "engines:\n  claude:\n    stream: sometimes\n")
+
+
+def _yaml_file(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "runtime.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("env", "yaml", "argument", "mode", "source"),
+    [
+        ({}, "", None, "stub", "default"),
+        ({"SWARM_GEMINI_STUB": "0"}, "", None, "cli", "SWARM_GEMINI_STUB"),
+        (
+            {"SWARM_GEMINI_STUB": "1"},
+            "engines: {gemini: {mode: cli}}\n",
+            None,
+            "stub",
+            "SWARM_GEMINI_STUB",
+        ),
+        ({}, "engines: {gemini: {mode: cli}}\n", None, "cli", "runtime.yaml"),
+        ({"SWARM_GEMINI_STUB": "0"}, "", "stub", "stub", "argument"),
+    ],
+)
+def test_gemini_mode_comes_from_argument_env_file_then_default(
+    tmp_path: Path, env: dict[str, str], yaml: str, argument: str | None, mode: str, source: str
+) -> None:
+    settings = resolve_settings(
+        env=env, config_path=_yaml_file(tmp_path, yaml), gemini_mode=argument, cwd=tmp_path
+    )
+    assert settings.gemini_mode == mode
+    assert source in settings.sources["gemini_mode"]
+    assert engine_config(settings, env)["gemini"]["mode"] == mode
+
+
+@pytest.mark.parametrize(
+    ("env", "yaml", "argument", "message"),
+    [
+        ({"SWARM_GEMINI_STUB": "yes"}, "", None, "SWARM_GEMINI_STUB='yes': allowed values are 1"),
+        ({}, "engines: {gemini: {mode: sdk}}\n", None, "engines.gemini.mode 'sdk' is not one of"),
+        ({}, "", "warp", "--gemini-mode 'warp': allowed values are stub and cli"),
+        ({"SWARM_RECORD_VIA": "http"}, "", None, "SWARM_RECORD_VIA: 'http' is not one of sdk, cli"),
+    ],
+)
+def test_a_bad_cli_setting_names_where_it_came_from(
+    tmp_path: Path, env: dict[str, str], yaml: str, argument: str | None, message: str
+) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        resolve_settings(
+            env=env, config_path=_yaml_file(tmp_path, yaml), gemini_mode=argument, cwd=tmp_path
+        )
+
+
+def test_cli_executables_come_from_the_environment_before_runtime_yaml(tmp_path: Path) -> None:
+    path = _yaml_file(
+        tmp_path, "engines: {claude: {cli: /opt/claude, timeout_s: 20}, gemini: {cli: g}}\n"
+    )
+    env = {"SWARM_GEMINI_CLI": "/usr/local/bin/gemini"}
+    config = engine_config(resolve_settings(env=env, config_path=path, cwd=tmp_path), env)
+    assert config["claude_cli"] == {"executable": "/opt/claude", "timeout_s": 20.0}
+    assert config["gemini"]["executable"] == "/usr/local/bin/gemini"
+
+
+def test_a_cli_timeout_out_of_range_is_refused(tmp_path: Path) -> None:
+    path = _yaml_file(tmp_path, "engines: {claude: {timeout_s: 0}}\n")
+    settings = resolve_settings(env={}, config_path=path, cwd=tmp_path)
+    with pytest.raises(ConfigError, match=r"engines.claude.timeout_s must be a number of seconds"):
+        engine_config(settings, {})
