@@ -7,7 +7,9 @@ with ``[CONTEXT_TRUNCATED …]`` and counted, so the receipt can say what the st
 Rendering happens before every step, so each item's text is rendered once and kept; when
 everything fits (the usual case) a prompt's history is one join. Once the budget is full,
 rendering walks only the newest items that fit and counts everything older from running
-totals, so a step costs the same however long the run has been.
+totals, so a step costs the same however long the run has been. An item that no future
+prompt can reach (the items between it and the newest already fill ``total_chars`` on
+their own) is let go, and only counted: a run's memory does not grow with its length.
 """
 
 from __future__ import annotations
@@ -46,6 +48,11 @@ class History:
     def __init__(self, budget: HistoryBudget | None = None) -> None:
         self.budget = budget or HistoryBudget()
         self.items: list[HistoryItem] = []
+        """The items a prompt may still show, oldest first (see :meth:`_let_go`)."""
+        self.released = 0
+        """How many older items were let go: no prompt can show them any more."""
+        self._used: list[int] = []
+        """The chars each item takes as an older item, ``min(output, older_chars)``."""
         self._older: list[str] = []
         """Each item rendered within ``older_chars``, oldest first."""
         self._older_json: list[str] = []
@@ -56,8 +63,12 @@ class History:
         self._cut_count = 0
         """How many items do not fit within ``older_chars`` whole."""
         self._chars_before = [0]
-        """``_chars_before[i]``: the output chars of the ``i`` oldest items, for counting
-        what a full budget drops without walking it."""
+        """``_chars_before[i]``: the output chars of the ``released + i`` oldest items,
+        for counting what a full budget drops without walking it."""
+
+    def __len__(self) -> int:
+        """How many items the run has added, including those let go."""
+        return self.released + len(self.items)
 
     def add(self, item: HistoryItem) -> None:
         """Append the output of a finished step execution."""
@@ -65,10 +76,30 @@ class History:
         self.items.append(item)
         self._older.append(text)
         self._older_json.append(json_escape(text))
+        self._used.append(used)
         self._older_chars += used
         self._cut.append(cut > 0)
         self._cut_count += cut > 0
         self._chars_before.append(self._chars_before[-1] + len(item.output))
+        self._let_go()
+
+    def _let_go(self) -> None:
+        """Drop the oldest items no prompt can reach any more.
+
+        Rendering takes items newest first until ``total_chars`` is used, each older item
+        taking ``min(output, older_chars)``. Once the items strictly between the oldest
+        and the newest take ``total_chars`` on their own, the oldest is never shown again
+        (later items only add to what is in front of it): it is dropped here, and counted
+        in ``released`` and ``_chars_before[0]`` for the truncation marker.
+        """
+        total = self.budget.total_chars
+        while len(self.items) > 2 and self._older_chars - self._used[0] - self._used[-1] >= total:
+            self._older_chars -= self._used[0]
+            self._cut_count -= self._cut[0]
+            for kept in (self.items, self._older, self._older_json, self._used, self._cut):
+                del kept[0]
+            del self._chars_before[0]
+            self.released += 1
 
     def render(self) -> RenderedHistory:
         """The history text for the next step's prompt."""
@@ -79,7 +110,8 @@ class History:
         newest = items[-1]
         older_total = self._older_chars - min(len(newest.output), budget.older_chars)
         if (
-            min(budget.total_chars, budget.recent_chars, budget.older_chars) > 0  # no 0 budget
+            not self.released
+            and min(budget.total_chars, budget.recent_chars, budget.older_chars) > 0
             and self._cut_count == int(self._cut[-1])
             and len(newest.output) <= min(budget.recent_chars, budget.total_chars)
             and len(newest.output) + older_total < budget.total_chars  # room left for each
@@ -129,7 +161,7 @@ class History:
             parts.append(text)
             kept.append(item)
             left -= 1
-        items_dropped = left + newest_dropped
+        items_dropped = self.released + left + newest_dropped
         dropped_whole = self._chars_before[left]
         if newest_dropped:
             dropped_whole += len(items[-1].output)

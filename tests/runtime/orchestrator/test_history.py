@@ -186,3 +186,19 @@ def test_once_the_budget_is_full_a_step_reads_the_same_few_items() -> None:
     # Twenty older items of 100 chars fill 2 000 chars: what is read does not grow with
     # the run, and everything older is counted without being read.
     assert reads[200] == reads[4_000] <= 2 * (2_000 // 100 + 2)
+
+
+def test_items_no_prompt_can_reach_are_let_go_and_still_counted() -> None:
+    budget = HistoryBudget(total_chars=2_000, recent_chars=600, older_chars=100)
+    held = {}
+    for length in (200, 4_000):
+        history = _history(budget, [150] * length)
+        held[length] = len(history.items)
+        assert len(history) == length
+        rendered = history.render()
+        assert rendered.truncation["items_dropped"] == length - len(rendered.items)
+        # The prompt shows exactly total_chars of outputs; every other char is counted.
+        assert rendered.truncation["chars_dropped"] == 150 * length - 2_000
+    # A long run holds no more than the budget can show: twenty 100-char older items,
+    # the newest, and the one that is not let go yet.
+    assert held[200] == held[4_000] <= 2_000 // 100 + 2
