@@ -20,6 +20,15 @@ REPO = Path(__file__).resolve().parent.parent
 SHIPPED_FLOWS = REPO / "flows"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The flow cache of this test session is its own temp dir, never the user's."""
+    if "SWARM_CACHE_DIR" not in os.environ:
+        import tempfile
+
+        os.environ["SWARM_CACHE_DIR"] = tempfile.mkdtemp(prefix="swarm-test-cache-")
+        config.add_cleanup(lambda: shutil.rmtree(os.environ.pop("SWARM_CACHE_DIR"), True))
+
+
 class StepClock:
     """A clock that advances by a fixed step on every reading."""
 
@@ -85,6 +94,7 @@ def cli(
 def swarm_process(tmp_path: Path) -> Iterator[Callable[..., subprocess.CompletedProcess[str]]]:
     """Run ``swarm`` as a real process (for exit codes, tracebacks and signals)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SWARM_")}
+    env["SWARM_CACHE_DIR"] = os.environ["SWARM_CACHE_DIR"]  # the session's (pytest_configure)
 
     def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
         return subprocess.run(

@@ -1,10 +1,18 @@
-"""Flows: the YAML graphs of agent steps, their loading and validation."""
+"""Flows: the YAML graphs of agent steps, their loading and validation.
+
+The names below are imported on first use, so that importing a submodule (the records
+of :mod:`swarm_runtime.flow.spec`, say) does not import the YAML loader.
+"""
 
 from __future__ import annotations
 
-from swarm_runtime.flow.loader import check_flow_file, load_flow
-from swarm_runtime.flow.registry import FlowRegistry
-from swarm_runtime.flow.spec import Budget, FlowSpec, RoutingSpec, StepSpec, TeachingNotes
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from swarm_runtime.flow.loader import check_flow_file, load_flow
+    from swarm_runtime.flow.registry import FlowRegistry
+    from swarm_runtime.flow.spec import Budget, FlowSpec, RoutingSpec, StepSpec, TeachingNotes
 
 __all__ = [
     "Budget",
@@ -16,3 +24,23 @@ __all__ = [
     "check_flow_file",
     "load_flow",
 ]
+
+_HOMES = {
+    "Budget": "spec",
+    "FlowRegistry": "registry",
+    "FlowSpec": "spec",
+    "RoutingSpec": "spec",
+    "StepSpec": "spec",
+    "TeachingNotes": "spec",
+    "check_flow_file": "loader",
+    "load_flow": "loader",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value

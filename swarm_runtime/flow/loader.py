@@ -390,14 +390,21 @@ class _FlowReader(NodeReader):
 
 
 def check_flow_file(
-    path: Path, *, validate: Callable[[FlowSpec], list[FlowDefinitionError]] | None = None
+    path: Path,
+    *,
+    validate: Callable[[FlowSpec], list[FlowDefinitionError]] | None = None,
+    raw: bytes | None = None,
 ) -> tuple[FlowSpec | None, list[FlowDefinitionError]]:
-    """Load one flow file and return it with every error found (none means it is valid)."""
+    """Load one flow file and return it with every error found (none means it is valid).
+
+    ``raw``: the file's bytes, when the caller has read them already.
+    """
     from swarm_runtime.flow.validate import validate_flow
     from swarm_runtime.inputs import MAX_INPUT_BYTES, InputRefused, read_bytes_limited
 
     try:
-        raw = read_bytes_limited(path, MAX_INPUT_BYTES)
+        if raw is None:
+            raw = read_bytes_limited(path, MAX_INPUT_BYTES)
     except InputRefused as exc:
         return None, [FlowDefinitionError(f"the file {exc}", file=str(path))]
     except OSError as exc:

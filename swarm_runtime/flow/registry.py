@@ -1,17 +1,24 @@
-"""A directory of flows: ``<key>.yaml`` files plus an optional ``flows.yaml`` order file."""
+"""A directory of flows: ``<key>.yaml`` files plus an optional ``flows.yaml`` order file.
+
+Flows that loaded cleanly before are taken from the flow cache
+(:mod:`swarm_runtime.flow.cache`) when their bytes are unchanged; the YAML library and the
+loader are imported only when a file has to be read as YAML.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-
 from swarm_runtime.errors import FlowDefinitionError, SwarmUsageError
-from swarm_runtime.flow.loader import check_flow_file
+from swarm_runtime.flow.cache import FlowCache
 from swarm_runtime.flow.spec import FlowSpec
-from swarm_runtime.flow.yaml_reader import load_yaml_nodes
 from swarm_runtime.ids import AGENT_KEY_RE
-from swarm_runtime.inputs import InputRefused, read_text_limited
+from swarm_runtime.inputs import (
+    MAX_INPUT_BYTES,
+    InputRefused,
+    read_bytes_limited,
+    read_text_limited,
+)
 
 __all__ = ["ORDER_FILE", "FlowRegistry", "packaged_flows_dir"]
 
@@ -28,9 +35,14 @@ def packaged_flows_dir() -> Path | None:
 
 
 class FlowRegistry:
-    """The flows of one directory, validated when first read."""
+    """The flows of one directory, validated when first read.
 
-    def __init__(self, flows_dir: Path | str) -> None:
+    ``cache`` keeps validated flows across processes (default: the user's flow cache,
+    :meth:`FlowCache.default`; ``FlowCache(None)`` keeps nothing).
+    """
+
+    def __init__(self, flows_dir: Path | str, *, cache: FlowCache | None = None) -> None:
+        self.cache = cache if cache is not None else FlowCache.default()
         self.flows_dir = Path(flows_dir)
         if not self.flows_dir.is_dir():
             raise SwarmUsageError(
@@ -54,15 +66,39 @@ class FlowRegistry:
         order_path = self.flows_dir / ORDER_FILE
         if not order_path.is_file():
             return self.keys()
+        raw = self._raw(order_path)
+        keys = self.keys()
+        if raw is not None:
+            cached = self.cache.order(order_path, raw, keys)
+            if cached is not None:
+                return cached
         errors: list[FlowDefinitionError] = []
-        order = self._read_order(order_path, errors)
+        order = self._read_order(order_path, errors, raw)
         if errors:
             raise errors[0]
+        if raw is not None:
+            self.cache.keep_order(order_path, raw, keys, order)
         return order
 
-    def _read_order(self, path: Path, errors: list[FlowDefinitionError]) -> list[str]:
+    def _raw(self, path: Path) -> bytes | None:
+        """The bytes of a file the cache is asked about; None to read it the slow way."""
+        if self.cache.directory is None:
+            return None
         try:
-            root = load_yaml_nodes(path, read_text_limited(path))
+            return read_bytes_limited(path, MAX_INPUT_BYTES)
+        except (InputRefused, OSError):
+            return None  # the slow way reports it
+
+    def _read_order(
+        self, path: Path, errors: list[FlowDefinitionError], raw: bytes | None = None
+    ) -> list[str]:
+        import yaml
+
+        from swarm_runtime.flow.yaml_reader import load_yaml_nodes
+
+        try:
+            text = raw.decode("utf-8") if raw is not None else read_text_limited(path)
+            root = load_yaml_nodes(path, text)
         except FlowDefinitionError as exc:
             errors.append(exc)
             return []
@@ -139,13 +175,20 @@ class FlowRegistry:
                 f"no flow '{key}' in {self.flows_dir} "
                 f"(flows: {', '.join(self.keys()) or 'none'}){hint}"
             )
-        flow, errors = check_flow_file(path)
-        if errors:
-            first = errors[0]
-            if len(errors) > 1:
-                first.add_note(f"{len(errors) - 1} more error(s); run 'swarm flows validate'")
-            raise first
-        assert flow is not None
+        raw = self._raw(path)
+        flow = self.cache.flow(path, raw) if raw is not None else None
+        if flow is None:
+            from swarm_runtime.flow.loader import check_flow_file
+
+            flow, errors = check_flow_file(path, raw=raw)
+            if errors:
+                first = errors[0]
+                if len(errors) > 1:
+                    first.add_note(f"{len(errors) - 1} more error(s); run 'swarm flows validate'")
+                raise first
+            assert flow is not None
+            if raw is not None:
+                self.cache.keep_flow(path, raw, flow)
         self._flows[key] = flow
         return flow
 
@@ -163,6 +206,8 @@ class FlowRegistry:
 
     def validate_all(self) -> list[FlowDefinitionError]:
         """Every error in every flow file and in the order file."""
+        from swarm_runtime.flow.loader import check_flow_file
+
         errors: list[FlowDefinitionError] = []
         for key, path in self._paths.items():
             flow, found = check_flow_file(path)

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from swarm_runtime.credentials import Credentials
+from swarm_runtime.digest import sha256
 from swarm_runtime.documents import EventDoc, ReceiptDoc, RunSpecDoc, RunSummaryDoc
 from swarm_runtime.engines.base import HistoryItem
 from swarm_runtime.errors import ConfigError, StorageError
@@ -28,7 +28,6 @@ from swarm_runtime.storage.store import (
     dump_json,
     encode_line,
     preserve_previous,
-    sha256,
     write_text_atomic,
 )
 from swarm_runtime.timeutil import Clock, format_ts
@@ -117,7 +116,7 @@ class RunRecorder:
                 write_text_atomic(layout.spec, spec_text, durable=durable)  # checked above
             except BaseException:
                 lock.release()  # a run dir without its spec is no run: leave nothing
-                shutil.rmtree(layout.root, ignore_errors=True)
+                _remove_tree(layout.root)
                 raise
             return cls(
                 layout,
@@ -327,7 +326,7 @@ class RunRecorder:
         """Remove a run dir that never got its first event (nothing in it is a run yet)."""
         self.log.close()
         self.lock.release()
-        shutil.rmtree(self.layout.root, ignore_errors=True)
+        _remove_tree(self.layout.root)
 
     def close(self) -> None:
         """Close the event log and the history journal, and give the run lock up."""
@@ -341,3 +340,10 @@ def _digest(data: bytes) -> str:
     hasher = sha256()
     hasher.update(data)
     return str(hasher.hexdigest())
+
+
+def _remove_tree(path: Path) -> None:
+    """Remove a run dir that is no run (``shutil`` is imported only then: it is slow to)."""
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)

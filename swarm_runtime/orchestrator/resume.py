@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from swarm_runtime.credentials import Credentials
+from swarm_runtime.digest import sha256
 from swarm_runtime.engines.base import HistoryItem
 from swarm_runtime.errors import RunControlError, StorageError
 from swarm_runtime.inputs import MAX_RUN_FILE_BYTES, load_json, read_bytes_limited, read_run_text
@@ -29,7 +30,7 @@ from swarm_runtime.orchestrator.recorder import EventObserver, RunRecorder
 from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.record import Record, field
 from swarm_runtime.storage.layout import RUN_ID_RE, RunLayout
-from swarm_runtime.storage.store import read_event_log, sha256
+from swarm_runtime.storage.store import read_event_log
 from swarm_runtime.timeutil import Clock, ms_between, parse_ts
 
 __all__ = ["Reopened", "read_json", "read_run_spec", "reopen_run"]

@@ -34,7 +34,6 @@ __all__ = [
     "json_escape",
     "preserve_previous",
     "read_event_log",
-    "sha256",
     "write_json_atomic",
     "write_jsonl_atomic",
     "write_text_atomic",
@@ -73,22 +72,6 @@ StrPath = str | os.PathLike[str]
 
 _write = os.write
 """Every byte of a run file goes through this (tests replace it to fail like a full disk)."""
-
-
-def sha256() -> Any:
-    """A new SHA-256 hash object, without loading OpenSSL when the builtin one is there.
-
-    ``hashlib`` imports the OpenSSL bindings, which cost ``swarm run`` milliseconds of
-    start-up and megabytes of memory for a digest the run keeps on every step.
-    """
-    try:
-        from _sha2 import sha256 as make  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        try:
-            from _sha256 import sha256 as make  # type: ignore[import-not-found,no-redef,unused-ignore]
-        except ImportError:
-            from hashlib import sha256 as make  # type: ignore[assignment,unused-ignore]
-    return make()
 
 
 def json_escape(text: str) -> str:

@@ -28,7 +28,13 @@ sys.meta_path.insert(0, _CtrlC())
 
 
 @pytest.mark.parametrize(
-    "module", ["swarm_runtime.cli.main", "argparse", "swarm_runtime.flow.registry", "yaml"]
+    "module",
+    [
+        "swarm_runtime.cli.main",
+        "argparse",
+        "swarm_runtime.flow.registry",
+        "swarm_runtime.orchestrator.runner",
+    ],
 )
 def test_ctrl_c_during_imports_is_one_line_and_exit_130(tmp_path: Path, module: str) -> None:
     (tmp_path / "hook").mkdir()

@@ -1,0 +1,256 @@
+"""A cache of validated flows, so that a run whose flows have not changed reads no YAML.
+
+Parsing and validating the flow files (and importing the YAML library to do it) is most of
+what ``swarm run`` does besides its steps. A flow file that loaded without an error is
+kept as JSON in the user's cache dir (``$SWARM_CACHE_DIR``, else
+``$XDG_CACHE_HOME/swarm-stepwise``, else ``~/.cache/swarm-stepwise``), never beside the
+flows. An entry is found by the file's path as given, a SHA-256 of its bytes, and a stamp
+of the code that loads flows (the package version and the size and mtime of the loader's
+modules), so an edited flow or an upgraded loader is never served from the cache. Only
+valid flows are cached: a file with an error is read again each time, and its errors are
+reported from the YAML with their lines. ``flows.yaml``'s order is cached the same way,
+keyed also by the flow files present. The dir holds at most about ``MAX_ENTRIES`` entries.
+
+The cache is an optimisation only. ``SWARM_NO_CACHE=1`` turns it off; an entry that
+cannot be read or decoded is a miss (and is written again), and a cache dir that cannot be
+written is ignored: a run never fails because of it. Entries are plain JSON decoded into
+the flow records named below, never pickles.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from swarm_runtime.digest import sha256
+from swarm_runtime.flow.spec import Budget, FlowSpec, RoutingSpec, StepSpec, TeachingNotes
+from swarm_runtime.record import Record
+
+__all__ = ["FlowCache", "Uncacheable", "cache_root", "decode_flow", "encode_flow"]
+
+FORMAT = 1
+"""Bumped whenever the encoding below changes."""
+
+MAX_ENTRY_BYTES = 8 * 1024 * 1024
+MAX_ENTRIES = 1000
+"""When a new entry makes more than this, the older half is removed (flows in temporary
+dirs, a test suite's say, would otherwise pile up)."""
+
+_RECORDS: dict[str, type[Record]] = {
+    cls.__name__: cls for cls in (Budget, FlowSpec, RoutingSpec, StepSpec, TeachingNotes)
+}
+_LOADER_MODULES = (
+    "cache.py",
+    "kinds.py",
+    "loader.py",
+    "spec.py",
+    "validate.py",
+    "yaml_reader.py",
+    "../inputs.py",
+    "../record.py",
+)
+
+
+class Uncacheable(Exception):
+    """A value the JSON encoding cannot give back exactly."""
+
+
+def cache_root(environ: os._Environ[str] | dict[str, str] | None = None) -> Path | None:
+    """The cache dir, or None when caching is off (``SWARM_NO_CACHE=1``)."""
+    env = os.environ if environ is None else environ
+    if env.get("SWARM_NO_CACHE", "") not in ("", "0"):
+        return None
+    explicit = env.get("SWARM_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = env.get("XDG_CACHE_HOME")
+    if base and os.path.isabs(base):
+        return Path(base) / "swarm-stepwise"
+    home = env.get("HOME") or os.path.expanduser("~")
+    if not home or home == "~":
+        return None
+    return Path(home) / ".cache" / "swarm-stepwise"
+
+
+def encode_flow(flow: FlowSpec) -> Any:
+    """``flow`` as plain JSON values, tagged so that :func:`decode_flow` rebuilds it exactly.
+
+    Every object is tagged by its one key: ``r`` a record (class and fields), ``t`` a
+    tuple, ``p`` a path, ``d`` a mapping with string keys. Raises :class:`Uncacheable`
+    for anything else.
+    """
+    return _encode(flow)
+
+
+def _encode(value: Any) -> Any:
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise Uncacheable(repr(value))
+        return value
+    if isinstance(value, Record):
+        name = type(value).__name__
+        if _RECORDS.get(name) is not type(value):
+            raise Uncacheable(name)
+        fields = {
+            key: _encode(getattr(value, key))
+            for key in type(value).__record_fields__
+            if not key.startswith("_")
+        }
+        return {"r": [name, fields]}
+    if isinstance(value, tuple):
+        return {"t": [_encode(item) for item in value]}
+    if isinstance(value, list):
+        return [_encode(item) for item in value]
+    if isinstance(value, Path):
+        return {"p": str(value)}
+    if isinstance(value, dict):
+        if not all(isinstance(key, str) for key in value):
+            raise Uncacheable("a mapping with keys that are not strings")
+        return {"d": {key: _encode(item) for key, item in value.items()}}
+    raise Uncacheable(type(value).__name__)
+
+
+def decode_flow(doc: Any) -> FlowSpec:
+    """The flow :func:`encode_flow` encoded; ValueError/TypeError/KeyError when malformed."""
+    flow = _decode(doc)
+    if not isinstance(flow, FlowSpec):
+        raise ValueError("not a flow")
+    return flow
+
+
+def _decode(value: Any) -> Any:
+    kind = type(value)
+    if kind is dict:
+        ((tag, inner),) = value.items()
+        if tag == "t":
+            return tuple(map(_decode, inner))
+        if tag == "r":
+            name, fields = inner
+            return _RECORDS[name](**{key: _decode(item) for key, item in fields.items()})
+        if tag == "d":
+            return {str(key): _decode(item) for key, item in inner.items()}
+        if tag == "p":
+            return Path(inner)
+        raise ValueError(f"unknown tag {tag!r}")
+    if kind is list:
+        return list(map(_decode, value))
+    return value
+
+
+class FlowCache:
+    """Validated flows and order lists kept across runs (see the module docstring)."""
+
+    def __init__(self, root: Path | None) -> None:
+        self.directory = root / "flows" if root is not None else None
+        self._stamp: str | None = None
+
+    @classmethod
+    def default(cls) -> FlowCache:
+        """The cache in the user's cache dir (off with ``SWARM_NO_CACHE=1``)."""
+        return cls(cache_root())
+
+    def stamp(self) -> str:
+        """The version and the loader modules' sizes and mtimes: what the entries depend on."""
+        if self._stamp is None:
+            from swarm_runtime import __version__
+
+            here = Path(__file__).resolve().parent
+            parts = [f"{__version__}/{FORMAT}"]
+            for name in _LOADER_MODULES:
+                try:
+                    info = os.stat(here / name)
+                except OSError:
+                    parts.append(f"{name}:-")
+                    continue
+                parts.append(f"{name}:{info.st_size}:{info.st_mtime_ns}")
+            self._stamp = "|".join(parts)
+        return self._stamp
+
+    def _entry(self, kind: str, *parts: str | bytes) -> Path | None:
+        if self.directory is None:
+            return None
+        digest = sha256()
+        for part in (kind, self.stamp(), *parts):
+            data = part.encode("utf-8", "surrogateescape") if isinstance(part, str) else part
+            digest.update(len(data).to_bytes(8, "big"))
+            digest.update(data)
+        return self.directory / f"{kind}-{digest.hexdigest()[:40]}.json"
+
+    def _read(self, entry: Path | None) -> Any:
+        if entry is None:
+            return None
+        try:
+            fd = os.open(entry, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            return None
+        try:
+            data = os.read(fd, MAX_ENTRY_BYTES + 1)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        if len(data) > MAX_ENTRY_BYTES:
+            return None
+        try:
+            return json.loads(data)
+        except ValueError:
+            return None
+
+    def _write(self, entry: Path | None, document: Any) -> None:
+        if entry is None:
+            return
+        temp = entry.with_name(f"{entry.name}.{os.getpid()}.tmp")
+        try:
+            text = json.dumps(document, ensure_ascii=False, allow_nan=False) + "\n"
+            entry.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            temp.write_text(text, encoding="utf-8")
+            os.replace(temp, entry)  # readers see a whole entry or none
+            self._prune(entry.parent)
+        except Exception:  # a cache that cannot be written is no cache
+            with contextlib.suppress(OSError):
+                temp.unlink()
+
+    @staticmethod
+    def _prune(directory: Path) -> None:
+        with os.scandir(directory) as found:
+            entries = [item for item in found if item.name.endswith(".json")]
+        if len(entries) <= MAX_ENTRIES:
+            return
+        entries.sort(key=lambda item: item.stat().st_mtime_ns)
+        for item in entries[: len(entries) // 2]:
+            os.unlink(item.path)
+
+    def flow(self, path: Path, raw: bytes) -> FlowSpec | None:
+        """The cached flow for ``path`` whose bytes are ``raw``, or None."""
+        entry = self._entry("flow", str(path), raw)
+        doc = self._read(entry)
+        if doc is None:
+            return None
+        try:
+            return decode_flow(doc)
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
+            return None
+
+    def keep_flow(self, path: Path, raw: bytes, flow: FlowSpec) -> None:
+        """Cache ``flow``, loaded without errors from ``path`` whose bytes are ``raw``."""
+        try:
+            document = encode_flow(flow)
+        except Uncacheable:
+            return
+        self._write(self._entry("flow", str(path), raw), document)
+
+    def order(self, path: Path, raw: bytes, keys: list[str]) -> list[str] | None:
+        """The cached order of ``flows.yaml`` at ``path`` with bytes ``raw``, or None."""
+        doc = self._read(self._entry("order", str(path), raw, "\0".join(keys)))
+        if not isinstance(doc, list) or not all(isinstance(key, str) for key in doc):
+            return None
+        return doc
+
+    def keep_order(self, path: Path, raw: bytes, keys: list[str], order: list[str]) -> None:
+        """Cache a valid order read from ``path`` (``keys``: the flow files present)."""
+        self._write(self._entry("order", str(path), raw, "\0".join(keys)), order)
