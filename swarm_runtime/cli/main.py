@@ -11,6 +11,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from swarm_runtime.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from swarm_runtime.errors import SwarmError, SwarmUsageError
@@ -20,18 +21,73 @@ __all__ = ["build_parser", "main"]
 Handler = Callable[[argparse.Namespace], int]
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help layout, with the terminal width read without importing shutil.
+
+    argparse makes a formatter for every argument it adds; the stock one imports
+    ``shutil`` (and with it the compression modules) to ask for the width.
+    """
+
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ) -> None:
+        if width is None:
+            width = _columns() - 2
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
+def _columns() -> int:
+    """What ``shutil.get_terminal_size().columns`` answers: $COLUMNS, the terminal, 80."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that exits with our usage code and no traceback."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The whole command tree."""
-    from swarm_runtime.cli import control, flows, golden, runs, schema
-    from swarm_runtime.cli import run as run_cmd
+_MODULES = ("run", "flows", "runs", "schema", "golden", "control")
+"""The modules that register commands, in the order ``swarm --help`` lists them."""
+_COMMANDS = {
+    "run": "run",
+    "flows": "flows",
+    "runs": "runs",
+    "schema": "schema",
+    "golden": "golden",
+    "pause": "control",
+    "stop": "control",
+    "resume": "control",
+}
+"""Which module registers each command."""
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command tree; with ``command``, only the part that parses that command.
+
+    A parser with one command parses its arguments exactly as the whole tree does; the
+    whole tree is built for anything else (``--help``, a misspelt command).
+    """
+    from importlib import import_module
 
     parser = _Parser(
         prog="swarm",
@@ -39,12 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands.required = True
-    run_cmd.add_parser(commands)
-    flows.add_parser(commands)
-    runs.add_parser(commands)
-    schema.add_parser(commands)
-    golden.add_parser(commands)
-    control.add_parser(commands)
+    home = _COMMANDS.get(command or "")
+    for name in (home,) if home else _MODULES:
+        import_module(f"swarm_runtime.cli.{name}").add_parser(commands)
     return parser
 
 
@@ -55,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problem:
         print(f"swarm: error: {problem}", file=sys.stderr)
         return EXIT_USAGE
-    parser = build_parser()
+    parser = build_parser(arguments[0] if arguments else None)
     args = parser.parse_args(arguments)
     handler: Handler = args.handler
     try:
