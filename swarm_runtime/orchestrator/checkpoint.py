@@ -19,8 +19,16 @@ from swarm_runtime.errors import StorageError
 from swarm_runtime.orchestrator.loops import LoopCounters
 from swarm_runtime.orchestrator.state import RunState, Totals
 from swarm_runtime.record import Record, field
+from swarm_runtime.storage.store import dump_json, json_escape
 
-__all__ = ["BlockedStep", "Checkpoint", "Position", "restore_totals", "totals_document"]
+__all__ = [
+    "BlockedStep",
+    "Checkpoint",
+    "CheckpointText",
+    "Position",
+    "restore_totals",
+    "totals_document",
+]
 
 
 class Position(Record):
@@ -151,6 +159,83 @@ class Checkpoint(Record):
         state.loops = LoopCounters(self.loops)
         state.totals = restore_totals(self.totals)
         state.flow_totals = {key: restore_totals(doc) for key, doc in self.flow_totals.items()}
+
+
+class CheckpointText:
+    """The text of a run's checkpoints, made from the parts that changed since the last one.
+
+    A checkpoint is written after every step and its execution counts and flow totals
+    grow with the run, while a step changes one count and one flow's totals: re-encoding
+    them all is most of what writing a checkpoint costs. :meth:`text` gives exactly the
+    bytes ``dump_json(Checkpoint.capture(...))`` would, re-encoding only what changed, and
+    takes the pending events as the lines already encoded for ``events.jsonl``.
+    """
+
+    def __init__(self) -> None:
+        self._counts: dict[tuple[str, str], int] = {}
+        self._pieces: dict[str, str] = {}
+        self._executions = "{}"
+        self._flows: dict[str, tuple[dict[str, Any], str]] = {}
+
+    def _executions_text(self, executions: dict[tuple[str, str], int]) -> str:
+        counts = self._counts
+        changed = [key for key, n in executions.items() if counts.get(key) != n]
+        if len(counts) + sum(key not in counts for key in changed) != len(executions):
+            counts.clear()  # a count went away (never in a run): start over
+            self._pieces.clear()
+            changed = list(executions)
+        if changed:
+            for key in changed:
+                n = counts[key] = executions[key]
+                name = f"{key[0]}/{key[1]}"
+                self._pieces[name] = f'"{json_escape(name)}": {n}'
+            pieces = self._pieces
+            self._executions = "{" + ", ".join([pieces[name] for name in sorted(pieces)]) + "}"
+        return self._executions
+
+    def _flows_text(self, flow_docs: dict[str, dict[str, Any]]) -> str:
+        cached = self._flows
+        parts = []
+        for key in sorted(flow_docs):
+            doc = flow_docs[key]
+            known = cached.get(key)
+            if known is None or known[0] != doc:
+                known = cached[key] = (dict(doc), f'"{json_escape(key)}": {dump_json(doc)[:-1]}')
+            parts.append(known[1])
+        return "{" + ", ".join(parts) + "}"
+
+    def text(
+        self,
+        state: RunState,
+        run_id: str,
+        position: Position,
+        *,
+        history: tuple[int, str],
+        pending: Sequence[str],
+        flow_docs: dict[str, dict[str, Any]],
+    ) -> str:
+        """``checkpoint.json`` after a completed step; ``pending``: its encoded event lines."""
+        before = dump_json(
+            {
+                "history": {"items": history[0], "sha256": history[1]},
+                "loops": state.loops.as_dict(),
+                "next_seq": state.seq + 1 + len(pending),
+            }
+        )
+        after = dump_json(
+            {
+                "position": {"flow_index": position.flow_index, "step_id": position.step_id},
+                "run_id": run_id,
+                "schema_version": SCHEMA_VERSION,
+                "totals": totals_document(state.totals),
+            }
+        )
+        events = ", ".join(line.rstrip("\n") for line in pending)
+        return (
+            f'{{"blocked": null, "executions": {self._executions_text(state.executions)}, '
+            f'"flow_totals": {self._flows_text(flow_docs)}, {before[1:-2]}, '
+            f'"pending_events": [{events}], {after[1:]}'
+        )
 
 
 def _pair(key: str) -> tuple[str, str]:

@@ -17,6 +17,7 @@ from swarm_runtime.errors import StorageError
 from swarm_runtime.orchestrator.checkpoint import (
     BlockedStep,
     Checkpoint,
+    CheckpointText,
     Position,
     totals_document,
 )
@@ -61,6 +62,7 @@ class RunLifecycle:
         """What made the run fail, when it was an exception (a write error, an engine bug)."""
         self._flow_docs = {key: totals_document(t) for key, t in state.flow_totals.items()}
         """Each flow's totals as the checkpoint holds them (only the running flow changes)."""
+        self._checkpoint_text = CheckpointText()
         owner.control.control_file = recorder.layout.control
         self.steps = StepRunner(
             recorder=recorder,
@@ -206,8 +208,11 @@ class RunLifecycle:
             recorder.emit("run_started", {"mode": "stepwise", "routing_enabled": True})
         return reopened.position
 
-    def _checkpoint(self, pending: list[Any], to_step: str | None) -> None:
-        """After a completed step: save where the run goes next (SPEC §8.2)."""
+    def _checkpoint(self, pending: list[Any], to_step: str | None) -> list[str]:
+        """After a completed step: save where the run goes next (SPEC §8.2).
+
+        The pending events' lines are returned, for the log.
+        """
         position = (
             Position(self.flow_index, to_step)
             if to_step is not None
@@ -215,16 +220,19 @@ class RunLifecycle:
         )
         flow_key = self.flows[self.flow_index]
         self._flow_docs[flow_key] = totals_document(self.state.flow(flow_key))
-        self.recorder.write_checkpoint(
-            Checkpoint.capture(
+        recorder = self.recorder
+        lines = [recorder.encode(event) for event in pending]
+        recorder.write_checkpoint(
+            self._checkpoint_text.text(
                 self.state,
-                self.recorder.run_id,
+                recorder.run_id,
                 position,
-                history=self.recorder.history_mark,
-                pending=pending,
+                history=recorder.history_mark,
+                pending=lines,
                 flow_docs=self._flow_docs,
             )
         )
+        return lines
 
     def _run_flows(self, reopened: Reopened | None) -> Interrupted | None:
         """Open the run and run the planned flows; how an interruption ended them, if one did."""

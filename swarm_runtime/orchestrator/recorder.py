@@ -200,16 +200,26 @@ class RunRecorder:
         for event in events:
             self.append(event)
 
-    def append(self, event: EventDoc) -> None:
-        """Append one event made by :meth:`event`; its ``seq`` must be the next one."""
+    def encode(self, event: EventDoc) -> str:
+        """The line :meth:`append` writes for ``event``, checked for credentials.
+
+        Encoded once, it can go into a checkpoint's pending events and then the log.
+        """
+        line = encode_line(event)
+        self.credentials.check(line, f"a {event['kind']} event to {self.layout.events}")
+        return line
+
+    def append(self, event: EventDoc, line: str | None = None) -> None:
+        """Append one event made by :meth:`event`; its ``seq`` must be the next one.
+
+        ``line``: the event as :meth:`encode` gave it, when it was encoded already.
+        """
         state = self.state
         if event["seq"] != state.seq + 1:
             raise StorageError(
                 f"event {event['kind']} has seq {event['seq']}, expected {state.seq + 1}"
             )
-        line = encode_line(event)
-        self.credentials.check(line, f"a {event['kind']} event to {self.layout.events}")
-        self.log.append_line(line)
+        self.log.append_line(self.encode(event) if line is None else line)
         state.seq += 1
         observer = self.observer
         if observer is not None:
@@ -291,9 +301,13 @@ class RunRecorder:
             )
         return refs
 
-    def write_checkpoint(self, document: dict[str, Any]) -> None:
-        """Rewrite ``checkpoint.json`` atomically (compact: it is rewritten every step)."""
-        self._write(self._checkpoint_path, dump_json(document))
+    def write_checkpoint(self, document: dict[str, Any] | str) -> None:
+        """Rewrite ``checkpoint.json`` atomically (compact: it is rewritten every step).
+
+        ``document``: the checkpoint, or its text (:class:`CheckpointText`).
+        """
+        text = document if isinstance(document, str) else dump_json(document)
+        self._write(self._checkpoint_path, text)
 
     def write_step(
         self,

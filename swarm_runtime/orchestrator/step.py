@@ -39,9 +39,10 @@ from swarm_runtime.timeutil import Clock, format_ts, ms_between, parse_ts
 
 __all__ = ["Completed", "OpenStep", "PromptParts", "StepRunner", "StepSettings"]
 
-Completed = Callable[[list[EventDoc], "str | None"], None]
+Completed = Callable[[list[EventDoc], "str | None"], list[str]]
 """Called once a step is complete, with its ``step_end`` and ``route_decision`` (not yet
-written) and the step routed to: the run checkpoints there, then appends the two."""
+written) and the step routed to: the run checkpoints there and gives back the two events'
+encoded lines, which are then appended."""
 
 
 class StepSettings(Record):
@@ -428,5 +429,6 @@ class StepRunner:
             agent_key=agent,
             ahead=1,
         )
-        self.completed([step_end, route], decision.to_step)
-        recorder.append_all((step_end, route))
+        lines = self.completed([step_end, route], decision.to_step)
+        recorder.append(step_end, lines[0])
+        recorder.append(route, lines[1])
