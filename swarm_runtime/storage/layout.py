@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path
 
 from swarm_runtime.errors import StorageError
@@ -44,6 +45,7 @@ class RunLayout:
         self.run_id = _check(run_id, RUN_ID_RE, "run id")
         self.root = self._fenced(self.runs_dir / run_id)
         self._flow_dirs: dict[str, str] = {}
+        self._flow_bases: dict[str, Path] = {}
 
     def _fenced(self, path: Path) -> Path:
         # The real path: a symlink planted inside a run must not carry files out of it.
@@ -88,8 +90,12 @@ class RunLayout:
         return self.root / "control.json"
 
     def flow_base(self, flow_key: str) -> Path:
-        """A flow's ``run_base``: ``<run>/<flow_key>``."""
-        return self._fenced(self.root / _check(flow_key, FLOW_KEY_RE, "flow key"))
+        """A flow's ``run_base``: ``<run>/<flow_key>`` (fenced once per flow)."""
+        base = self._flow_bases.get(flow_key)
+        if base is None:
+            base = self._fenced(self.root / _check(flow_key, FLOW_KEY_RE, "flow key"))
+            self._flow_bases[flow_key] = base
+        return base
 
     def step_files(
         self, flow_key: str, step_id: str, agent_key: str, engine_short: str
@@ -109,10 +115,10 @@ class RunLayout:
         engine = _check(engine_short, ENGINE_SHORT_RE, "engine name")
         base = self._flow_dirs.get(flow_key)
         if base is None:
-            base = str(self.flow_base(flow_key))
+            flow_dir = self.flow_base(flow_key)
             for part in ("receipts", "llm"):
-                self.make_dir(Path(base, part))
-            self._flow_dirs[flow_key] = base
+                self._make_child_dir(flow_dir / part)
+            base = self._flow_dirs[flow_key] = str(flow_dir)
         return (
             f"{base}{os.sep}receipts{os.sep}{name}.json",
             f"{base}{os.sep}llm{os.sep}{name}-{engine}.jsonl",
@@ -129,3 +135,12 @@ class RunLayout:
         except OSError as exc:
             raise StorageError(f"cannot create {path}: {describe_os_error(exc)}") from None
         self._fenced(path)
+
+    def _make_child_dir(self, path: Path) -> None:
+        """:meth:`make_dir` for a dir in a fenced one: one ``lstat`` tells it is real."""
+        try:
+            os.makedirs(path, exist_ok=True)
+            if stat.S_ISLNK(os.lstat(path).st_mode):
+                self._fenced(path)  # raises, saying where it leads
+        except OSError as exc:
+            raise StorageError(f"cannot create {path}: {describe_os_error(exc)}") from None

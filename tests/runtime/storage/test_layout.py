@@ -356,3 +356,17 @@ def test_orchestrator_run_over_a_forged_flow_writes_nothing_outside_runs_dir(
     assert outcome.path.parent == runs.resolve()
     assert (outcome.path / "meta.json").is_file()
     assert (outcome.path / "spec.json").is_file()
+
+
+@pytest.mark.parametrize("planted", ["demo", "demo/receipts", "demo/llm"])
+def test_a_symlink_planted_in_a_run_dir_is_not_written_through(
+    tmp_path: Path, layout: RunLayout, planted: str
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    link = layout.root / planted
+    link.parent.mkdir(parents=True)
+    link.symlink_to(outside, target_is_directory=True)
+    with pytest.raises(StorageError, match=r"symlink|escapes the runs dir"):
+        layout.step_files("demo", "draft", "writer", "claude")
+    assert list(outside.iterdir()) == []
