@@ -69,6 +69,8 @@ class RunRecorder:
         self._history_items = 0
         self._history_hash = sha256()
         self._checkpoint_path = str(layout.checkpoint)
+        self._events_path = str(layout.events)
+        self._history_path = str(layout.history)
 
     @classmethod
     def create(
@@ -206,7 +208,8 @@ class RunRecorder:
         Encoded once, it can go into a checkpoint's pending events and then the log.
         """
         line = encode_line(event)
-        self.credentials.check(line, f"a {event['kind']} event to {self.layout.events}")
+        if self.credentials:  # the message is made only when there is something to find
+            self.credentials.check(line, f"a {event['kind']} event to {self._events_path}")
         return line
 
     def append(self, event: EventDoc, line: str | None = None) -> None:
@@ -245,8 +248,8 @@ class RunRecorder:
             }
         )
         if self._history is None:
-            self._history = EventLog(self.layout.history, durable=self.durable)
-        self.credentials.check(line, str(self.layout.history))
+            self._history = EventLog(self._history_path, durable=self.durable)
+        self.credentials.check(line, self._history_path)
         self._history.append_line(line)
         self._history_items += 1
         self._history_hash.update(line.encode("utf-8"))

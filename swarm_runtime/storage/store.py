@@ -167,7 +167,7 @@ class EventLog:
     before the error is raised, so the log stays readable and resumable.
     """
 
-    def __init__(self, path: Path, *, durable: bool = False) -> None:
+    def __init__(self, path: StrPath, *, durable: bool = False) -> None:
         self.path = path
         self.durable = durable
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
