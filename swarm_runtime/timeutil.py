@@ -40,7 +40,7 @@ def format_ts(moment: datetime) -> str:
         if moment.tzinfo is None:
             raise ValueError("timestamps must be timezone-aware")
         moment = moment.astimezone(UTC)
-    return moment.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+    return moment.isoformat(timespec="microseconds")[:-6] + "Z"  # drop the "+00:00"
 
 
 def parse_ts(text: str) -> datetime:

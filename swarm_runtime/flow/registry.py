@@ -56,6 +56,9 @@ class FlowRegistry:
         }
         self._flows: dict[str, FlowSpec] = {}
         self._personas: dict[str, str | None] = {}
+        self.system_prompts: dict[tuple[str, str], tuple[str, str]] = {}
+        """Each step's system prompt and its JSON escape, made from these flows and
+        personas (which the registry reads once): runs of the same flows share them."""
 
     def keys(self) -> list[str]:
         """Every flow key in the directory, sorted."""

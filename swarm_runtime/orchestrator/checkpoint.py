@@ -174,23 +174,32 @@ class CheckpointText:
     def __init__(self) -> None:
         self._counts: dict[tuple[str, str], int] = {}
         self._pieces: dict[str, str] = {}
+        self._names: list[str] = []
+        """The ``flow/step`` keys, sorted as the encoder sorts them."""
+        self._source: dict[tuple[str, str], int] | None = None
         self._executions = "{}"
         self._flows: dict[str, tuple[dict[str, Any], str]] = {}
 
-    def _executions_text(self, executions: dict[tuple[str, str], int]) -> str:
-        counts = self._counts
-        changed = [key for key, n in executions.items() if counts.get(key) != n]
-        if len(counts) + sum(key not in counts for key in changed) != len(executions):
-            counts.clear()  # a count went away (never in a run): start over
+    def _executions_text(self, state: RunState) -> str:
+        counts, executions = self._counts, state.executions
+        changed, state.executions_changed = state.executions_changed, []
+        new = {key for key in changed if key not in counts}
+        if executions is not self._source or len(counts) + len(new) != len(executions):
+            self._source = executions  # counts set whole (a resume): start over
+            counts.clear()
             self._pieces.clear()
+            self._names = []
             changed = list(executions)
+            new = set(changed)
         if changed:
             for key in changed:
                 n = counts[key] = executions[key]
                 name = f"{key[0]}/{key[1]}"
                 self._pieces[name] = f'"{json_escape(name)}": {n}'
+            if new:
+                self._names = sorted(self._pieces)
             pieces = self._pieces
-            self._executions = "{" + ", ".join([pieces[name] for name in sorted(pieces)]) + "}"
+            self._executions = "{" + ", ".join([pieces[name] for name in self._names]) + "}"
         return self._executions
 
     def _flows_text(self, flow_docs: dict[str, dict[str, Any]]) -> str:
@@ -232,7 +241,7 @@ class CheckpointText:
         )
         events = ", ".join(line.rstrip("\n") for line in pending)
         return (
-            f'{{"blocked": null, "executions": {self._executions_text(state.executions)}, '
+            f'{{"blocked": null, "executions": {self._executions_text(state)}, '
             f'"flow_totals": {self._flows_text(flow_docs)}, {before[1:-2]}, '
             f'"pending_events": [{events}], {after[1:]}'
         )

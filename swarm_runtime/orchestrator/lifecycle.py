@@ -76,7 +76,7 @@ class RunLifecycle:
                 repo_root=owner.repo_root,
                 result_observer=owner.result_observer,
             ),
-            prompts=PromptParts(owner.flows, spec.params, owner._system_prompts),
+            prompts=PromptParts(owner.flows, spec.params, owner.flows.system_prompts),
             engine_for=owner.engine_for,
             spec=spec.as_document(mode=owner.mode, engine=owner.engine_id),
             completed=self._checkpoint,

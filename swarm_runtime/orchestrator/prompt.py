@@ -84,7 +84,10 @@ class PromptParts:
     """The prompt parts of one run: cached system prompts, the request, escaped once."""
 
     def __init__(
-        self, flows: FlowRegistry, params: dict[str, Any], cache: dict[Any, tuple[str, str]]
+        self,
+        flows: FlowRegistry,
+        params: dict[str, Any],
+        cache: dict[tuple[str, str], tuple[str, str]],
     ) -> None:
         self._flows = flows
         self._cache = cache

@@ -113,7 +113,6 @@ class Orchestrator:
         """How the run was made, beyond its spec (config, cassettes): kept in spec.json."""
         self.control = RunControl()
         self._engine_cache: dict[str, StepEngine] = {}
-        self._system_prompts: dict[Any, tuple[str, str]] = {}
 
     def interrupt(self, reason: str = "interrupted (Ctrl-C)") -> bool:
         """Ask the run to stop; call it from a SIGINT handler or another thread.
