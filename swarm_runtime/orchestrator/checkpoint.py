@@ -19,7 +19,7 @@ from swarm_runtime.errors import StorageError
 from swarm_runtime.orchestrator.loops import LoopCounters
 from swarm_runtime.orchestrator.state import RunState, Totals
 from swarm_runtime.record import Record, field
-from swarm_runtime.storage.store import dump_json, json_escape
+from swarm_runtime.storage.store import dump_json, json_escape, quoted
 
 __all__ = [
     "BlockedStep",
@@ -63,8 +63,17 @@ class BlockedStep(Record):
 
 
 def totals_document(totals: Totals) -> dict[str, Any]:
-    """Every counter of a :class:`Totals`."""
-    return {name: getattr(totals, name) for name in Totals.__slots__}
+    """Every counter of a :class:`Totals` (its ``__slots__``)."""
+    return {
+        "completion_tokens": totals.completion_tokens,
+        "cost_usd": totals.cost_usd,
+        "duration_ms": totals.duration_ms,
+        "executed": totals.executed,
+        "loops": totals.loops,
+        "prompt_tokens": totals.prompt_tokens,
+        "steps_completed": totals.steps_completed,
+        "steps_without_cost": totals.steps_without_cost,
+    }
 
 
 def restore_totals(doc: Any) -> Totals:
@@ -179,6 +188,8 @@ class CheckpointText:
         self._source: dict[tuple[str, str], int] | None = None
         self._executions = "{}"
         self._flows: dict[str, tuple[dict[str, Any], str]] = {}
+        self._flows_joined = "{}"
+        self._schema = dump_json(SCHEMA_VERSION)[:-1]
 
     def _executions_text(self, state: RunState) -> str:
         counts, executions = self._counts, state.executions
@@ -203,15 +214,20 @@ class CheckpointText:
         return self._executions
 
     def _flows_text(self, flow_docs: dict[str, dict[str, Any]]) -> str:
+        # A flow's totals document is made anew when they change: the same object is the
+        # same text.
         cached = self._flows
-        parts = []
-        for key in sorted(flow_docs):
-            doc = flow_docs[key]
+        changed = False
+        for key, doc in flow_docs.items():
             known = cached.get(key)
-            if known is None or known[0] != doc:
-                known = cached[key] = (dict(doc), f'"{json_escape(key)}": {dump_json(doc)[:-1]}')
-            parts.append(known[1])
-        return "{" + ", ".join(parts) + "}"
+            if known is None or known[0] is not doc:
+                cached[key] = (doc, f'"{json_escape(key)}": {dump_json(doc)[:-1]}')
+                changed = True
+        if changed or len(cached) != len(flow_docs):
+            for key in [key for key in cached if key not in flow_docs]:
+                del cached[key]
+            self._flows_joined = "{" + ", ".join([cached[k][1] for k in sorted(cached)]) + "}"
+        return self._flows_joined
 
     def text(
         self,
@@ -224,26 +240,19 @@ class CheckpointText:
         flow_docs: dict[str, dict[str, Any]],
     ) -> str:
         """``checkpoint.json`` after a completed step; ``pending``: its encoded event lines."""
-        before = dump_json(
-            {
-                "history": {"items": history[0], "sha256": history[1]},
-                "loops": state.loops.as_dict(),
-                "next_seq": state.seq + 1 + len(pending),
-            }
-        )
-        after = dump_json(
-            {
-                "position": {"flow_index": position.flow_index, "step_id": position.step_id},
-                "run_id": run_id,
-                "schema_version": SCHEMA_VERSION,
-                "totals": totals_document(state.totals),
-            }
-        )
-        events = ", ".join(line.rstrip("\n") for line in pending)
+        loops = state.loops.as_dict()
+        step_id = position.step_id
+        events = ", ".join([line[:-1] for line in pending])  # each ends in its newline
         return (
             f'{{"blocked": null, "executions": {self._executions_text(state)}, '
-            f'"flow_totals": {self._flows_text(flow_docs)}, {before[1:-2]}, '
-            f'"pending_events": [{events}], {after[1:]}'
+            f'"flow_totals": {self._flows_text(flow_docs)}, '
+            f'"history": {{"items": {int(history[0])}, "sha256": "{json_escape(history[1])}"}}, '
+            f'"loops": {dump_json(loops)[:-1] if loops else "{}"}, '
+            f'"next_seq": {state.seq + 1 + len(pending)}, "pending_events": [{events}], '
+            f'"position": {{"flow_index": {int(position.flow_index)}, "step_id": '
+            f"{'null' if step_id is None else quoted(step_id)}}}, "
+            f'"run_id": {quoted(run_id)}, "schema_version": {self._schema}, '
+            f'"totals": {dump_json(totals_document(state.totals))[:-1]}}}\n'
         )
 
 

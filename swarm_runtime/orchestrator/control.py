@@ -12,8 +12,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -111,7 +109,7 @@ class RunControl:
             raise Interrupted(aborted=False, pause=True, reason=self.reason)
 
     def _read_control_file(self, path: Path) -> None:
-        if not os.path.exists(path):  # the usual case: one stat, no exception
+        if not os.access(path, os.F_OK):  # the usual case: one syscall, no exception
             return
         try:
             raw = read_run_text(path, 1 << 16)
@@ -128,15 +126,28 @@ class RunControl:
         if request in CONTROL_REQUESTS:
             self.request(request, reason or f"{request} requested by another process")
 
-    @contextmanager
-    def engine_call(self) -> Iterator[None]:
+    def engine_call(self) -> _EngineCall:
         """Around an engine call or a retry wait: the part an abort may cut short."""
-        self.in_engine = True
-        try:
-            if self.abort_requested:  # asked while the step was being prepared
-                raise Interrupted(aborted=True, reason=self.reason)
-            yield
-        except KeyboardInterrupt:
-            raise Interrupted(aborted=True, reason=self.reason) from None
-        finally:
-            self.in_engine = False
+        return _EngineCall(self)
+
+
+class _EngineCall:
+    """The context of :meth:`RunControl.engine_call` (a class: it is entered every step)."""
+
+    __slots__ = ("control",)
+
+    def __init__(self, control: RunControl) -> None:
+        self.control = control
+
+    def __enter__(self) -> None:
+        control = self.control
+        control.in_engine = True
+        if control.abort_requested:  # asked while the step was being prepared
+            control.in_engine = False
+            raise Interrupted(aborted=True, reason=control.reason)
+
+    def __exit__(self, kind: type[BaseException] | None, error: object, trace: object) -> None:
+        control = self.control
+        control.in_engine = False
+        if kind is not None and issubclass(kind, KeyboardInterrupt):
+            raise Interrupted(aborted=True, reason=control.reason) from None

@@ -33,6 +33,7 @@ __all__ = [
     "encode_line",
     "json_escape",
     "preserve_previous",
+    "quoted",
     "read_event_log",
     "write_json_atomic",
     "write_jsonl_atomic",
@@ -72,6 +73,11 @@ StrPath = str | os.PathLike[str]
 
 _write = os.write
 """Every byte of a run file goes through this (tests replace it to fail like a full disk)."""
+
+
+quoted: Callable[[str], str] = _escape
+"""A string as a JSON string, quotes included, exactly as the line encoder writes it
+(TypeError for anything that is not a string)."""
 
 
 def json_escape(text: str) -> str:

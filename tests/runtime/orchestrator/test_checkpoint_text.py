@@ -67,6 +67,12 @@ def test_the_text_matches_the_whole_document_through_a_long_random_run() -> None
         pytest.fail("the loops were never exercised")
 
 
+def test_the_totals_document_holds_every_counter() -> None:
+    from swarm_runtime.orchestrator.state import Totals
+
+    assert sorted(totals_document(Totals())) == sorted(Totals.__slots__)
+
+
 class _Step:
     """What LoopCounters.after needs of a step."""
 
@@ -102,3 +108,30 @@ def test_every_checkpoint_of_a_run_is_the_canonical_encoding(
         document = json.loads(text)
         assert dump_json(document) == text
         assert Checkpoint.parse(document, "checkpoint").next_seq > 0
+
+
+def test_an_event_line_is_what_the_encoder_gives() -> None:
+    from swarm_runtime.orchestrator.recorder import _event_line
+
+    rng = random.Random(7)
+    texts = ["", "plain", "\u00e9\u4e2d\U0001f600", 'q"uo\\te', "line\nbreak\t\x00", "</script>"]
+    for n in range(500):
+        event: dict[str, Any] = {
+            "run_id": rng.choice(texts),
+            "seq": rng.randint(0, 10**12),
+            "ts": rng.choice(texts),
+            "kind": rng.choice(texts),
+            "flow_key": rng.choice([None, *texts]),
+            "step_id": rng.choice([None, *texts]),
+            "agent_key": rng.choice([None, *texts]),
+            "payload": {
+                rng.choice(texts): rng.choice([None, 1.5, -0.0, True, [1, {"z": "a", "b": n}]])
+                for _ in range(rng.randint(0, 4))
+            },
+        }
+        assert _event_line(event) == encode_line(event), event
+    # Anything else is left to the encoder, which says what it is.
+    odd: dict[str, Any] = {"seq": True, "kind": "x", "extra": 1}
+    assert _event_line(odd) == encode_line(odd)
+    with pytest.raises(TypeError):
+        _event_line({**event, "payload": {"x": object()}})
