@@ -58,8 +58,24 @@ def _host() -> str:
     return os.uname().nodename
 
 
+_own_start: tuple[int, str] | None = None
+
+
 def process_start(pid: int) -> str:
-    """The start time of ``pid`` in clock ticks since boot (Linux), or '' if unknown."""
+    """The start time of ``pid`` in clock ticks since boot (Linux), or '' if unknown.
+
+    This process's own is read once (it holds a lock for every run it makes).
+    """
+    global _own_start
+    if _own_start is not None and _own_start[0] == pid:
+        return _own_start[1]
+    started = _read_start(pid)
+    if pid == os.getpid():
+        _own_start = (pid, started)
+    return started
+
+
+def _read_start(pid: int) -> str:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
     except OSError:
