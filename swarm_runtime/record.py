@@ -112,22 +112,69 @@ def _check_order(name: str, names: tuple[str, ...], specs: dict[str, _Field]) ->
             raise TypeError(f"{name}: field '{key}' without a default follows one with a default")
 
 
+HOT = 8
+"""Builds of a record class after which its ``__init__`` is compiled (see below)."""
+
+
 def _deferred_init(
     cls: type, names: tuple[str, ...], specs: dict[str, _Field], post_init: bool
 ) -> Callable[..., None]:
-    """An ``__init__`` that compiles the real one on the first call and puts it in its place.
+    """A generic ``__init__`` that puts a compiled one in its place once the class is hot.
 
-    Compiling an ``__init__`` costs about 80 us, and a command imports dozens of record
-    classes it never builds: only the ones built pay it.
+    Compiling an ``__init__`` costs 25 to 200 us (more with more fields), while a command
+    builds most of its record classes once or twice (its settings, its run spec): those
+    are built by this generic one, which binds arguments as a compiled one would and
+    raises the same TypeErrors, only slower. A class built more than :data:`HOT` times
+    (a step's context, say) gets the compiled one.
     """
+    name = cls.__name__
+    count = 0
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        real = _make_init(cls.__name__, names, specs, post_init)
-        setattr(cls, "__init__", real)  # noqa: B010 - mypy forbids assigning to __init__
-        real(self, *args, **kwargs)
+        nonlocal count
+        count += 1
+        if count > HOT:
+            real = _make_init(name, names, specs, post_init)
+            setattr(cls, "__init__", real)  # noqa: B010 - mypy forbids assigning to __init__
+            real(self, *args, **kwargs)
+            return
+        if len(args) > len(names):
+            raise TypeError(
+                f"{name}.__init__() takes {len(names) + 1} positional arguments but "
+                f"{len(args) + 1} were given"
+            )
+        values = dict(zip(names, args, strict=False))
+        for key, value in kwargs.items():
+            if key not in specs:
+                raise TypeError(f"{name}.__init__() got an unexpected keyword argument '{key}'")
+            if key in values:
+                raise TypeError(f"{name}.__init__() got multiple values for argument '{key}'")
+            values[key] = value
+        missing = [key for key in names if key not in values and _no_default(specs[key])]
+        if missing:
+            raise TypeError(
+                f"{name}.__init__() missing {len(missing)} required argument(s): "
+                + ", ".join(repr(key) for key in missing)
+            )
+        for key in names:
+            if key in values:
+                value = values[key]
+            else:
+                spec = specs[key]
+                factory = spec.default_factory
+                value = factory() if factory is not None else spec.default
+            if value is _MISSING and specs[key].default_factory is not None:
+                value = specs[key].default_factory()  # type: ignore[misc]
+            object.__setattr__(self, key, value)
+        if post_init:
+            self.__post_init__()
 
-    __init__.__qualname__ = f"{cls.__name__}.__init__"
+    __init__.__qualname__ = f"{name}.__init__"
     return __init__
+
+
+def _no_default(spec: _Field) -> bool:
+    return spec.default is _MISSING and spec.default_factory is None
 
 
 def _make_init(

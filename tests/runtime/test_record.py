@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from typing import Any
 
 import pytest
 
@@ -72,3 +73,63 @@ def test_pickles_and_lists_fields() -> None:
     assert list(fields) == ["x", "y", "tags", "notes"]
     assert fields["x"] == (MISSING, None)
     assert fields["notes"][1] is dict
+
+
+def _shapes() -> list[type[Record]]:
+    class Plain(Record):
+        a: int
+        b: str
+
+    class Mixed(Record):
+        a: int
+        b: int = 2
+        c: list[int] = field(default_factory=list)
+        d: str = field(default="d", compare=False)
+
+    class Checked(Record):
+        a: int
+        b: int = 0
+
+        def __post_init__(self) -> None:
+            if self.a < 0:
+                raise ValueError("a must be >= 0")
+
+    return [Plain, Mixed, Checked]
+
+
+CALLS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+    ((), {}),
+    ((1,), {}),
+    ((1, "x"), {}),
+    ((1, 2, [3], "e"), {}),
+    ((1, 2, [3], "e", 5), {}),
+    ((), {"a": 1, "b": "y"}),
+    ((1,), {"b": 5, "c": [9]}),
+    ((1,), {"a": 2}),
+    ((1,), {"z": 2}),
+    ((-1,), {}),
+    ((1,), {"c": MISSING}),
+]
+
+
+def test_a_record_is_built_alike_before_and_after_it_is_hot(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import swarm_runtime.record as record_module
+
+    outcomes: dict[bool, list[Any]] = {}
+    for compiled in (False, True):
+        monkeypatch.setattr(record_module, "HOT", -1 if compiled else 10**9)
+        results: list[Any] = []
+        for cls in _shapes():  # new classes: none has been built yet
+            for args, kwargs in CALLS:
+                try:
+                    built = cls(*args, **kwargs)
+                except (TypeError, ValueError) as exc:
+                    results.append(type(exc))
+                else:
+                    results.append({k: getattr(built, k) for k in type(built).__record_fields__})
+        outcomes[compiled] = results
+    assert outcomes[True] == outcomes[False]
+    assert {dict, type} <= {type(r) for r in outcomes[True]}  # values built, and refusals
+    assert TypeError in outcomes[True] and ValueError in outcomes[True]
