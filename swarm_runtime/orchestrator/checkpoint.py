@@ -28,6 +28,7 @@ __all__ = [
     "Position",
     "restore_totals",
     "totals_document",
+    "totals_json",
 ]
 
 
@@ -76,6 +77,20 @@ def totals_document(totals: Totals) -> dict[str, Any]:
     }
 
 
+def totals_json(totals: Totals) -> str:
+    """``dump_json(totals_document(totals))`` without its newline, laid out directly."""
+    cost = totals.cost_usd
+    if type(cost) is not float or cost - cost != 0:  # not a finite float: the encoder's
+        return dump_json(totals_document(totals))[:-1]
+    return (
+        f'{{"completion_tokens": {totals.completion_tokens:d}, "cost_usd": {cost!r}, '
+        f'"duration_ms": {totals.duration_ms:d}, "executed": {totals.executed:d}, '
+        f'"loops": {totals.loops:d}, "prompt_tokens": {totals.prompt_tokens:d}, '
+        f'"steps_completed": {totals.steps_completed:d}, '
+        f'"steps_without_cost": {totals.steps_without_cost:d}}}'
+    )
+
+
 def restore_totals(doc: Any) -> Totals:
     """A :class:`Totals` from :func:`totals_document`'s output."""
     totals = Totals()
@@ -114,12 +129,8 @@ class Checkpoint(Record):
         history: tuple[int, str],
         pending: Sequence[Any],
         blocked: BlockedStep | None = None,
-        flow_docs: dict[str, dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
-        """The document of a checkpoint of ``state``, with ``pending`` events to append.
-
-        ``flow_docs`` are the flows' totals already made (only a running flow's change).
-        """
+        """The document of a checkpoint of ``state``, with ``pending`` events to append."""
         return {
             "schema_version": SCHEMA_VERSION,
             "run_id": run_id,
@@ -128,9 +139,7 @@ class Checkpoint(Record):
             "executions": {f"{f}/{s}": n for (f, s), n in state.executions.items()},
             "loops": state.loops.as_dict(),
             "totals": totals_document(state.totals),
-            "flow_totals": flow_docs
-            if flow_docs is not None
-            else {key: totals_document(t) for key, t in state.flow_totals.items()},
+            "flow_totals": {key: totals_document(t) for key, t in state.flow_totals.items()},
             "history": {"items": history[0], "sha256": history[1]},
             "pending_events": list(pending),
             "blocked": blocked.as_document() if blocked is not None else None,
@@ -187,8 +196,9 @@ class CheckpointText:
         """The ``flow/step`` keys, sorted as the encoder sorts them."""
         self._source: dict[tuple[str, str], int] | None = None
         self._executions = "{}"
-        self._flows: dict[str, tuple[dict[str, Any], str]] = {}
-        self._flows_joined = "{}"
+        self._flows: dict[str, str] = {}
+        self._flow_names: list[str] = []
+        self._flows_source: dict[str, Totals] | None = None
         self._schema = dump_json(SCHEMA_VERSION)[:-1]
 
     def _executions_text(self, state: RunState) -> str:
@@ -213,21 +223,21 @@ class CheckpointText:
             self._executions = "{" + ", ".join([pieces[name] for name in self._names]) + "}"
         return self._executions
 
-    def _flows_text(self, flow_docs: dict[str, dict[str, Any]]) -> str:
-        # A flow's totals document is made anew when they change: the same object is the
-        # same text.
+    def _flows_text(self, flow_totals: dict[str, Totals], current: str | None) -> str:
+        # Between two checkpoints only the running flow's totals change.
         cached = self._flows
-        changed = False
-        for key, doc in flow_docs.items():
-            known = cached.get(key)
-            if known is None or known[0] is not doc:
-                cached[key] = (doc, f'"{json_escape(key)}": {dump_json(doc)[:-1]}')
-                changed = True
-        if changed or len(cached) != len(flow_docs):
-            for key in [key for key in cached if key not in flow_docs]:
-                del cached[key]
-            self._flows_joined = "{" + ", ".join([cached[k][1] for k in sorted(cached)]) + "}"
-        return self._flows_joined
+        if flow_totals is not self._flows_source or len(cached) != len(flow_totals):
+            self._flows_source = flow_totals
+            cached.clear()
+            cached.update((key, self._flow_piece(key, t)) for key, t in flow_totals.items())
+            self._flow_names = sorted(cached)
+        elif current is not None and current in cached:
+            cached[current] = self._flow_piece(current, flow_totals[current])
+        return "{" + ", ".join([cached[key] for key in self._flow_names]) + "}"
+
+    @staticmethod
+    def _flow_piece(key: str, totals: Totals) -> str:
+        return f"{quoted(key)}: {totals_json(totals)}"
 
     def text(
         self,
@@ -237,22 +247,26 @@ class CheckpointText:
         *,
         history: tuple[int, str],
         pending: Sequence[str],
-        flow_docs: dict[str, dict[str, Any]],
+        flow: str | None,
     ) -> str:
-        """``checkpoint.json`` after a completed step; ``pending``: its encoded event lines."""
+        """``checkpoint.json`` after a step of ``flow``; ``pending``: its encoded events.
+
+        The same bytes as ``dump_json(Checkpoint.capture(...))``, given that between two
+        calls only ``flow``'s totals changed (as between two steps of a run).
+        """
         loops = state.loops.as_dict()
         step_id = position.step_id
         events = ", ".join([line[:-1] for line in pending])  # each ends in its newline
         return (
             f'{{"blocked": null, "executions": {self._executions_text(state)}, '
-            f'"flow_totals": {self._flows_text(flow_docs)}, '
+            f'"flow_totals": {self._flows_text(state.flow_totals, flow)}, '
             f'"history": {{"items": {int(history[0])}, "sha256": "{json_escape(history[1])}"}}, '
             f'"loops": {dump_json(loops)[:-1] if loops else "{}"}, '
             f'"next_seq": {state.seq + 1 + len(pending)}, "pending_events": [{events}], '
             f'"position": {{"flow_index": {int(position.flow_index)}, "step_id": '
             f"{'null' if step_id is None else quoted(step_id)}}}, "
             f'"run_id": {quoted(run_id)}, "schema_version": {self._schema}, '
-            f'"totals": {dump_json(totals_document(state.totals))[:-1]}}}\n'
+            f'"totals": {totals_json(state.totals)}}}\n'
         )
 
 

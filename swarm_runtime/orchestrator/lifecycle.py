@@ -19,7 +19,6 @@ from swarm_runtime.orchestrator.checkpoint import (
     Checkpoint,
     CheckpointText,
     Position,
-    totals_document,
 )
 from swarm_runtime.orchestrator.control import Blocked, Interrupted
 from swarm_runtime.orchestrator.plan import FlowSlice, RunOutcome, RunSpec, default_max_steps
@@ -60,8 +59,6 @@ class RunLifecycle:
         self.flow_index = 0
         self.failure: Exception | None = None
         """What made the run fail, when it was an exception (a write error, an engine bug)."""
-        self._flow_docs = {key: totals_document(t) for key, t in state.flow_totals.items()}
-        """Each flow's totals as the checkpoint holds them (only the running flow changes)."""
         self._checkpoint_text = CheckpointText()
         owner.control.control_file = recorder.layout.control
         self.steps = StepRunner(
@@ -218,8 +215,6 @@ class RunLifecycle:
             if to_step is not None
             else Position(self.flow_index + 1)
         )
-        flow_key = self.flows[self.flow_index]
-        self._flow_docs[flow_key] = totals_document(self.state.flow(flow_key))
         recorder = self.recorder
         lines = [recorder.encode(event) for event in pending]
         recorder.write_checkpoint(
@@ -229,7 +224,7 @@ class RunLifecycle:
                 position,
                 history=recorder.history_mark,
                 pending=lines,
-                flow_docs=self._flow_docs,
+                flow=self.flows[self.flow_index],
             )
         )
         return lines

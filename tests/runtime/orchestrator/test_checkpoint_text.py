@@ -30,7 +30,6 @@ def test_the_text_matches_the_whole_document_through_a_long_random_run() -> None
     state = RunState(HistoryBudget())
     encoder = CheckpointText()
     flows = ["signal", "plan", "b\u00e9ta", 'q"uote']
-    docs: dict[str, dict[str, Any]] = {}
     for n in range(400):
         if n in (150, 300):  # counts set whole, as a resume restores them
             state.executions = {key: count + n for key, count in state.executions.items()}
@@ -43,7 +42,6 @@ def test_the_text_matches_the_whole_document_through_a_long_random_run() -> None
         state.totals.add_call(TokenUsage(1, 2), None if n % 50 == 0 else 0.1)
         if rng.random() < 0.2:
             state.loops.after(flow, _Step(step), "loop", skipped=False)
-        docs[flow] = totals_document(totals)
         state.seq += rng.randint(1, 4)
         pending = [
             {"kind": "step_end", "seq": state.seq + 1, "payload": {"n": n, "t": "\u00e9\n"}},
@@ -57,11 +55,9 @@ def test_the_text_matches_the_whole_document_through_a_long_random_run() -> None
             position,
             history=history,
             pending=[encode_line(event) for event in pending],
-            flow_docs=docs,
+            flow=flow,
         )
-        whole = Checkpoint.capture(
-            state, "run-x", position, history=history, pending=pending, flow_docs=docs
-        )
+        whole = Checkpoint.capture(state, "run-x", position, history=history, pending=pending)
         assert text == dump_json(whole), n
     if not state.loops.as_dict():
         pytest.fail("the loops were never exercised")
