@@ -31,10 +31,12 @@ from swarm_runtime.errors import ConfigError, CredentialLeak, ReplayDivergence
 from swarm_runtime.storage.store import write_text_atomic
 
 __all__ = [
+    "DROPPED_HEADERS",
     "CassetteSdkEngine",
     "Cassettes",
     "CredentialLeak",
     "ReplayDivergence",
+    "body_diff",
     "require_vcrpy",
 ]
 
@@ -161,7 +163,9 @@ def _scrub_headers(headers: Any) -> None:
             del headers[name]
 
 
-def _body_diff(recorded: Any, sent: Any, limit: int = 24) -> str:
+def body_diff(recorded: Any, sent: Any, limit: int = 24) -> str:
+    """A unified diff of two requests' JSON bodies, key by key, at most ``limit`` lines."""
+
     def pretty(request: Any) -> list[str]:
         body = request.body
         if isinstance(body, bytes):
@@ -266,7 +270,7 @@ class CassetteSdkEngine(SdkEngine):
 
     def _divergence(self, ctx: StepContext, path: Path, cassette: Any, sent: Any) -> Exception:
         recorded = list(cassette.requests)
-        detail = _body_diff(recorded[0], sent) if recorded else f"there is no cassette {path}"
+        detail = body_diff(recorded[0], sent) if recorded else f"there is no cassette {path}"
         return self.cassettes.divergence(ctx, self.cassettes.label(path), detail)
 
     def close(self) -> None:

@@ -135,16 +135,33 @@ def _builtin(engine_id: str, engine_short: str) -> EngineFactory:
 
 
 def _sdk_cassette_engine(engine_id: str, config: dict[str, Any], cassettes: Any) -> StepEngine:
-    from swarm_runtime.engines.cassette import CassetteSdkEngine
+    """Recording through vcrpy; replay through the SDK client's own transport."""
     from swarm_runtime.engines.sdk import build_sdk_engine
 
-    return build_sdk_engine(
+    if cassettes.record:
+        from swarm_runtime.engines.cassette import CassetteSdkEngine
+
+        return build_sdk_engine(
+            config,
+            engine_id=engine_id,
+            engine_short="claude",
+            engine_class=CassetteSdkEngine,
+            cassettes=cassettes,
+        )
+    from swarm_runtime.engines.replay import ReplaySdkEngine
+
+    built: list[ReplaySdkEngine] = []
+    engine = build_sdk_engine(
         config,
         engine_id=engine_id,
         engine_short="claude",
-        engine_class=CassetteSdkEngine,
+        engine_class=ReplaySdkEngine,
+        http_client=ReplaySdkEngine.http_client(built),
         cassettes=cassettes,
     )
+    assert isinstance(engine, ReplaySdkEngine)
+    built.append(engine)
+    return engine
 
 
 def _cli_engine(engine_id: str, config: dict[str, Any], cassettes: Any) -> StepEngine:

@@ -235,12 +235,14 @@ def build_sdk_engine(
     engine_id: str,
     engine_short: str,
     engine_class: type[SdkEngine] | None = None,
+    http_client: Any = None,
     **extra: Any,
 ) -> SdkEngine:
     """The engine from resolved settings.
 
     ``api_key``, ``base_url``, ``model``, ``max_tokens``, ``prices`` and ``stream``;
-    ``engine_class`` and ``extra`` build a subclass (the cassette engine).
+    ``engine_class`` and ``extra`` build a subclass (the cassette engines), ``http_client``
+    is the SDK client's HTTP client (the replay engine's answers from cassettes).
     """
     try:
         import anthropic
@@ -263,6 +265,7 @@ def build_sdk_engine(
         base_url=base_url or None,
         max_retries=0,  # the orchestrator owns retries
         timeout=float(config.get("timeout", 300.0)),
+        **({"http_client": http_client} if http_client is not None else {}),
     )
     return (engine_class or SdkEngine)(
         client,

@@ -255,6 +255,47 @@ def test_replay_leaves_the_http_transport_as_it_found_it(tmp_path: Path) -> None
     assert httpx2.HTTPTransport.handle_request is original
 
 
+def test_a_replay_leaves_the_process_free_to_talk_http(
+    anthropic_server: AnthropicServer, tmp_path: Path
+) -> None:
+    """A replayed run patches nothing: the test's own HTTP works while the run goes on."""
+    import httpx2
+
+    from swarm_runtime.engines.cassette import Cassettes
+    from swarm_runtime.engines.registry import default_registry
+    from tests.conftest import REPO
+
+    shipped = REPO / "golden" / "cassettes" / "tests" / "contract" / "test_contract"
+    cassettes = Cassettes(
+        shipped / "test_flow_honours_the_contract-stepwise-demo",
+        name="stepwise-demo",
+        record=False,
+        rerecord_command="tests/record_cassettes.py",
+    )
+    statuses: list[int] = []
+
+    def talk(_flow: str, _result: object) -> None:  # after every replayed step
+        reply = httpx2.post(f"{anthropic_server.url}/v1/messages", json={"model": "m"})
+        statuses.append(reply.status_code)
+
+    outcome = Orchestrator(
+        FlowRegistry(SHIPPED_FLOWS),
+        runs_dir=tmp_path / "runs",
+        engines=default_registry(),
+        mode="sdk",
+        engine_config={
+            "cassettes": cassettes,
+            "api_key": "replay",
+            "base_url": "http://127.0.0.1:9",
+        },
+        result_observer=talk,
+    ).run(RunSpec(flows=("stepwise-demo",), initiator="pytest"))
+    assert outcome.status == "succeeded", outcome.error
+    assert statuses and set(statuses) == {200}
+    assert len(anthropic_server.requests) == len(statuses)  # the test's calls, not the run's
+    assert cassettes.unplayed == [] and cassettes.divergences == []
+
+
 def _only_receipt(outcome: RunOutcome) -> dict[str, Any]:
     (path,) = outcome.path.glob("one/receipts/ask-worker.json")
     value: dict[str, Any] = json.loads(path.read_text())
@@ -306,3 +347,32 @@ def test_an_invalid_request_error_mid_stream_fails_at_once(
     assert outcome.status == "failed"
     assert len(anthropic_server.requests) == 1
     assert _only_receipt(outcome)["result_code"] == "fatal"
+
+
+def test_a_damaged_cassette_fails_the_step_naming_it(tmp_path: Path) -> None:
+    import shutil
+
+    from swarm_runtime.engines.cassette import Cassettes
+    from swarm_runtime.engines.registry import default_registry
+    from tests.conftest import REPO
+
+    shipped = REPO / "golden" / "cassettes" / "tests" / "contract" / "test_contract"
+    copy = tmp_path / "cas"
+    shutil.copytree(shipped / "test_flow_honours_the_contract-stepwise-demo", copy)
+    damaged = copy / "stepwise-demo" / "read_request-demo-intake-0.yaml"
+    damaged.write_bytes(b"interactions: [\xff\xfe")
+    cassettes = Cassettes(copy, name="cas", record=False, rerecord_command="re-record")
+    outcome = Orchestrator(
+        FlowRegistry(SHIPPED_FLOWS),
+        runs_dir=tmp_path / "runs",
+        engines=default_registry(),
+        mode="sdk",
+        engine_config={
+            "cassettes": cassettes,
+            "api_key": "replay",
+            "base_url": "http://127.0.0.1:9",
+        },
+    ).run(RunSpec(flows=("stepwise-demo",), initiator="pytest"))
+    assert outcome.status == "failed"
+    assert f"cassette {damaged} cannot be read" in (outcome.error or "")
+    assert validate_run_dir(outcome.path) == []

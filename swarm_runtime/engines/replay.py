@@ -1,0 +1,237 @@
+"""Replay of recorded SDK calls through the SDK's own HTTP client, without patching.
+
+Recording goes through vcrpy (:mod:`swarm_runtime.engines.cassette`), which patches the
+HTTP libraries of the process for as long as a cassette is open. Replay needs none of
+that: the replaying engine builds its SDK client on an HTTP transport that answers from
+the step's cassette, matching as recording-time replay always has (method, path and JSON
+body; each recorded call plays once, in order) and failing the step the same way when no
+recorded call matches. Nothing else in the process sees a patched library, no connection
+or TLS context is set up, and a cassette file is read and parsed once per process while it
+is unchanged (its path, size and mtime), however many runs replay it.
+
+Cassettes are read with vcrpy's own deserializer, so every cassette vcrpy wrote replays.
+Every request is scanned for credential values before it is answered, and every recorded
+response before it is played, as in recording.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+from swarm_runtime.credentials import Credentials
+from swarm_runtime.engines.base import StepContext
+from swarm_runtime.engines.cassette import DROPPED_HEADERS, Cassettes, body_diff
+from swarm_runtime.engines.sdk import SdkEngine
+from swarm_runtime.errors import CredentialLeak
+
+__all__ = ["Recording", "ReplaySdkEngine", "forget_recordings", "load_recording"]
+
+MAX_KEPT = 1024
+"""Parsed cassettes kept per process (the least recently used go first)."""
+
+_kept: OrderedDict[tuple[str, int, int], tuple[list[Any], list[dict[str, Any]]]] = OrderedDict()
+
+
+def load_recording(path: Path) -> tuple[list[Any], list[dict[str, Any]]]:
+    """The recorded (requests, responses) of a cassette file; ([], []) when there is none.
+
+    A parse is kept while the file's size and mtime stay the same.
+    """
+    try:
+        info = os.stat(path)
+    except OSError:
+        return [], []
+    key = (str(path), info.st_size, info.st_mtime_ns)
+    kept = _kept.get(key)
+    if kept is not None:
+        _kept.move_to_end(key)
+        return kept
+    import yaml
+    from vcr.serialize import deserialize  # type: ignore[import-untyped]
+    from vcr.serializers import yamlserializer  # type: ignore[import-untyped]
+
+    from swarm_runtime.inputs import MAX_RUN_FILE_BYTES, InputRefused, read_bytes_limited
+
+    try:
+        text = read_bytes_limited(path, MAX_RUN_FILE_BYTES).decode("utf-8")
+        loaded = ([], []) if not text.strip() else deserialize(text, yamlserializer)
+    except (OSError, InputRefused, UnicodeDecodeError, yaml.YAMLError, KeyError, TypeError) as exc:
+        raise ValueError(f"cassette {path} cannot be read: {exc}") from None
+    requests, responses = list(loaded[0]), list(loaded[1])
+    _kept[key] = (requests, responses)
+    while len(_kept) > MAX_KEPT:
+        _kept.popitem(last=False)
+    return requests, responses
+
+
+def forget_recordings() -> None:
+    """Drop every parsed cassette this process keeps (the next replay reads them again)."""
+    _kept.clear()
+
+
+def _json_or_text(body: Any) -> Any:
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", "replace")
+    try:
+        return json.loads(body or "null")
+    except json.JSONDecodeError:
+        return body
+
+
+class _Sent:
+    """The request being replayed, as :func:`body_diff` reads a request."""
+
+    def __init__(self, method: str, uri: str, body: bytes) -> None:
+        self.method, self.uri, self.body = method, uri, body
+
+
+class _NoMatch(Exception):
+    """No recorded call of the step's cassette matches the request."""
+
+    def __init__(self, sent: _Sent) -> None:
+        super().__init__("no recorded call matches the request")
+        self.sent = sent
+
+
+class Recording:
+    """One cassette of a replay: its recorded calls and which of them have played."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.requests, self.responses = load_recording(path)
+        self.played = [False] * len(self.requests)
+
+    def play(self, method: str, uri: str, body: bytes) -> dict[str, Any]:
+        """The response of the first unplayed recorded call like this one; _NoMatch."""
+        from urllib.parse import urlsplit
+
+        path = urlsplit(uri).path
+        sent_body = _json_or_text(body)
+        for index, recorded in enumerate(self.requests):
+            if self.played[index] or recorded.method != method:
+                continue
+            if urlsplit(recorded.uri).path != path or _json_or_text(recorded.body) != sent_body:
+                continue
+            self.played[index] = True
+            return self.responses[index]
+        raise _NoMatch(_Sent(method, uri, body))
+
+    @property
+    def unplayed(self) -> int:
+        """How many recorded calls have not played."""
+        return self.played.count(False)
+
+
+class ReplaySdkEngine(SdkEngine):
+    """The sdk engine, its HTTP answered from one cassette per call (no server, no patch)."""
+
+    def __init__(self, client: Any, *, cassettes: Cassettes, **kwargs: Any) -> None:
+        super().__init__(client, **kwargs)
+        self.cassettes = cassettes
+        self.credentials = Credentials.from_env()
+        self._open: dict[Path, Recording] = {}
+        self._current: Recording | None = None
+
+    @classmethod
+    def http_client(cls, engine: list[ReplaySdkEngine]) -> Any:
+        """An SDK HTTP client whose transport asks ``engine[0]`` (set once it is built)."""
+        import anthropic
+        import httpx2
+
+        class Transport(httpx2.BaseTransport):
+            def handle_request(self, request: Any) -> Any:
+                return engine[0].respond(request, httpx2)
+
+        return anthropic.DefaultHttpxClient(transport=Transport())
+
+    def cassette_for(self, ctx: StepContext) -> str | None:
+        """A replayed call names its cassette."""
+        return self.cassettes.label(self.cassettes.path(ctx))
+
+    def respond(self, request: Any, httpx: Any) -> Any:
+        """The recorded response to ``request``, an httpx request of the SDK's client."""
+        recording = self._current
+        if recording is None:
+            raise RuntimeError("a request outside a replayed step")
+        body = request.read()
+        uri = str(request.url)
+        self._refuse_secrets(body.decode("utf-8", "replace") + uri, recording, "request")
+        recorded = recording.play(request.method, uri, body)
+        text = recorded["body"]["string"]
+        self._refuse_secrets(
+            text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text),
+            recording,
+            "response",
+        )
+        message = recorded["status"].get("message")
+        return httpx.Response(
+            recorded["status"]["code"],
+            headers=[
+                (name, value)
+                for name, values in recorded["headers"].items()
+                if not DROPPED_HEADERS.match(name)
+                for value in values
+            ],
+            stream=httpx.ByteStream(text if isinstance(text, bytes) else str(text).encode()),
+            extensions={"reason_phrase": message.encode("ascii")} if message else None,
+            request=request,
+        )
+
+    def _refuse_secrets(self, text: str, recording: Recording, what: str) -> None:
+        self.credentials.check(text, f"cassette {recording.path} (the recorded {what})")
+
+    def create_message(self, ctx: StepContext, **request: Any) -> Any:
+        """The call, answered from this step's cassette."""
+        import anthropic
+
+        path = self.cassettes.path(ctx)
+        recording = self._open.get(path)
+        if recording is None:
+            recording = self._open[path] = Recording(path)
+            for recorded in recording.requests:  # as recording-time replay scanned them
+                body = recorded.body or b""
+                text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
+                self._refuse_secrets(text + recorded.uri, recording, "request")
+        self._current = recording
+        self.cassettes.played.add(self.cassettes.directory / path.relative_to(self.cassettes.root))
+        try:
+            return super().create_message(ctx, **request)
+        except anthropic.APIConnectionError as exc:
+            # What the transport raised reaches us wrapped in the SDK's connection error,
+            # which would read as a network fault and be retried: unwrap it.
+            cause: BaseException | None = exc
+            while cause is not None and not isinstance(cause, _NoMatch | CredentialLeak):
+                cause = cause.__cause__ or cause.__context__
+            if cause is None:
+                raise
+            if isinstance(cause, CredentialLeak):
+                raise CredentialLeak(str(cause)) from None
+            assert isinstance(cause, _NoMatch)
+            raise self._divergence(ctx, recording, cause.sent) from None
+        finally:
+            self._current = None
+
+    def _divergence(self, ctx: StepContext, recording: Recording, sent: _Sent) -> Exception:
+        detail = (
+            body_diff(recording.requests[0], sent)
+            if recording.requests
+            else f"there is no cassette {recording.path}"
+        )
+        return self.cassettes.divergence(ctx, self.cassettes.label(recording.path), detail)
+
+    def close(self) -> None:
+        """Note recordings a replay never played, then close the SDK's client."""
+        try:
+            for path, recording in self._open.items():
+                if recording.unplayed:
+                    self.cassettes.unplayed.append(
+                        f"{self.cassettes.label(path)}: "
+                        f"{recording.unplayed} recorded call(s) never played"
+                    )
+        finally:
+            self._open.clear()
+            super().close()
