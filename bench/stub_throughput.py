@@ -10,10 +10,11 @@ written atomically.
 1. In one process, alternating rounds: the runtime's stub steps/s
    (``Orchestrator.run`` of the SDLC flows) against the floor loop writing the same number
    of steps with files of the same average sizes, on the working disk and on tmpfs
-   (``/dev/shm``). Targets: runtime >= 0.8x the floor on disk, >= 0.5x on tmpfs.
+   (``/dev/shm``). Targets: runtime >= 0.8x the floor on disk, >= 0.65x on tmpfs.
 2. As whole processes, alternating rounds: ``swarm run`` of the SDLC against a floor
    process (same interpreter, ``json`` + ``os`` only) writing the same steps. Targets: wall
-   time ratio <= 3.5x, peak RSS of ``swarm run`` <= 40 MiB.
+   time ratio <= 2.5x on tmpfs (on disk the floor itself moves threefold: printed, not
+   judged), peak RSS of ``swarm run`` <= 40 MiB.
 
 Prints medians and the median of the per-round ratios. It is a measurement, not a gate:
 it exits 0 whether targets are met or missed, and 1 only when a run fails.
@@ -43,8 +44,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_FLOWS_DIR = REPO_ROOT / "flows"
 
 TARGET_DISK = 0.8  # runtime steps/s >= 0.8x the floor on disk
-TARGET_TMPFS = 0.5  # ... and >= 0.5x on tmpfs
-TARGET_PROCESS = 3.5  # `swarm run` wall time <= 3.5x the floor process
+TARGET_TMPFS = 0.65  # ... and >= 0.65x on tmpfs
+TARGET_PROCESS = 2.5  # `swarm run` wall time <= 2.5x the floor process, on tmpfs
 TARGET_RSS_MIB = 40.0  # peak RSS of `swarm run`
 
 # The floor, as source text so that the very same code runs in this process (exec'd once)
@@ -523,9 +524,14 @@ def report_processes(result: ProcessResult, verbose: bool) -> None:
     floor = statistics.median(result.floor_s) * 1000
     ratio = statistics.median(result.ratios)
     head = f"swarm run process ({result.label})"
-    print(
-        f"{head:<64} runtime {runtime:6.1f} ms  floor {floor:6.1f} ms  ratio {ratio:.2f} "
+    judged = result.label.startswith("tmpfs")  # on disk the floor itself moves threefold
+    target = (
         f"(target <= {TARGET_PROCESS:.2f})  {verdict(ratio <= TARGET_PROCESS)}"
+        if judged
+        else "(on disk: printed, not judged)"
+    )
+    print(
+        f"{head:<64} runtime {runtime:6.1f} ms  floor {floor:6.1f} ms  ratio {ratio:.2f} {target}"
     )
     rss = statistics.median(result.runtime_rss_mib)
     floor_rss = statistics.median(result.floor_rss_mib)
