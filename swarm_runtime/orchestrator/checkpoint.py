@@ -192,12 +192,15 @@ class CheckpointText:
     def __init__(self) -> None:
         self._counts: dict[tuple[str, str], int] = {}
         self._pieces: dict[str, str] = {}
-        self._names: list[str] = []
-        """The ``flow/step`` keys, sorted as the encoder sorts them."""
+        """``"flow/step": n`` of each count, by its ``flow/step`` key."""
+        self._ordered: list[str] = []
+        """The pieces in the order the encoder sorts their keys."""
+        self._place: dict[str, int] = {}
+        """Each key's index in ``_ordered``."""
         self._source: dict[tuple[str, str], int] | None = None
         self._executions = "{}"
-        self._flows: dict[str, str] = {}
-        self._flow_names: list[str] = []
+        self._flow_pieces: list[str] = []
+        self._flow_place: dict[str, int] = {}
         self._flows_source: dict[str, Totals] | None = None
         self._schema = dump_json(SCHEMA_VERSION)[:-1]
 
@@ -209,31 +212,35 @@ class CheckpointText:
             self._source = executions  # counts set whole (a resume): start over
             counts.clear()
             self._pieces.clear()
-            self._names = []
             changed = list(executions)
             new = set(changed)
-        if changed:
-            for key in changed:
-                n = counts[key] = executions[key]
-                name = f"{key[0]}/{key[1]}"
-                self._pieces[name] = f'"{json_escape(name)}": {n}'
-            if new:
-                self._names = sorted(self._pieces)
-            pieces = self._pieces
-            self._executions = "{" + ", ".join([pieces[name] for name in self._names]) + "}"
+        if not changed:
+            return self._executions
+        pieces, ordered, place = self._pieces, self._ordered, self._place
+        for key in changed:
+            n = counts[key] = executions[key]
+            name = f"{key[0]}/{key[1]}"
+            piece = pieces[name] = f"{quoted(name)}: {n}"
+            if not new:
+                ordered[place[name]] = piece
+        if new:  # a step ran for the first time: the sorted order changes
+            names = sorted(pieces)
+            self._place = {name: index for index, name in enumerate(names)}
+            self._ordered = [pieces[name] for name in names]
+        self._executions = "{" + ", ".join(self._ordered) + "}"
         return self._executions
 
     def _flows_text(self, flow_totals: dict[str, Totals], current: str | None) -> str:
         # Between two checkpoints only the running flow's totals change.
-        cached = self._flows
-        if flow_totals is not self._flows_source or len(cached) != len(flow_totals):
+        if flow_totals is not self._flows_source or len(self._flow_place) != len(flow_totals):
             self._flows_source = flow_totals
-            cached.clear()
-            cached.update((key, self._flow_piece(key, t)) for key, t in flow_totals.items())
-            self._flow_names = sorted(cached)
-        elif current is not None and current in cached:
-            cached[current] = self._flow_piece(current, flow_totals[current])
-        return "{" + ", ".join([cached[key] for key in self._flow_names]) + "}"
+            names = sorted(flow_totals)
+            self._flow_place = {name: index for index, name in enumerate(names)}
+            self._flow_pieces = [self._flow_piece(name, flow_totals[name]) for name in names]
+        elif current is not None and current in self._flow_place:
+            piece = self._flow_piece(current, flow_totals[current])
+            self._flow_pieces[self._flow_place[current]] = piece
+        return "{" + ", ".join(self._flow_pieces) + "}"
 
     @staticmethod
     def _flow_piece(key: str, totals: Totals) -> str:
