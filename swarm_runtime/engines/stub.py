@@ -109,11 +109,11 @@ class StubEngine(StepEngine):
                 }
             )
         lines.append({"role": "assistant", "content": text})
-        prompt_text = (ctx.prompt.system + ctx.prompt.user) if ctx.prompt else ""
         if outcome is not None and outcome.tokens is not None:
             tokens = TokenUsage(*outcome.tokens)
         else:
-            tokens = TokenUsage(estimate_tokens(prompt_text), estimate_tokens(text))
+            prompt_chars = len(ctx.prompt.system) + len(ctx.prompt.user) if ctx.prompt else 0
+            tokens = TokenUsage(math.ceil(prompt_chars / 4), estimate_tokens(text))
         code = outcome.code_for(ctx.attempt, "input" in ctx.extra) if outcome else "ok"
         error = None
         status = "succeeded"
