@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any, NotRequired, TypedDict
 
+from swarm_runtime.versions import SCHEMA_VERSION
+
 __all__ = [
     "SCHEMA_VERSION",
     "CostDoc",
@@ -24,9 +26,6 @@ __all__ = [
     "RunSummaryDoc",
     "TokensDoc",
 ]
-
-SCHEMA_VERSION = "1"
-"""The version of the run-file contracts written by this runtime."""
 
 
 class TokensDoc(TypedDict):

@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from swarm_runtime.documents import SCHEMA_VERSION
 from swarm_runtime.errors import StorageError
 from swarm_runtime.orchestrator.loops import LoopCounters
 from swarm_runtime.orchestrator.state import RunState, Totals
 from swarm_runtime.record import Record, field
 from swarm_runtime.storage.store import dump_json, json_escape, quoted
+from swarm_runtime.versions import SCHEMA_VERSION
 
 __all__ = [
     "BlockedStep",

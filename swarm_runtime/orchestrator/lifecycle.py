@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, Any
 
-from swarm_runtime.documents import SCHEMA_VERSION, RunSummaryDoc
 from swarm_runtime.errors import StorageError
 from swarm_runtime.orchestrator.checkpoint import (
     BlockedStep,
@@ -28,8 +27,10 @@ from swarm_runtime.orchestrator.resume import Reopened
 from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.orchestrator.step import StepRunner, StepSettings
 from swarm_runtime.timeutil import format_ts, ms_between
+from swarm_runtime.versions import SCHEMA_VERSION
 
 if TYPE_CHECKING:
+    from swarm_runtime.documents import RunSummaryDoc
     from swarm_runtime.orchestrator.runner import Orchestrator
 
 __all__ = ["RunLifecycle"]

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from swarm_runtime.documents import SCHEMA_VERSION, RunSpecDoc
 from swarm_runtime.engines.scenario import Scenario
 from swarm_runtime.errors import ConfigError, SwarmUsageError
 from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
 from swarm_runtime.record import Record, field
+from swarm_runtime.versions import SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from swarm_runtime.documents import RunSpecDoc
 
 __all__ = ["FlowSlice", "RunOutcome", "RunSpec", "default_max_steps", "plan_run"]
 

@@ -7,14 +7,17 @@ result code, timing, cost and artifacts from that envelope.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from swarm_runtime.documents import SCHEMA_VERSION, ReceiptDoc
 from swarm_runtime.engines.base import StepEngine, StepOutcome
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
 from swarm_runtime.orchestrator.history import RenderedHistory
 from swarm_runtime.record import Record
 from swarm_runtime.timeutil import format_ts, ms_between
+from swarm_runtime.versions import SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from swarm_runtime.documents import ReceiptDoc
 
 __all__ = ["Call", "build_receipt", "step_timing"]
 

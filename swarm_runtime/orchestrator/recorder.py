@@ -12,11 +12,10 @@ import os
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.credentials import Credentials
 from swarm_runtime.digest import sha256
-from swarm_runtime.documents import EventDoc, ReceiptDoc, RunSpecDoc, RunSummaryDoc
 from swarm_runtime.engines.base import HistoryItem
 from swarm_runtime.errors import ConfigError, StorageError
 from swarm_runtime.ids import new_run_id
@@ -32,6 +31,9 @@ from swarm_runtime.storage.store import (
     write_text_atomic,
 )
 from swarm_runtime.timeutil import Clock, format_ts
+
+if TYPE_CHECKING:
+    from swarm_runtime.documents import EventDoc, ReceiptDoc, RunSpecDoc, RunSummaryDoc
 
 __all__ = ["ARTIFACT_NAME_RE", "EventObserver", "RunRecorder", "TranscriptLine"]
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from swarm_runtime.documents import FlowTotalsDoc, TokensDoc
+from typing import TYPE_CHECKING
+
 from swarm_runtime.engines.base import TokenUsage
 from swarm_runtime.orchestrator.history import History, HistoryBudget
 from swarm_runtime.orchestrator.loops import LoopCounters
+
+if TYPE_CHECKING:
+    from swarm_runtime.documents import FlowTotalsDoc, TokensDoc
 
 __all__ = ["RunState", "Totals"]
 

@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any, NoReturn, cast
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
-from swarm_runtime.documents import EventDoc, ReceiptDoc
 from swarm_runtime.engines.base import (
     HistoryItem,
     Prompt,
@@ -37,9 +36,12 @@ from swarm_runtime.orchestrator.verdict import backoff_delay, budget_error, outc
 from swarm_runtime.record import Record, replace
 from swarm_runtime.timeutil import Clock, format_ts, ms_between, parse_ts
 
+if TYPE_CHECKING:
+    from swarm_runtime.documents import EventDoc, ReceiptDoc
+
 __all__ = ["Completed", "OpenStep", "PromptParts", "StepRunner", "StepSettings"]
 
-Completed = Callable[[list[EventDoc], "str | None"], list[str]]
+Completed = Callable[[list["EventDoc"], "str | None"], list[str]]
 """Called once a step is complete, with its ``step_end`` and ``route_decision`` (not yet
 written) and the step routed to: the run checkpoints there and gives back the two events'
 encoded lines, which are then appended."""
