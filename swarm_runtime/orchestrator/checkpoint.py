@@ -11,6 +11,7 @@ way, with the step still open.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from typing import Any
 
@@ -191,12 +192,10 @@ class CheckpointText:
 
     def __init__(self) -> None:
         self._counts: dict[tuple[str, str], int] = {}
-        self._pieces: dict[str, str] = {}
-        """``"flow/step": n`` of each count, by its ``flow/step`` key."""
+        self._names: list[str] = []
+        """The ``flow/step`` keys, sorted as the encoder sorts them."""
         self._ordered: list[str] = []
-        """The pieces in the order the encoder sorts their keys."""
-        self._place: dict[str, int] = {}
-        """Each key's index in ``_ordered``."""
+        """``"flow/step": n`` of each key, in the same order."""
         self._source: dict[tuple[str, str], int] | None = None
         self._executions = "{}"
         self._flow_pieces: list[str] = []
@@ -207,27 +206,26 @@ class CheckpointText:
     def _executions_text(self, state: RunState) -> str:
         counts, executions = self._counts, state.executions
         changed, state.executions_changed = state.executions_changed, []
-        new = {key for key in changed if key not in counts}
-        if executions is not self._source or len(counts) + len(new) != len(executions):
+        new = sum(key not in counts for key in changed)
+        if executions is not self._source or len(counts) + new != len(executions):
             self._source = executions  # counts set whole (a resume): start over
             counts.clear()
-            self._pieces.clear()
-            changed = list(executions)
-            new = set(changed)
+            self._names, self._ordered = [], []
+            changed = sorted(executions)
         if not changed:
             return self._executions
-        pieces, ordered, place = self._pieces, self._ordered, self._place
+        names, ordered = self._names, self._ordered
         for key in changed:
             n = counts[key] = executions[key]
             name = f"{key[0]}/{key[1]}"
-            piece = pieces[name] = f"{quoted(name)}: {n}"
-            if not new:
-                ordered[place[name]] = piece
-        if new:  # a step ran for the first time: the sorted order changes
-            names = sorted(pieces)
-            self._place = {name: index for index, name in enumerate(names)}
-            self._ordered = [pieces[name] for name in names]
-        self._executions = "{" + ", ".join(self._ordered) + "}"
+            piece = f"{quoted(name)}: {n}"
+            at = bisect_left(names, name)  # the encoder's order: sorted keys
+            if at < len(names) and names[at] == name:
+                ordered[at] = piece
+            else:
+                names.insert(at, name)
+                ordered.insert(at, piece)
+        self._executions = "{" + ", ".join(ordered) + "}"
         return self._executions
 
     def _flows_text(self, flow_totals: dict[str, Totals], current: str | None) -> str:

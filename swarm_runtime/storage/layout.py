@@ -93,7 +93,13 @@ class RunLayout:
         """A flow's ``run_base``: ``<run>/<flow_key>`` (fenced once per flow)."""
         base = self._flow_bases.get(flow_key)
         if base is None:
-            base = self._fenced(self.root / _check(flow_key, FLOW_KEY_RE, "flow key"))
+            base = self.root / _check(flow_key, FLOW_KEY_RE, "flow key")
+            try:
+                planted = stat.S_ISLNK(os.lstat(base).st_mode)
+            except OSError:
+                planted = False  # not there yet: what makes it makes a real dir
+            if planted:  # the root is real (fenced once): only the last part can be a link
+                self._fenced(base)  # raises, saying where it leads
             self._flow_bases[flow_key] = base
         return base
 
