@@ -93,6 +93,7 @@ class StepRunner:
         self.spec = dict(spec)
         self.open_step: OpenStep | None = None
         self._run_bases: dict[str, Path] = {}
+        self._handoff_fields: dict[tuple[str, str], dict[str, tuple[str, ...]]] = {}
 
     def run(
         self,
@@ -217,12 +218,20 @@ class StepRunner:
             history=rendered.items,
             run_base=run_base,
             iteration=iteration,
-            handoff_fields=handoff_fields(flow, step),
+            handoff_fields=dict(self._handoff_fields_of(flow, step)),
             routing_kind=step.routing.kind,
             prompt=Prompt(system, user),
             tools=step.tools or (),
             timeout_s=step.timeout_s,
         )
+
+    def _handoff_fields_of(self, flow: FlowSpec, step: StepSpec) -> dict[str, tuple[str, ...]]:
+        """A step's handoff fields (fixed by its flow): made once per run."""
+        key = (flow.key, step.id)
+        fields = self._handoff_fields.get(key)
+        if fields is None:
+            fields = self._handoff_fields[key] = handoff_fields(flow, step)
+        return fields
 
     def _start(
         self,
