@@ -16,7 +16,6 @@ response before it is played, as in recording.
 
 from __future__ import annotations
 
-import json
 import os
 from collections import OrderedDict
 from pathlib import Path
@@ -24,7 +23,7 @@ from typing import Any
 
 from swarm_runtime.credentials import Credentials
 from swarm_runtime.engines.base import StepContext
-from swarm_runtime.engines.cassette import DROPPED_HEADERS, Cassettes, body_diff
+from swarm_runtime.engines.cassette import DROPPED_HEADERS, Cassettes, body_diff, body_value
 from swarm_runtime.engines.sdk import SdkEngine
 from swarm_runtime.errors import CredentialLeak
 
@@ -73,15 +72,6 @@ def forget_recordings() -> None:
     _kept.clear()
 
 
-def _json_or_text(body: Any) -> Any:
-    if isinstance(body, bytes):
-        body = body.decode("utf-8", "replace")
-    try:
-        return json.loads(body or "null")
-    except json.JSONDecodeError:
-        return body
-
-
 class _Sent:
     """The request being replayed, as :func:`body_diff` reads a request."""
 
@@ -110,11 +100,11 @@ class Recording:
         from urllib.parse import urlsplit
 
         path = urlsplit(uri).path
-        sent_body = _json_or_text(body)
+        sent_body = body_value(body)
         for index, recorded in enumerate(self.requests):
             if self.played[index] or recorded.method != method:
                 continue
-            if urlsplit(recorded.uri).path != path or _json_or_text(recorded.body) != sent_body:
+            if urlsplit(recorded.uri).path != path or body_value(recorded.body) != sent_body:
                 continue
             self.played[index] = True
             return self.responses[index]
