@@ -55,10 +55,18 @@ class FlowRegistry:
             if path.name != ORDER_FILE
         }
         self._flows: dict[str, FlowSpec] = {}
+        self._resolved: Path | None = None
         self._personas: dict[str, str | None] = {}
         self.system_prompts: dict[tuple[str, str], tuple[str, str]] = {}
         """Each step's system prompt and its JSON escape, made from these flows and
         personas (which the registry reads once): runs of the same flows share them."""
+
+    @property
+    def resolved_dir(self) -> Path:
+        """The flows dir as an absolute, resolved path (worked out once)."""
+        if self._resolved is None:
+            self._resolved = self.flows_dir.resolve()
+        return self._resolved
 
     def keys(self) -> list[str]:
         """Every flow key in the directory, sorted."""

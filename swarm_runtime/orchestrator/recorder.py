@@ -222,20 +222,31 @@ class RunRecorder:
 
         ``line``: the event as :meth:`encode` gave it, when it was encoded already.
         """
+        self.append_encoded([event], [self.encode(event) if line is None else line])
+
+    def append_encoded(self, events: list[EventDoc], lines: list[str]) -> None:
+        """Append events made by :meth:`event` with their lines from :meth:`encode`.
+
+        They are written with one write: all of them, or (the log cut back) none.
+        """
         state = self.state
-        if event["seq"] != state.seq + 1:
-            raise StorageError(
-                f"event {event['kind']} has seq {event['seq']}, expected {state.seq + 1}"
-            )
-        self.log.append_line(self.encode(event) if line is None else line)
-        state.seq += 1
+        for offset, event in enumerate(events, start=1):
+            if event["seq"] != state.seq + offset:
+                raise StorageError(
+                    f"event {event['kind']} has seq {event['seq']}, expected {state.seq + offset}"
+                )
+        self.log.append_line(lines[0] if len(lines) == 1 else "".join(lines))
+        state.seq += len(events)
         observer = self.observer
-        if observer is not None:
+        if observer is None:
+            return
+        for event in events:
             try:
                 observer(dict(event))
             except Exception as exc:  # a broken display must not break the run's record
                 self.observer = None
                 self.observer_error = f"{type(exc).__name__}: {exc}"
+                return
 
     def write_meta(self, summary: RunSummaryDoc) -> None:
         """Rewrite ``meta.json`` atomically."""

@@ -199,7 +199,7 @@ class Orchestrator:
         """``spec.json``'s ``origin``: what ``swarm resume`` needs besides the spec."""
         scenario = self.scenario
         return {
-            "flows_dir": str(self.flows.flows_dir.resolve()),
+            "flows_dir": str(self.flows.resolved_dir),
             "scenario": scenario.raw if scenario is not None else None,
             "scenario_file": scenario.source if scenario is not None else None,
             "max_steps": self.max_steps,

@@ -441,5 +441,4 @@ class StepRunner:
             ahead=1,
         )
         lines = self.completed([step_end, route], decision.to_step)
-        recorder.append(step_end, lines[0])
-        recorder.append(route, lines[1])
+        recorder.append_encoded([step_end, route], lines)

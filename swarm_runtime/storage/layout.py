@@ -43,9 +43,18 @@ class RunLayout:
     def __init__(self, runs_dir: Path, run_id: str) -> None:
         self.runs_dir = runs_dir.resolve()
         self.run_id = _check(run_id, RUN_ID_RE, "run id")
-        self.root = self._fenced(self.runs_dir / run_id)
+        self.root = self._real_child(self.runs_dir, run_id)
         self._flow_dirs: dict[str, str] = {}
         self._flow_bases: dict[str, Path] = {}
+
+    def _real_child(self, parent: Path, name: str) -> Path:
+        """``parent / name`` where ``parent`` is a real path: one ``lstat`` tells it is real."""
+        path = parent / name
+        try:
+            planted = stat.S_ISLNK(os.lstat(path).st_mode)
+        except OSError:
+            planted = False  # not there yet: what makes it makes a real entry
+        return self._fenced(path) if planted else path  # a link: _fenced says where to
 
     def _fenced(self, path: Path) -> Path:
         # The real path: a symlink planted inside a run must not carry files out of it.
@@ -93,13 +102,7 @@ class RunLayout:
         """A flow's ``run_base``: ``<run>/<flow_key>`` (fenced once per flow)."""
         base = self._flow_bases.get(flow_key)
         if base is None:
-            base = self.root / _check(flow_key, FLOW_KEY_RE, "flow key")
-            try:
-                planted = stat.S_ISLNK(os.lstat(base).st_mode)
-            except OSError:
-                planted = False  # not there yet: what makes it makes a real dir
-            if planted:  # the root is real (fenced once): only the last part can be a link
-                self._fenced(base)  # raises, saying where it leads
+            base = self._real_child(self.root, _check(flow_key, FLOW_KEY_RE, "flow key"))
             self._flow_bases[flow_key] = base
         return base
 

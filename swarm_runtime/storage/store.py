@@ -188,7 +188,7 @@ class EventLog:
         self.append_line(_encode(event) + "\n")
 
     def append_line(self, line: str) -> None:
-        """Write one already encoded line (ending in a newline) whole, or not at all."""
+        """Write encoded lines (each ending in a newline) whole, or not at all."""
         fd = self._fd
         if fd is None:
             raise StorageError(f"{self.path} is closed")
