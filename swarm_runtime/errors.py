@@ -7,10 +7,12 @@
     │   ├── FlowDefinitionError     a flow file breaks a rule of SPEC §1.2
     │   ├── ScenarioError           a stub scenario names an unknown step or key
     │   ├── ConfigError             a setting (flag, env var, runtime.yaml) is invalid
+    │   ├── PlanError               an execution plan breaks a rule of SPEC §9
     │   └── RunControlError         a run cannot be resumed, paused or stopped as asked
     └── SwarmRunError               something went wrong while running (exit code 1)
         ├── EngineError             an engine failed outside the step contract
         │   └── HandoffError        a reply's handoff block is not a mapping (also ValueError)
+        ├── FailFast                a plan step that stores data failed: stop at once
         ├── ReplayDivergence        a replayed call has no matching recording
         ├── RoutingError            routing could not decide where to go
         └── StorageError            a run directory could not be written or read
@@ -25,8 +27,10 @@ __all__ = [
     "ConfigError",
     "CredentialLeak",
     "EngineError",
+    "FailFast",
     "FlowDefinitionError",
     "HandoffError",
+    "PlanError",
     "ReplayDivergence",
     "RoutingError",
     "RunControlError",
@@ -88,6 +92,15 @@ class ConfigError(SwarmUsageError):
     """A configuration value is invalid; the message names where it came from."""
 
 
+class PlanError(SwarmUsageError):
+    """An execution plan is unreadable or breaks a v1 rule; carries the rule and the step."""
+
+    def __init__(self, message: str, *, rule: str, step_id: str | None = None) -> None:
+        self.rule = rule
+        self.step_id = step_id
+        super().__init__(message)
+
+
 class RunControlError(SwarmUsageError):
     """A run cannot be resumed, paused or stopped as asked (it ended, or runs elsewhere)."""
 
@@ -106,6 +119,20 @@ class StorageError(SwarmRunError):
 
 class HandoffError(EngineError, ValueError):
     """The handoff block of a reply is present but is not a mapping of YAML or JSON."""
+
+
+class FailFast(SwarmRunError):
+    """A plan step whose failure could leave stored data half-written: the runtime stops.
+
+    The executor records the failure in the cycle's run and raises this again; it never
+    swallows it. ``swarm plan run`` exits with code 3.
+    """
+
+    def __init__(self, message: str, *, step_id: str, step_type: str, run_id: str | None) -> None:
+        self.step_id = step_id
+        self.step_type = step_type
+        self.run_id = run_id
+        super().__init__(message)
 
 
 class ReplayDivergence(SwarmRunError):

@@ -13,8 +13,14 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from swarm_runtime.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
-from swarm_runtime.errors import SwarmError, SwarmUsageError
+from swarm_runtime.cli.common import (
+    EXIT_FAILED,
+    EXIT_FAILFAST,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+)
+from swarm_runtime.errors import FailFast, SwarmError, SwarmUsageError
 
 __all__ = ["build_parser", "main"]
 
@@ -66,12 +72,13 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
-_MODULES = ("run", "flows", "runs", "schema", "golden", "control")
+_MODULES = ("run", "flows", "runs", "plan", "schema", "golden", "control")
 """The modules that register commands, in the order ``swarm --help`` lists them."""
 _COMMANDS = {
     "run": "run",
     "flows": "flows",
     "runs": "runs",
+    "plan": "plan",
     "schema": "schema",
     "golden": "golden",
     "pause": "control",
@@ -116,6 +123,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SwarmUsageError as exc:
         _print_error(exc)
         return EXIT_USAGE
+    except FailFast as exc:
+        _print_error(exc)
+        return EXIT_FAILFAST
     except SwarmError as exc:
         _print_error(exc)
         return EXIT_FAILED

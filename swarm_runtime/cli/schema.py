@@ -24,6 +24,7 @@ NAMES = (
     "run_summary",
     "step_input",
     "step_output",
+    "execution_plan",
 )
 
 

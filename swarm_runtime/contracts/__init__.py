@@ -21,6 +21,7 @@ from swarm_runtime.contracts.envelope import (
     validate_step_output,
 )
 from swarm_runtime.contracts.events import EVENT_KINDS, RESERVED_KINDS, Event, parse_event
+from swarm_runtime.contracts.plan import ExecutionPlan, PlanMetadata, StepDefinition
 from swarm_runtime.contracts.receipt import ContextTruncation, Receipt, ReceiptRouting, Tokens
 from swarm_runtime.contracts.run import RunSpecDocument, RunSummary
 from swarm_runtime.contracts.transcript import (
@@ -41,11 +42,14 @@ __all__ = [
     "Contract",
     "EnvelopeIssue",
     "Event",
+    "ExecutionPlan",
     "MessageLine",
+    "PlanMetadata",
     "Receipt",
     "ReceiptRouting",
     "RunSpecDocument",
     "RunSummary",
+    "StepDefinition",
     "StepInput",
     "StepOutput",
     "Timestamp",
@@ -72,6 +76,7 @@ SCHEMAS = (
     "run_summary",
     "step_input",
     "step_output",
+    "execution_plan",
 )
 
 
@@ -91,6 +96,7 @@ def json_schema(name: str) -> dict[str, Any]:
         "run_summary": lambda: RunSummary.model_json_schema(),
         "step_input": lambda: StepInput.model_json_schema(by_alias=True),
         "step_output": lambda: StepOutput.model_json_schema(by_alias=True),
+        "execution_plan": lambda: ExecutionPlan.model_json_schema(),
     }
     if name not in builders:
         raise KeyError(name)

@@ -55,7 +55,8 @@ class Receipt(Contract):
     """The contract version the receipt follows (files written before it existed: none)."""
     engine: str = Field(min_length=1)
     """``claude-step``, ``gemini-step`` or a registered engine id."""
-    mode: Literal["stub", "sdk", "cli"]
+    mode: Literal["stub", "sdk", "cli", "local"]
+    """How the model was called; ``local``: an execution-plan step whose handler called none."""
     provider: Literal["anthropic", "anthropic_compat", "gemini", "none"]
     model: str
     step_id: str

@@ -28,6 +28,8 @@ from swarm_runtime.timeutil import interruptible_sleep
 __all__ = ["StubEngine", "estimate_tokens"]
 
 STUB_MODEL = "claude-stub"
+ECHO_CHARS = 2000
+"""How much of the prompt a reply with ``echo_prompt`` repeats."""
 
 
 def estimate_tokens(text: str) -> int:
@@ -64,6 +66,15 @@ class StubEngine(StepEngine):
             handoff.update(outcome.handoff)
         if outcome is not None and outcome.text is not None:
             body = outcome.text
+        elif ctx.extra.get("echo_prompt") and ctx.prompt is not None:
+            # An execution plan's model call: what the stub was asked shows in its reply,
+            # so what a cycle summarises and remembers follows from its input.
+            asked = " ".join(ctx.prompt.user.split())
+            body = (
+                f"[stub] {ctx.flow_key}/{ctx.step_id} (execution {ctx.iteration + 1})\n"
+                f"Asked: {asked[:ECHO_CHARS]}\n"
+                f"Result: done."
+            )
         else:
             # Nothing here depends on the prompt's text, so editing one step's teaching
             # notes changes that step's files only, not every later step's history.

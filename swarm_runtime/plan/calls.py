@@ -1,0 +1,123 @@
+"""One handler call: within its time limit, and the model calls it makes through the engines.
+
+The handler runs in a worker thread only when its type has a time limit in
+``metadata.timeouts``; when the limit passes, the step fails naming it and the handler is
+told to give up (``StepCall.cancelled``: a store write rolls back). Events the handler's
+model calls produce are kept and written by the cycle once the handler is back, so a
+late worker never writes into a later step.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from swarm_runtime.engines.base import Prompt, StepContext, StepEngine, StepOutcome
+from swarm_runtime.plan.handlers import HandlerError, LLMReply
+
+if TYPE_CHECKING:
+    from swarm_runtime.plan.handlers import Handler, StepCall
+
+__all__ = ["HandlerTimeout", "ModelCalls", "call_handler"]
+
+
+class HandlerTimeout(Exception):
+    """The handler did not answer within its limit."""
+
+
+def call_handler(
+    handler: Handler, call: StepCall, limit_ms: int | None, limit_name: str | None
+) -> Mapping[str, Any]:
+    """``handler(call)``; within ``limit_ms`` when one is set."""
+    if limit_ms is None:
+        return handler(call)
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["result"] = handler(call)
+        except BaseException as exc:  # handed to the caller's thread below
+            box["error"] = exc
+
+    worker = threading.Thread(target=work, name=f"plan-step-{call.step_id}", daemon=True)
+    worker.start()
+    worker.join(limit_ms / 1000.0)
+    if worker.is_alive():
+        call.cancelled.set()
+        raise HandlerTimeout(
+            f"{call.step_type} took longer than metadata.timeouts.{limit_name} = {limit_ms} ms"
+        )
+    if "error" in box:
+        raise box["error"]
+    result: Mapping[str, Any] = box["result"]
+    return result
+
+
+class ModelCalls:
+    """``StepCall.complete`` for one step: budget check, engine call, retries, record."""
+
+    def __init__(
+        self,
+        *,
+        engine_for: Callable[[str | None], StepEngine],
+        context: Callable[[Prompt, int], StepContext],
+        prompt_budget: int | None,
+        max_attempts: int,
+        sleep: Callable[[float], None],
+    ) -> None:
+        self.engine_for = engine_for
+        self.context = context
+        self.prompt_budget = prompt_budget
+        self.max_attempts = max_attempts
+        self.sleep = sleep
+        self.outcomes: list[tuple[StepEngine, StepOutcome, Prompt]] = []
+        self.events: list[tuple[str, dict[str, Any]]] = []
+        """Events of the calls (tools, retries), for the cycle to write after the handler."""
+        self.attempts = 0
+
+    def __call__(
+        self, prompt: str, *, system: str | None = None, engine: str | None = None
+    ) -> LLMReply:
+        """One model call (and its retries); the reply, or a HandlerError saying why not."""
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise HandlerError("the prompt is empty: there is nothing to ask the model")
+        parts = Prompt(system=system or "", user=prompt)
+        tokens = math.ceil((len(parts.system) + len(parts.user)) / 4)
+        if self.prompt_budget is not None and tokens > self.prompt_budget:
+            raise HandlerError(
+                f"the prompt is about {tokens} tokens (ceil(chars / 4)), over "
+                f"metadata.budgets.promptTokens = {self.prompt_budget}; the model was not called"
+            )
+        built = self.engine_for(engine)
+        for attempt in range(1, self.max_attempts + 1):
+            self.attempts = attempt
+            outcome = built.run_step(self.context(parts, attempt))
+            self.events.extend((event.kind, dict(event.payload)) for event in outcome.events)
+            code = outcome.result_code
+            if code == "retryable" and attempt < self.max_attempts:
+                wait = (
+                    outcome.retry_after_ms / 1000.0
+                    if outcome.retry_after_ms is not None
+                    else min(0.5 * 2 ** (attempt - 1), 30.0)
+                )
+                self.events.append(
+                    (
+                        "log",
+                        {
+                            "message": f"retryable answer, attempt {attempt} of "
+                            f"{self.max_attempts}; retrying in {wait:.1f} s",
+                            "error": outcome.result.error,
+                        },
+                    )
+                )
+                self.sleep(wait)
+                continue
+            self.outcomes.append((built, outcome, parts))
+            if code not in ("ok", "skipped"):
+                raise HandlerError(
+                    f"the model call failed ({code}): {outcome.result.error or 'no reason given'}"
+                )
+            return LLMReply(text=outcome.text, engine=built.engine_id, model=outcome.model)
+        raise AssertionError("unreachable: the last attempt returns or raises")

@@ -1,0 +1,320 @@
+"""One cycle's run directory: the §2 layout and §3 events, written through the run recorder.
+
+A cycle is a run of one flow-like part, ``cycle``, whose steps are the plan's: each
+execution has its ``step_start``, its ``step_end`` and ``route_decision`` (plan order:
+``advance``, then ``terminate``) or its ``step_error``, a receipt and a transcript; the
+run opens with ``run_created``/``run_started`` and ends with exactly one ``run_completed``.
+So ``swarm runs validate`` and the contract suite read a cycle as they read a flow run.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from swarm_runtime.credentials import Credentials
+from swarm_runtime.engines.base import TokenUsage
+from swarm_runtime.orchestrator.history import HistoryBudget
+from swarm_runtime.orchestrator.recorder import EventObserver, RunRecorder, TranscriptLine
+from swarm_runtime.orchestrator.state import RunState
+from swarm_runtime.record import Record
+from swarm_runtime.timeutil import Clock, format_ts, ms_between
+from swarm_runtime.versions import SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from swarm_runtime.documents import (
+        CostDoc,
+        ReceiptDoc,
+        RoutingDoc,
+        RunSpecDoc,
+        RunSummaryDoc,
+    )
+
+__all__ = ["CYCLE_FLOW", "PLAN_BACKEND", "CycleRecord", "StepRecord"]
+
+CYCLE_FLOW = "cycle"
+"""The flow key of a cycle's steps in its run (``<run>/cycle/receipts/…``)."""
+PLAN_BACKEND = "plan-executor"
+"""The backend a cycle's ``spec.json`` and ``meta.json`` name."""
+LOCAL_ENGINE = "plan-handler"
+"""The engine of a step whose handler called no model."""
+
+
+class StepRecord(Record):
+    """What a finished step execution leaves behind, for its receipt and transcript."""
+
+    step_id: str
+    agent: str
+    started: datetime
+    completed: datetime
+    error: str | None
+    system: str
+    user: str
+    lines: tuple[dict[str, Any], ...]
+    """Transcript lines after the system and user ones."""
+    engine: str = LOCAL_ENGINE
+    engine_short: str = "local"
+    mode: str = "local"
+    provider: str = "none"
+    model: str = "none"
+    tokens: TokenUsage = TokenUsage()
+    cost_usd: float | None = 0.0
+    cassette: str | None = None
+    routing: RoutingDoc | None = None
+    cost: CostDoc | None = None
+    """The receipt's ``cost`` (SPEC §7.2) when a provider was called."""
+    attempt: int = 1
+    max_attempts: int = 1
+
+
+class CycleRecord:
+    """Creates a cycle's run dir and writes everything in it, in order."""
+
+    def __init__(
+        self,
+        runs_dir: Path,
+        spec: RunSpecDoc,
+        *,
+        clock: Clock,
+        rand: Any,
+        durable: bool,
+        credentials: Credentials,
+        observer: EventObserver | None,
+    ) -> None:
+        self.spec = spec
+        self.clock = clock
+        self.state = RunState(HistoryBudget())
+        self.recorder = RunRecorder.create(
+            runs_dir,
+            spec,
+            self.state,
+            clock=clock,
+            rand=rand,
+            durable=durable,
+            credentials=credentials,
+            observer=observer,
+        )
+        self.created_at = format_ts(clock())
+        self.open_step: tuple[str, str, str, datetime] | None = None
+        """The step under way: (step id, agent, engine, started)."""
+
+    @property
+    def run_id(self) -> str:
+        """The cycle's run id."""
+        return self.recorder.run_id
+
+    @property
+    def path(self) -> Path:
+        """The cycle's run directory."""
+        return self.recorder.layout.root
+
+    def summary(self, completed_at: str | None = None) -> RunSummaryDoc:
+        """``meta.json`` as it stands."""
+        state, totals = self.state, self.state.totals
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "run_id": self.run_id,
+            "status": state.status,
+            "flows": [CYCLE_FLOW],
+            "backend": PLAN_BACKEND,
+            "mode": self.spec["mode"],
+            "engine": self.spec["engine"],
+            "created_at": self.created_at,
+            "completed_at": completed_at,
+            "error": state.error,
+            "steps_completed": totals.steps_completed,
+            "total_steps_executed": totals.executed,
+            "loop_iterations": 0,
+            "tokens": totals.tokens(),
+            "cost_usd": totals.cost,
+            "steps_without_cost": totals.steps_without_cost,
+            "flow_totals": {CYCLE_FLOW: state.flow(CYCLE_FLOW).as_flow_document()},
+        }
+
+    def _status(self, status: str, completed_at: str | None = None) -> None:
+        self.state.status = status
+        self.recorder.write_meta(self.summary(completed_at))
+
+    def begin(self) -> None:
+        """``meta.json`` pending, ``run_created``, running, ``run_started``."""
+        self._status("pending")
+        self.recorder.emit(
+            "run_created",
+            {
+                "flows": [CYCLE_FLOW],
+                "backend": PLAN_BACKEND,
+                "initiator": self.spec["initiator"],
+                "stepwise": True,
+            },
+        )
+        self._status("running")
+        self.recorder.emit("run_started", {"mode": "stepwise", "routing_enabled": True})
+
+    def start_step(self, step_id: str, agent: str, role: str, index: int, engine: str) -> datetime:
+        """``step_start`` of a plan step; when it started."""
+        started = self.clock()
+        self.recorder.emit(
+            "step_start",
+            {
+                "role": role,
+                "agents": [agent],
+                "step_index": index,
+                "engine": engine,
+                "iteration": 0,
+            },
+            flow_key=CYCLE_FLOW,
+            step_id=step_id,
+            agent_key=agent,
+            ts=format_ts(started),
+        )
+        self.open_step = (step_id, agent, engine, started)
+        for totals in (self.state.totals, self.state.flow(CYCLE_FLOW)):
+            totals.executed += 1
+        return started
+
+    def emit_in_step(self, kind: str, payload: dict[str, Any]) -> None:
+        """A ``tool_start``/``tool_end``/``log`` event of the step under way."""
+        assert self.open_step is not None
+        step_id, agent, _, _ = self.open_step
+        self.recorder.emit(kind, payload, flow_key=CYCLE_FLOW, step_id=step_id, agent_key=agent)
+
+    def finish_step(self, record: StepRecord, next_step: str | None) -> None:
+        """Receipt, transcript, ``step_end`` or ``step_error``, and the route on success."""
+        self._write_files(record)
+        duration = ms_between(record.started, record.completed)
+        ts = format_ts(record.completed)
+        self.open_step = None
+        for totals in (self.state.totals, self.state.flow(CYCLE_FLOW)):
+            totals.add_call(record.tokens, record.cost_usd)
+            totals.duration_ms += duration
+        if record.error is not None:
+            self.recorder.emit(
+                "step_error",
+                {
+                    "status": "failed",
+                    "duration_ms": duration,
+                    "error": record.error,
+                    "engine": record.engine,
+                },
+                ts=ts,
+                flow_key=CYCLE_FLOW,
+                step_id=record.step_id,
+                agent_key=record.agent,
+            )
+            return
+        for totals in (self.state.totals, self.state.flow(CYCLE_FLOW)):
+            totals.steps_completed += 1
+        end = self.recorder.event(
+            "step_end",
+            {"status": "succeeded", "duration_ms": duration, "engine": record.engine},
+            ts=ts,
+            flow_key=CYCLE_FLOW,
+            step_id=record.step_id,
+            agent_key=record.agent,
+        )
+        route = self.recorder.event(
+            "route_decision",
+            {
+                "from_step": record.step_id,
+                "to_step": next_step,
+                "decision": "advance" if next_step else "terminate",
+                "reason": "plan_order" if next_step else "end_of_plan",
+                "loop_state": {},
+                "routing_source": "fast_path",
+            },
+            ts=ts,
+            ahead=1,
+            flow_key=CYCLE_FLOW,
+            step_id=record.step_id,
+            agent_key=record.agent,
+        )
+        self.recorder.append_encoded(
+            [end, route], [self.recorder.encode(end), self.recorder.encode(route)]
+        )
+
+    def _write_files(self, record: StepRecord) -> None:
+        layout = self.recorder.layout
+        receipt_path, transcript_path = layout.step_files(
+            CYCLE_FLOW, record.step_id, record.agent, record.engine_short
+        )
+        started, completed = format_ts(record.started), format_ts(record.completed)
+        lines: list[TranscriptLine] = [
+            {"timestamp": started, "role": "system", "content": record.system},
+            {"timestamp": started, "role": "user", "content": record.user},
+        ]
+        lines.extend({"timestamp": completed, **line} for line in record.lines)
+        receipt: ReceiptDoc = {
+            "schema_version": SCHEMA_VERSION,
+            "engine": record.engine,
+            "mode": record.mode,
+            "provider": record.provider,
+            "model": record.model,
+            "step_id": record.step_id,
+            "flow_key": CYCLE_FLOW,
+            "run_id": self.run_id,
+            "agent_key": record.agent,
+            "started_at": started,
+            "completed_at": completed,
+            "duration_ms": ms_between(record.started, record.completed),
+            "status": "failed" if record.error is not None else "succeeded",
+            "tokens": {
+                "prompt": record.tokens.prompt,
+                "completion": record.tokens.completion,
+                "total": record.tokens.total,
+            },
+            "transcript_path": f"llm/{Path(transcript_path).name}",
+            "iteration": 0,
+            "result_code": "fatal" if record.error is not None else "ok",
+            "attempt": record.attempt,
+            "max_attempts": record.max_attempts,
+        }
+        if record.error is not None:
+            receipt["error"] = record.error
+        if record.routing is not None:
+            receipt["routing"] = record.routing
+        if record.cassette is not None:
+            receipt["cassette"] = record.cassette
+        if record.cost is not None:
+            receipt["cost"] = record.cost
+        self.recorder.write_step(receipt_path, transcript_path, receipt, lines, iteration=0)
+
+    def close_open_step(self, error: str) -> None:
+        """A step cut short (Ctrl-C, a write error): its ``step_error``, no files."""
+        if self.open_step is None:
+            return
+        step_id, agent, engine, started = self.open_step
+        self.open_step = None
+        self.recorder.emit(
+            "step_error",
+            {
+                "status": "failed",
+                "duration_ms": ms_between(started, self.clock()),
+                "error": error,
+                "engine": engine,
+            },
+            flow_key=CYCLE_FLOW,
+            step_id=step_id,
+            agent_key=agent,
+        )
+
+    def complete(self, status: str, error: str | None) -> str:
+        """``run_completed`` and the final ``meta.json``; when the cycle ended."""
+        state = self.state
+        state.status, state.error = status, error
+        self.recorder.emit(
+            "run_completed",
+            {
+                "status": status,
+                "error": error,
+                "steps_completed": state.totals.steps_completed,
+                "total_steps_executed": state.totals.executed,
+            },
+        )
+        completed = format_ts(self.clock())
+        self._status(status, completed)
+        return completed
+
+    def close(self) -> None:
+        """Close the log and give the run's lock up."""
+        self.recorder.close()
