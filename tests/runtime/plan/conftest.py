@@ -10,7 +10,13 @@ from typing import Any
 
 import pytest
 
-from swarm_runtime.plan import HandlerRegistry, PlanRuntime, StepCall, default_handlers
+from swarm_runtime.plan import (
+    CANONICAL_ORDER,
+    HandlerRegistry,
+    PlanRuntime,
+    StepCall,
+    default_handlers,
+)
 from tests.conftest import StepClock
 
 REPO = Path(__file__).resolve().parents[3]
@@ -29,16 +35,7 @@ class Recorder:
     def __init__(self, base: HandlerRegistry) -> None:
         self.calls: list[tuple[str, Any]] = []
         self.registry = base.copy()
-        for step_type in (
-            "RepoScan",
-            "ContextSelect",
-            "RetrieveMemory",
-            "PromptAssemble",
-            "LLMCall",
-            "SummarizeMemory",
-            "PersistMemory",
-            "PersistSession",
-        ):
+        for step_type in CANONICAL_ORDER:
             self.registry.register(step_type, self._wrap(base.get(step_type)), replace=True)
 
     def _wrap(self, handler: Callable[[StepCall], Mapping[str, Any]]) -> Any:
