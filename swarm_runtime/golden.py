@@ -124,7 +124,8 @@ def golden_files(
         {str(base.resolve()), str(base.resolve().parent), *roots}, key=len, reverse=True
     )
     files: dict[str, str] = {}
-    for path in sorted(p for p in base.rglob("*") if p.is_file()):
+    # A run never writes a symlink: one planted in a run dir is not followed out of it.
+    for path in sorted(p for p in base.rglob("*") if p.is_file() and not p.is_symlink()):
         relative = path.relative_to(base).as_posix()
         if (
             path.suffix == ".tmp"

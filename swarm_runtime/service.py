@@ -30,6 +30,8 @@ __all__ = [
     "BACKENDS",
     "Backend",
     "get_backend",
+    "known_backends",
+    "new_backend",
     "register_backend",
     "reset_backends",
 ]
@@ -155,6 +157,11 @@ class Backend:
         events = read_event_log(path).events
         return [e for e in events if isinstance(e.get("seq"), int) and e["seq"] > since_seq]
 
+    def is_running(self, run_id: str) -> bool:
+        """Whether a worker of this backend is running ``run_id`` now."""
+        worker = self._workers.get(run_id)
+        return worker is not None and worker.thread.is_alive()
+
     def _run_dir(self, run_id: str) -> Path:
         from swarm_runtime.storage.layout import RUN_ID_RE
 
@@ -198,22 +205,40 @@ def get_backend(
     **options: Any,
 ) -> Backend:
     """The backend ``backend_id``, one per id and runs dir (settings from ``env``)."""
-    environ = os.environ if env is None else env
     key = (backend_id, str(runs_dir))
     existing = _BACKENDS.get(key)
     if existing is not None:
         return existing
-    if backend_id in _FACTORIES:
-        backend = _FACTORIES[backend_id](
-            runs_dir=runs_dir, flows_dir=flows_dir, mode=mode, env=environ, **options
-        )
-    elif backend_id in BACKENDS:
-        backend = _builtin(backend_id, runs_dir, flows_dir, mode, environ, **options)
-    else:
-        known = sorted({*BACKENDS, *_FACTORIES})
-        raise ConfigError(f"no backend {backend_id!r}; known: {', '.join(known)}")
+    backend = new_backend(
+        backend_id, runs_dir=runs_dir, flows_dir=flows_dir, mode=mode, env=env, **options
+    )
     _BACKENDS[key] = backend
     return backend
+
+
+def new_backend(
+    backend_id: str,
+    *,
+    runs_dir: Path | None = None,
+    flows_dir: Path | None = None,
+    mode: str | None = None,
+    env: Mapping[str, str] | None = None,
+    **options: Any,
+) -> Backend:
+    """A new backend ``backend_id`` of its own, not shared through :func:`get_backend`."""
+    environ = os.environ if env is None else env
+    if backend_id in _FACTORIES:
+        return _FACTORIES[backend_id](
+            runs_dir=runs_dir, flows_dir=flows_dir, mode=mode, env=environ, **options
+        )
+    if backend_id in BACKENDS:
+        return _builtin(backend_id, runs_dir, flows_dir, mode, environ, **options)
+    raise ConfigError(f"no backend {backend_id!r}; known: {', '.join(known_backends())}")
+
+
+def known_backends() -> list[str]:
+    """The ids of the built-in and registered backends, sorted."""
+    return sorted({*BACKENDS, *_FACTORIES})
 
 
 def _builtin(

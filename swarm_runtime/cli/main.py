@@ -72,7 +72,7 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
-_MODULES = ("run", "flows", "runs", "plan", "schema", "golden", "control")
+_MODULES = ("run", "flows", "runs", "plan", "schema", "golden", "control", "studio")
 """The modules that register commands, in the order ``swarm --help`` lists them."""
 _COMMANDS = {
     "run": "run",
@@ -84,6 +84,7 @@ _COMMANDS = {
     "pause": "control",
     "stop": "control",
     "resume": "control",
+    "studio": "studio",
 }
 """Which module registers each command."""
 

@@ -1,0 +1,319 @@
+"""The studio's ASGI app: the page, its static files, and the JSON API under ``/api``.
+
+Built with Starlette (the ``studio`` extra). Every handler reads runs through
+:class:`~swarm_runtime.studio.files.RunFiles` or the index, so an id that is not an id, a
+path that leaves the runs dir, or a file that is not there is a 404 with a JSON message.
+State-changing requests must come from the studio's own page (the ``Origin`` check of
+:mod:`swarm_runtime.studio.guard`). ``GET /api/runs/{id}/stream`` sends the run's events
+as server-sent events, each with ``id`` = its ``seq``, from ``Last-Event-ID`` on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from swarm_runtime.errors import RunControlError, SwarmError, SwarmUsageError
+from swarm_runtime.record import Record
+from swarm_runtime.studio.actions import MODES, RunActions
+from swarm_runtime.studio.files import LIVE_STATUSES, NotFound, run_row
+from swarm_runtime.studio.flows import FlowCatalog
+from swarm_runtime.studio.guard import GuardMiddleware
+from swarm_runtime.studio.index import RunIndex
+from swarm_runtime.studio.openapi import openapi_document
+from swarm_runtime.studio.tail import EventTail
+
+__all__ = ["StudioConfig", "create_app"]
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+class StudioConfig(Record):
+    """What one studio serves, and how."""
+
+    runs_dir: Path
+    flows_dir: Path | None = None
+    golden_dir: Path | None = None
+    poll_seconds: float = 0.25
+    """How often a stream looks for new events (a running run shows up within a second)."""
+    keepalive_seconds: float = 15.0
+    allowed_hosts: tuple[str, ...] | None = ("127.0.0.1", "localhost", "::1")
+    """Host names the page may be reached by (``None``: any, when bound beyond loopback)."""
+
+
+class _Studio:
+    def __init__(self, config: StudioConfig) -> None:
+        self.config = config
+        self.index = RunIndex(config.runs_dir)
+        self.files = self.index.files
+        self.flows = FlowCatalog(config.flows_dir, config.golden_dir)
+        self.actions = RunActions(self.files.runs_dir, config.flows_dir)
+
+    # -- runs --------------------------------------------------------------------------------
+
+    async def runs(self, request: Request) -> Response:
+        query = request.query_params
+        result = await run_in_threadpool(
+            partial(
+                self.index.page,
+                page=_int(query.get("page"), 1),
+                per_page=_int(query.get("per_page"), 50),
+                status=query.get("status") or None,
+                flow=query.get("flow") or None,
+            )
+        )
+        return JSONResponse(result)
+
+    async def facets(self, request: Request) -> Response:
+        return JSONResponse(await run_in_threadpool(self.index.facets))
+
+    async def start(self, request: Request) -> Response:
+        body = await _json_body(request)
+        run_id = await run_in_threadpool(self.actions.start, body)
+        return JSONResponse({"run_id": run_id}, status_code=201)
+
+    async def run(self, request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        return JSONResponse(await run_in_threadpool(self._summary, run_id))
+
+    def _summary(self, run_id: str) -> dict[str, Any]:
+        run_dir = self.files.run_dir(run_id)
+        row = run_row(self.files, run_id)
+        meta = _optional(self.files.read_json, run_dir / "meta.json")
+        spec = _optional(self.files.read_json, run_dir / "spec.json")
+        return {
+            **row,
+            "flow_totals": (meta or {}).get("flow_totals") if isinstance(meta, dict) else None,
+            "spec": spec,
+            "live": row["status"] in LIVE_STATUSES,
+        }
+
+    async def events(self, request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        since = _int(request.query_params.get("since_seq"), 0)
+        path = self.files.run_dir(run_id) / "events.jsonl"
+        events = await run_in_threadpool(EventTail(path, since).read_all)
+        return JSONResponse({"run_id": run_id, "events": events})
+
+    async def graph(self, request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        return JSONResponse(await run_in_threadpool(self._graph, run_id))
+
+    def _graph(self, run_id: str) -> dict[str, Any]:
+        from swarm_runtime.studio.graph import run_graphs
+
+        run_dir = self.files.run_dir(run_id)
+        events = EventTail(run_dir / "events.jsonl").read_all()
+        flows = run_row(self.files, run_id)["flows"] or _flows_of(events)
+        return {"run_id": run_id, "flows": run_graphs(flows, events, self.flows.definition)}
+
+    async def step(self, request: Request) -> Response:
+        params = request.path_params
+        iteration = request.query_params.get("iteration")
+        result = await run_in_threadpool(
+            self.files.step,
+            params["run_id"],
+            params["flow_key"],
+            params["step_id"],
+            None if iteration in (None, "") else _int(iteration, -1),
+        )
+        return JSONResponse(result)
+
+    async def control(self, request: Request) -> Response:
+        run_id, action = request.path_params["run_id"], request.path_params["action"]
+        if action not in ("pause", "stop", "resume"):
+            raise NotFound(f"no action {action!r} (pause, stop, resume)")
+        await _json_body(request, optional=True)
+        if action == "resume":
+            message = await run_in_threadpool(self.actions.resume, run_id)
+        else:
+            message = await run_in_threadpool(self.actions.request, run_id, action)
+        return JSONResponse({"run_id": run_id, "action": action, "message": message})
+
+    async def stream(self, request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        run_dir = self.files.run_dir(run_id)
+        since = _int(
+            request.headers.get("last-event-id") or request.query_params.get("since_seq"), 0
+        )
+        tail = EventTail(run_dir / "events.jsonl", since)
+        return StreamingResponse(
+            self._sse(request, run_id, tail),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        )
+
+    async def _sse(self, request: Request, run_id: str, tail: EventTail) -> AsyncIterator[str]:
+        yield f"retry: {int(self.config.poll_seconds * 4000)}\n\n"
+        quiet = 0.0
+        last_kind = ""
+        while True:
+            events = await run_in_threadpool(tail.poll)
+            for event in events:
+                last_kind = str(event.get("kind"))
+                yield f"id: {event['seq']}\ndata: {json.dumps(event, ensure_ascii=False)}\n\n"
+            if not events and last_kind == "run_completed" and not self._live(run_id):
+                yield f"event: end\ndata: {json.dumps({'last_seq': tail.last_seq})}\n\n"
+                return
+            quiet = 0.0 if events else quiet + self.config.poll_seconds
+            if quiet >= self.config.keepalive_seconds:
+                quiet = 0.0
+                yield ": keep-alive\n\n"
+            if await request.is_disconnected():
+                return
+            await asyncio.sleep(self.config.poll_seconds)
+
+    def _live(self, run_id: str) -> bool:
+        try:
+            return run_row(self.files, run_id)["status"] in ("pending", "running")
+        except NotFound:
+            return False
+
+    # -- flows, backends, compare ------------------------------------------------------------
+
+    async def flows_list(self, request: Request) -> Response:
+        return JSONResponse(await run_in_threadpool(self.flows.listing))
+
+    async def flow_graph(self, request: Request) -> Response:
+        key = request.path_params["flow_key"]
+        return JSONResponse(await run_in_threadpool(self.flows.graph, key))
+
+    async def backends(self, request: Request) -> Response:
+        from swarm_runtime.service import known_backends
+
+        return JSONResponse(
+            {"backends": known_backends(), "default": "claude-step-orchestrator", "modes": MODES}
+        )
+
+    async def compare(self, request: Request) -> Response:
+        query = request.query_params
+        result = await run_in_threadpool(
+            self.flows.compare, self.files, query.get("a") or "", query.get("b") or ""
+        )
+        return JSONResponse(result)
+
+    async def goldens(self, request: Request) -> Response:
+        return JSONResponse({"goldens": await run_in_threadpool(self.flows.golden_names)})
+
+    async def openapi(self, request: Request) -> Response:
+        return JSONResponse(openapi_document())
+
+    # -- the page ----------------------------------------------------------------------------
+
+    async def page(self, request: Request) -> Response:
+        return _static("index.html")
+
+    async def asset(self, request: Request) -> Response:
+        return _static(request.path_params["name"])
+
+
+def _static(name: str) -> Response:
+    from swarm_runtime.studio.assets import asset
+
+    found = asset(name)
+    if found is None:
+        raise NotFound(f"no file {name!r}")
+    body, media_type = found
+    return Response(body, media_type=media_type, headers={"Cache-Control": "no-cache"})
+
+
+def _guarded(handler: Handler) -> Handler:
+    async def call(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except NotFound as exc:
+            return JSONResponse({"error": str(exc)}, status_code=404)
+        except RunControlError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=409)
+        except SwarmUsageError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        except SwarmError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=500)
+
+    return call
+
+
+def create_app(config: StudioConfig) -> Starlette:
+    """The studio for ``config``: call ``app.state.studio.actions.shutdown()`` when done."""
+    studio = _Studio(config)
+    table: list[tuple[str, Handler, list[str]]] = [
+        ("/", studio.page, ["GET"]),
+        ("/static/{name}", studio.asset, ["GET"]),
+        ("/api/openapi.json", studio.openapi, ["GET"]),
+        ("/api/runs", studio.runs, ["GET"]),
+        ("/api/runs", studio.start, ["POST"]),
+        ("/api/facets", studio.facets, ["GET"]),
+        ("/api/runs/{run_id}", studio.run, ["GET"]),
+        ("/api/runs/{run_id}/events", studio.events, ["GET"]),
+        ("/api/runs/{run_id}/stream", studio.stream, ["GET"]),
+        ("/api/runs/{run_id}/graph", studio.graph, ["GET"]),
+        ("/api/runs/{run_id}/flows/{flow_key}/steps/{step_id}", studio.step, ["GET"]),
+        ("/api/runs/{run_id}/{action}", studio.control, ["POST"]),
+        ("/api/flows", studio.flows_list, ["GET"]),
+        ("/api/flows/{flow_key}/graph", studio.flow_graph, ["GET"]),
+        ("/api/backends", studio.backends, ["GET"]),
+        ("/api/goldens", studio.goldens, ["GET"]),
+        ("/api/compare", studio.compare, ["GET"]),
+    ]
+    routes = [Route(path, _guarded(h), methods=methods) for path, h, methods in table]
+    app = Starlette(routes=routes, exception_handlers={404: _not_found, 405: _not_allowed})
+    app.add_middleware(GuardMiddleware, allowed_hosts=config.allowed_hosts)
+    app.state.studio = studio
+    return app
+
+
+async def _not_found(request: Request, exc: Exception) -> Response:
+    return JSONResponse({"error": f"no such page or API: {request.url.path}"}, status_code=404)
+
+
+async def _not_allowed(request: Request, exc: Exception) -> Response:
+    return JSONResponse(
+        {"error": f"{request.method} is not allowed on {request.url.path}"}, status_code=405
+    )
+
+
+async def _json_body(request: Request, *, optional: bool = False) -> Any:
+    raw = await request.body()
+    if optional and not raw:
+        return None
+    if "application/json" not in request.headers.get("content-type", ""):
+        raise SwarmUsageError("send the body as JSON (Content-Type: application/json)")
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        raise SwarmUsageError("the body is not valid JSON") from None
+
+
+def _int(value: str | None, default: int) -> int:
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise SwarmUsageError(f"{value!r} is not a whole number") from None
+
+
+def _optional(read: Callable[[Path], Any], path: Path) -> Any:
+    try:
+        return read(path)
+    except NotFound:
+        return None
+
+
+def _flows_of(events: list[dict[str, Any]]) -> list[str]:
+    flows: list[str] = []
+    for event in events:
+        key = event.get("flow_key")
+        if isinstance(key, str) and key not in flows:
+            flows.append(key)
+    return flows

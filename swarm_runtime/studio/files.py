@@ -1,0 +1,192 @@
+"""Reading one run's files for the studio, fenced inside the runs dir.
+
+Everything the studio serves comes through :class:`RunFiles`. A run id must match the run
+id pattern, and every other part of a path (flow key, step id, agent key, file name) its
+own pattern, before any path is built; then each directory on the way is checked with
+``lstat`` and a symlink is refused, and files are opened with ``O_NOFOLLOW``. A request for
+anything else is :class:`NotFound`, decided without touching the file system outside the
+runs dir.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Any
+
+from swarm_runtime.ids import FLOW_KEY_RE, RUN_ID_RE, STEP_ID_RE
+from swarm_runtime.inputs import MAX_RUN_FILE_BYTES, InputRefused, load_json, read_bytes_limited
+
+__all__ = ["LIVE_STATUSES", "NotFound", "RunFiles", "run_row"]
+
+LIVE_STATUSES = frozenset({"pending", "running", "paused"})
+"""Statuses whose run may still change while the studio looks at it."""
+
+_RECEIPT_RE = re.compile(r"^([a-z][a-z0-9_]*)-([a-z][a-z0-9-]*)(?:~([1-9][0-9]{0,5}))?\.json$")
+_TRANSCRIPT_RE = re.compile(r"^llm/([a-z][a-z0-9_]*-[a-z][a-z0-9_-]*(?:~[1-9][0-9]{0,5})?\.jsonl)$")
+_MAX_SERVED_BYTES = 32 << 20
+"""The largest transcript or receipt sent to a browser: 32 MiB."""
+
+
+class NotFound(LookupError):
+    """What was asked for is not a file of a run in this runs dir (the message says which)."""
+
+
+class RunFiles:
+    """Fenced, read-only access to the runs of one runs dir."""
+
+    def __init__(self, runs_dir: Path) -> None:
+        self.runs_dir = Path(runs_dir).absolute()
+
+    def run_dir(self, run_id: str) -> Path:
+        """The directory of run ``run_id``; NotFound for a bad id, a symlink or no run."""
+        if not RUN_ID_RE.fullmatch(run_id):
+            raise NotFound(f"{run_id!r} is not a run id (run-YYYYMMDD-HHMMSS-xxxxxx)")
+        return self._real_dir(self.runs_dir / run_id, f"run {run_id}")
+
+    def _real_dir(self, path: Path, what: str) -> Path:
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:
+            raise NotFound(f"no {what}") from None
+        if not stat.S_ISDIR(mode):
+            raise NotFound(f"no {what} (not a directory)")
+        return path
+
+    def read_json(self, path: Path, *, limit: int = MAX_RUN_FILE_BYTES) -> Any:
+        """A JSON document of a run (no symlink); NotFound when missing or not JSON."""
+        try:
+            return load_json(read_bytes_limited(path, limit, nofollow=True))
+        except (OSError, InputRefused, ValueError) as exc:
+            raise NotFound(f"{path.name}: {_reason(exc)}") from None
+
+    def read_lines(self, path: Path) -> list[Any]:
+        """A JSON-lines file of a run; a line that is not JSON is kept as its text."""
+        try:
+            raw = read_bytes_limited(path, _MAX_SERVED_BYTES, nofollow=True)
+        except (OSError, InputRefused) as exc:
+            raise NotFound(f"{path.name}: {_reason(exc)}") from None
+        lines: list[Any] = []
+        for text in raw.decode("utf-8", errors="replace").splitlines():
+            if not text.strip():
+                continue
+            try:
+                lines.append(load_json(text))
+            except ValueError:
+                lines.append({"unparsed": text})
+        return lines
+
+    def flow_dir(self, run_id: str, flow_key: str, sub: str) -> Path:
+        """``<run>/<flow>/<sub>`` for ``sub`` in receipts, llm; each level checked."""
+        if not FLOW_KEY_RE.fullmatch(flow_key) or sub not in ("receipts", "llm"):
+            raise NotFound(f"{flow_key!r} is not a flow key")
+        flow = self._real_dir(self.run_dir(run_id) / flow_key, f"flow {flow_key} in {run_id}")
+        return self._real_dir(flow / sub, f"{sub} of {flow_key} in {run_id}")
+
+    def step(
+        self, run_id: str, flow_key: str, step_id: str, iteration: int | None
+    ) -> dict[str, Any]:
+        """A step's receipt, transcript and handoff: the latest execution, or ``iteration``."""
+        if not STEP_ID_RE.fullmatch(step_id):
+            raise NotFound(f"{step_id!r} is not a step id")
+        receipts = self.flow_dir(run_id, flow_key, "receipts")
+        found: list[tuple[int, str, dict[str, Any]]] = []
+        for entry in os.scandir(receipts):
+            match = _RECEIPT_RE.fullmatch(entry.name)
+            if (
+                match is None
+                or match.group(1) != step_id
+                or not entry.is_file(follow_symlinks=False)
+            ):
+                continue
+            receipt = self.read_json(receipts / entry.name, limit=_MAX_SERVED_BYTES)
+            if isinstance(receipt, dict):
+                order = (
+                    int(match.group(3)) if match.group(3) else 1 << 30
+                )  # the plain name is the latest
+                found.append((order, entry.name, receipt))
+        if not found:
+            raise NotFound(f"no receipt of step {step_id} in {flow_key} of {run_id}")
+        found.sort(key=lambda item: item[0])
+        iterations = [_iteration(item[2], index) for index, item in enumerate(found)]
+        chosen = len(found) - 1 if iteration is None else _index_of(iterations, iteration, step_id)
+        _, name, receipt = found[chosen]
+        return {
+            "run_id": run_id,
+            "flow_key": flow_key,
+            "step_id": step_id,
+            "receipt_file": f"{flow_key}/receipts/{name}",
+            "iteration": iterations[chosen],
+            "iterations": iterations,
+            "receipt": receipt,
+            "handoff": receipt.get("handoff"),
+            "transcript": self._transcript(run_id, flow_key, receipt),
+        }
+
+    def _transcript(self, run_id: str, flow_key: str, receipt: dict[str, Any]) -> list[Any]:
+        match = _TRANSCRIPT_RE.fullmatch(str(receipt.get("transcript_path") or ""))
+        if match is None:
+            return []
+        path = self.flow_dir(run_id, flow_key, "llm") / match.group(1)
+        try:
+            return self.read_lines(path)
+        except NotFound:
+            return []
+
+
+def _reason(exc: Exception) -> str:
+    return str(exc.strerror) if isinstance(exc, OSError) else str(exc)
+
+
+def _iteration(receipt: dict[str, Any], index: int) -> int:
+    value = receipt.get("iteration")
+    return value if isinstance(value, int) and not isinstance(value, bool) else index
+
+
+def _index_of(iterations: list[int], iteration: int, step_id: str) -> int:
+    if iteration not in iterations:
+        raise NotFound(f"step {step_id} has no iteration {iteration} (it has {iterations})")
+    return iterations.index(iteration)
+
+
+def run_row(files: RunFiles, run_id: str) -> dict[str, Any]:
+    """The list row of one run: what ``meta.json`` says, its status as seen from outside."""
+    from swarm_runtime.storage.status import observed_status, read_meta
+
+    run_dir = files.run_dir(run_id)
+    meta = read_meta(run_dir) or {}
+    status = observed_status(run_dir, meta) if meta else "pending"
+    tokens = meta.get("tokens")
+    listed = meta.get("flows")
+    flows: list[Any] = listed if isinstance(listed, list) else []
+    return {
+        "run_id": run_id,
+        "status": status,
+        "flows": [str(f) for f in flows],
+        "backend": _text(meta.get("backend")),
+        "mode": _text(meta.get("mode")),
+        "steps": _number(meta.get("total_steps_executed")),
+        "loops": _number(meta.get("loop_iterations")),
+        "tokens": _number(tokens.get("total")) if isinstance(tokens, dict) else 0,
+        "cost_usd": _number(meta.get("cost_usd"), float),
+        "created_at": _text(meta.get("created_at")) or _created_from_id(run_id),
+        "completed_at": _text(meta.get("completed_at")),
+        "error": _text(meta.get("error")),
+    }
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _number(value: Any, kind: type = int) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return kind(0)
+    return kind(value)
+
+
+def _created_from_id(run_id: str) -> str:
+    day, clock = run_id.split("-")[1:3]
+    return f"{day[:4]}-{day[4:6]}-{day[6:]}T{clock[:2]}:{clock[2:4]}:{clock[4:]}Z"

@@ -1,0 +1,103 @@
+"""The studio's guard: who may reach it, who may change things, and what a page may run.
+
+* **Host.** Bound to loopback, the studio answers only requests addressed to a loopback
+  name (``127.0.0.1``, ``localhost``, ``::1``), so a web page whose own domain was made to
+  resolve to 127.0.0.1 (DNS rebinding) cannot read runs through it.
+* **Same origin.** A request that changes state (anything but GET, HEAD, OPTIONS) needs an
+  ``Origin`` header naming the studio itself (or, without one, ``Sec-Fetch-Site:
+  same-origin``), so another site open in the same browser cannot start or stop runs.
+* **Headers.** Every response forbids MIME sniffing and framing, and a content security
+  policy lets a page run only the studio's own script: model output that slipped through
+  as markup still could not execute.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urlsplit
+
+__all__ = ["SECURITY_HEADERS", "GuardMiddleware", "same_origin"]
+
+SECURITY_HEADERS = (
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"no-referrer"),
+    (
+        b"content-security-policy",
+        b"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        b"connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+    ),
+)
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+Scope = dict[str, Any]
+Message = dict[str, Any]
+
+
+def _host_name(host: str) -> str:
+    """The name part of a ``Host`` header (``[::1]:5000`` → ``::1``)."""
+    if host.startswith("["):
+        return host[1:].split("]", 1)[0]
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def same_origin(headers: dict[str, str], scheme: str) -> bool:
+    """Whether a state-changing request comes from a page of this server."""
+    origin = headers.get("origin")
+    host = headers.get("host", "")
+    if origin is None or origin == "null":
+        return origin is None and headers.get("sec-fetch-site") == "same-origin"
+    parts = urlsplit(origin)
+    return parts.scheme == scheme and parts.netloc == host
+
+
+class GuardMiddleware:
+    """ASGI middleware: the host check, the same-origin check, the security headers."""
+
+    def __init__(self, app: Any, *, allowed_hosts: tuple[str, ...] | None) -> None:
+        self.app = app
+        self.allowed_hosts = allowed_hosts
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        host = _host_name(headers.get("host", ""))
+        if self.allowed_hosts is not None and host not in self.allowed_hosts:
+            await _refuse(send, 421, f"this studio answers to {', '.join(self.allowed_hosts)}")
+            return
+        if scope["method"] not in _SAFE_METHODS and not same_origin(
+            headers, scope.get("scheme", "http")
+        ):
+            await _refuse(
+                send,
+                403,
+                "a request that changes state must come from the studio's own page "
+                f"(send 'Origin: http://{headers.get('host', '')}')",
+            )
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), *SECURITY_HEADERS]}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+async def _refuse(send: Any, status: int, text: str) -> None:
+    body = json.dumps({"error": text}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *SECURITY_HEADERS,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

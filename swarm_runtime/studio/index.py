@@ -1,0 +1,299 @@
+"""The run list's index: one row per run in an SQLite file beside the runs.
+
+Reading every ``meta.json`` to show the first page of a list of thousands of runs is slow,
+so the studio keeps their summaries in ``<runs_dir>/.studio/index.sqlite3`` and brings it
+up to date before each query, cheaply:
+
+* the run dirs are listed (names only); a new one is read, a vanished one dropped;
+* a run that ``succeeded`` is final and is not looked at again;
+* any other run is re-read when its directory's mtime changed (``meta.json`` is replaced
+  on every status change, which touches the directory) or is less than two seconds old
+  (a second change in the same clock tick would not move it), and a run that says it is
+  pending, running or paused is re-read every time, since a dead process changes nothing
+  on disk (it then shows as ``crashed``).
+
+The file is a cache: a missing, damaged or older-layout one is rebuilt from the run dirs,
+and when it cannot be written (a read-only runs dir) the index lives in memory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import stat
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from swarm_runtime.ids import RUN_ID_RE
+from swarm_runtime.studio.files import LIVE_STATUSES, NotFound, RunFiles, run_row
+
+__all__ = ["INDEX_NAME", "LAYOUT_VERSION", "RunIndex", "scan_runs"]
+
+INDEX_NAME = ".studio/index.sqlite3"
+"""Where the index lives, relative to the runs dir."""
+
+LAYOUT_VERSION = 1
+"""``PRAGMA user_version`` of the index; a file with another is rebuilt."""
+
+_RACY_NS = 2_000_000_000
+"""How old a directory's mtime must be before it is trusted to show every change."""
+
+_COLUMNS = (
+    "run_id",
+    "status",
+    "flows",
+    "backend",
+    "mode",
+    "steps",
+    "loops",
+    "tokens",
+    "cost_usd",
+    "created_at",
+    "completed_at",
+    "error",
+)
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS runs (
+  {", ".join(_COLUMNS)}, dir_mtime_ns INTEGER, PRIMARY KEY (run_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS run_flows (run_id TEXT, flow TEXT, PRIMARY KEY (flow, run_id))
+  WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS runs_newest ON runs (created_at DESC, run_id DESC);
+CREATE INDEX IF NOT EXISTS runs_status ON runs (status, created_at DESC);
+PRAGMA user_version = {LAYOUT_VERSION};
+"""
+
+
+class RunIndex:
+    """Run summaries of one runs dir, kept in step with the run dirs, paged newest first."""
+
+    def __init__(self, runs_dir: Path) -> None:
+        self.files = RunFiles(runs_dir)
+        self.runs_dir = self.files.runs_dir
+        self._lock = threading.Lock()
+        self._db: sqlite3.Connection | None = None
+        self._known: dict[str, tuple[str, int, int]] = {}  # run id -> status, mtime, row hash
+        self._unsettled: set[str] = set()  # runs not (yet) succeeded: looked at every time
+        self.location = "none"
+        """The index file's path, ``memory``, or ``none`` before the runs dir exists."""
+
+    # -- keeping up ------------------------------------------------------------------------
+
+    def refresh(self) -> int:
+        """Bring the index up to date with the run dirs; the number of rows rewritten."""
+        with self._lock:
+            db = self._open()
+            if db is None:
+                return 0
+            entries = _entries(self.runs_dir)
+            stale = list(self._known.keys() - entries)
+            new = [n for n in entries - self._known.keys() if _is_run_dir(self.runs_dir, n)]
+            unsettled = [n for n in self._unsettled if n in entries]
+            changed: list[tuple[str, int]] = []
+            for name in (*new, *unsettled):
+                known = self._known.get(name)
+                mtime = _mtime(os.path.join(self.runs_dir, name))
+                if known is None or known[1] != mtime or known[0] in LIVE_STATUSES:
+                    changed.append((name, mtime))
+            rows = [row for row in self._rows(changed) if row is not None]
+            read = {row["run_id"] for row in rows}
+            stale += [name for name, _ in changed if name not in read]
+            rows = [row for row in rows if self._known.get(row["run_id"]) != _key(row)]
+            with db:
+                self._drop(db, stale)
+                self._store(db, rows)
+            return len(rows) + len(stale)
+
+    def _rows(self, changed: Iterable[tuple[str, int]]) -> Iterable[dict[str, Any] | None]:
+        now = time.time_ns()
+        for name, mtime in changed:
+            try:
+                row = run_row(self.files, name)
+            except NotFound:
+                yield None
+                continue
+            # A change in the same clock tick as this read would leave the mtime as it is:
+            # a run changed moments ago is read again next time.
+            row["dir_mtime_ns"] = mtime if now - mtime > _RACY_NS else -1
+            yield row
+
+    def _store(self, db: sqlite3.Connection, rows: list[dict[str, Any]]) -> None:
+        if not rows:
+            return
+        values = [
+            (*(json.dumps(r[c]) if c == "flows" else r[c] for c in _COLUMNS), r["dir_mtime_ns"])
+            for r in rows
+        ]
+        marks = ", ".join("?" * (len(_COLUMNS) + 1))
+        db.executemany(f"INSERT OR REPLACE INTO runs VALUES ({marks})", values)
+        db.executemany("DELETE FROM run_flows WHERE run_id = ?", [(r["run_id"],) for r in rows])
+        db.executemany(
+            "INSERT OR IGNORE INTO run_flows VALUES (?, ?)",
+            [(r["run_id"], flow) for r in rows for flow in r["flows"]],
+        )
+        for r in rows:
+            self._known[r["run_id"]] = _key(r)
+            if r["status"] == "succeeded":
+                self._unsettled.discard(r["run_id"])
+            else:
+                self._unsettled.add(r["run_id"])
+
+    def _drop(self, db: sqlite3.Connection, names: list[str]) -> None:
+        if not names:
+            return
+        db.executemany("DELETE FROM runs WHERE run_id = ?", [(n,) for n in names])
+        db.executemany("DELETE FROM run_flows WHERE run_id = ?", [(n,) for n in names])
+        for name in names:
+            self._known.pop(name, None)
+            self._unsettled.discard(name)
+
+    # -- opening ---------------------------------------------------------------------------
+
+    def _open(self) -> sqlite3.Connection | None:
+        if self._db is not None:
+            return self._db
+        if not self.runs_dir.is_dir():
+            return None
+        path = self.runs_dir / INDEX_NAME
+        try:
+            path.parent.mkdir(exist_ok=True)
+            db = _connect(str(path))
+            self.location = str(path)
+        except (OSError, sqlite3.Error):
+            db = _connect(":memory:")  # a read-only runs dir: the index is rebuilt per process
+            self.location = "memory"
+        self._db = db
+        self._known = {
+            run_id: (status, mtime, 0)
+            for run_id, status, mtime in db.execute("SELECT run_id, status, dir_mtime_ns FROM runs")
+        }
+        self._unsettled = {name for name, known in self._known.items() if known[0] != "succeeded"}
+        return db
+
+    def close(self) -> None:
+        """Close the index file."""
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def page(
+        self,
+        *,
+        page: int = 1,
+        per_page: int = 50,
+        status: str | None = None,
+        flow: str | None = None,
+    ) -> dict[str, Any]:
+        """One page of runs, newest first, filtered by status and flow; with the total."""
+        self.refresh()
+        page, per_page = max(1, page), min(max(1, per_page), 500)
+        where, params = _filters(status, flow)
+        with self._lock:
+            if self._db is None:
+                return {"runs": [], "total": 0, "page": page, "per_page": per_page}
+            total = self._db.execute(f"SELECT COUNT(*) FROM runs {where}", params).fetchone()[0]
+            cursor = self._db.execute(
+                f"SELECT {', '.join(_COLUMNS)} FROM runs {where} "
+                "ORDER BY created_at DESC, run_id DESC LIMIT ? OFFSET ?",
+                (*params, per_page, (page - 1) * per_page),
+            )
+            runs = [_decoded(dict(zip(_COLUMNS, values, strict=True))) for values in cursor]
+        return {"runs": runs, "total": total, "page": page, "per_page": per_page}
+
+    def facets(self) -> dict[str, list[str]]:
+        """The statuses and flows there are, for the list's filters."""
+        self.refresh()
+        with self._lock:
+            if self._db is None:
+                return {"statuses": [], "flows": []}
+            statuses = [r[0] for r in self._db.execute("SELECT DISTINCT status FROM runs")]
+            flows = [r[0] for r in self._db.execute("SELECT DISTINCT flow FROM run_flows")]
+        return {"statuses": sorted(statuses), "flows": sorted(flows)}
+
+
+def _key(row: dict[str, Any]) -> tuple[str, int, int]:
+    """What the index remembers of a row: a re-read that gives the same is not written."""
+    return row["status"], row["dir_mtime_ns"], hash(tuple(map(str, row.values())))
+
+
+def _connect(target: str) -> sqlite3.Connection:
+    db = sqlite3.connect(target, check_same_thread=False, timeout=10, isolation_level=None)
+    try:
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if version not in (0, LAYOUT_VERSION):
+            raise sqlite3.DatabaseError(f"index layout {version}")
+        db.executescript(_SCHEMA)
+        db.execute("SELECT COUNT(*) FROM runs").fetchone()
+    except sqlite3.DatabaseError:
+        db.close()
+        if target == ":memory:":
+            raise
+        os.unlink(target)  # a cache: a damaged or foreign file is rebuilt from the runs
+        db = sqlite3.connect(target, check_same_thread=False, timeout=10, isolation_level=None)
+        db.executescript(_SCHEMA)
+    db.isolation_level = "DEFERRED"
+    return db
+
+
+def _filters(status: str | None, flow: str | None) -> tuple[str, tuple[str, ...]]:
+    clauses: list[str] = []
+    params: list[str] = []
+    if status:
+        clauses.append("status = ?")
+        params.append(status)
+    if flow:
+        clauses.append("run_id IN (SELECT run_id FROM run_flows WHERE flow = ?)")
+        params.append(flow)
+    return ("WHERE " + " AND ".join(clauses) if clauses else ""), tuple(params)
+
+
+def _decoded(row: dict[str, Any]) -> dict[str, Any]:
+    row["flows"] = json.loads(row["flows"])
+    return row
+
+
+def _entries(runs_dir: Path) -> set[str]:
+    """The names in the runs dir (names only: a run dir is checked once, when it is new)."""
+    try:
+        return set(os.listdir(runs_dir))
+    except OSError:
+        return set()
+
+
+def _is_run_dir(runs_dir: Path, name: str) -> bool:
+    """A run id naming a real directory (a symlink is never a run)."""
+    if not RUN_ID_RE.fullmatch(name):
+        return False
+    try:
+        return stat.S_ISDIR(os.lstat(runs_dir / name).st_mode)
+    except OSError:
+        return False
+
+
+def _mtime(path: str) -> int:
+    try:
+        return os.lstat(path).st_mtime_ns
+    except OSError:
+        return -1
+
+
+def scan_runs(runs_dir: Path) -> list[dict[str, Any]]:
+    """Every run's row read from its run dir, newest first: the index's reference."""
+    files = RunFiles(runs_dir)
+    rows = []
+    for name in _entries(files.runs_dir):
+        if not _is_run_dir(files.runs_dir, name):
+            continue
+        try:
+            rows.append(run_row(files, name))
+        except NotFound:
+            continue
+    rows.sort(key=lambda r: (r["created_at"] or "", r["run_id"]), reverse=True)
+    return rows
