@@ -1,0 +1,159 @@
+"""Studio fixtures: runs made by ``swarm run``, the app in-process, and a real server."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import REPO, SHIPPED_FLOWS
+
+pytest.importorskip("starlette", reason="the studio extra: pip install -e '.[studio]'")
+
+from starlette.testclient import TestClient
+
+from swarm_runtime.studio.app import StudioConfig, create_app
+
+LOCAL = "http://127.0.0.1:5000"
+"""The address the in-process client pretends to call: a loopback name, as a browser would."""
+
+
+def swarm(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``swarm`` as a user runs it, in ``cwd``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SWARM_")}
+    env["SWARM_CACHE_DIR"] = os.environ["SWARM_CACHE_DIR"]
+    return subprocess.run(
+        [sys.executable, "-m", "swarm_runtime.cli.main", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+class Project:
+    """A user project: ./flows, ./swarm/runs, runs made with ``swarm run``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.runs_dir = root / "swarm" / "runs"
+        self.flows_dir = root / "flows"
+        if not self.flows_dir.exists():
+            shutil.copytree(SHIPPED_FLOWS, self.flows_dir)
+
+    def run(self, *args: str) -> str:
+        """``swarm run ARGS``; the id of the run it made."""
+        before = set(self.runs()) if self.runs_dir.is_dir() else set()
+        done = swarm("run", *args, "--progress", "never", cwd=self.root)
+        assert done.returncode in (0, 1), done.stderr
+        (made,) = set(self.runs()) - before
+        return made
+
+    def runs(self) -> list[str]:
+        return sorted(p.name for p in self.runs_dir.glob("run-*"))
+
+    def config(self, **changes: Any) -> StudioConfig:
+        return StudioConfig(
+            runs_dir=self.runs_dir,
+            flows_dir=self.flows_dir,
+            golden_dir=REPO / "golden",
+            **changes,
+        )
+
+
+@pytest.fixture(scope="module")
+def made_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Project, dict[str, str]]:
+    """One project with a signal run, a deploy run and a failing build run, made once."""
+    project = Project(tmp_path_factory.mktemp("project"))
+    scenario = project.root / "fail.yaml"
+    scenario.write_text("implement_code:\n  result_code: fatal\n  error: the build broke\n")
+    runs = {
+        "signal": project.run("signal"),
+        "deploy": project.run("deploy"),
+        "build_fails": project.run("build", "--scenario", str(scenario)),
+    }
+    return project, runs
+
+
+@pytest.fixture
+def client_for() -> Iterator[Callable[[StudioConfig], TestClient]]:
+    """A TestClient of the studio for a config (its runs cancelled at the end)."""
+    apps: list[Any] = []
+
+    def make(config: StudioConfig) -> TestClient:
+        app = create_app(config)
+        apps.append(app)
+        return TestClient(app, base_url=LOCAL)
+
+    yield make
+    for app in apps:
+        app.state.studio.actions.shutdown()
+        app.state.studio.index.close()
+
+
+class LiveStudio:
+    """The studio served by uvicorn in a thread, on a free loopback port."""
+
+    def __init__(self, config: StudioConfig) -> None:
+        import uvicorn
+
+        from swarm_runtime.studio.server import bind
+
+        self.app = create_app(config)
+        self.sock = bind("127.0.0.1", 0)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        ready = threading.Event()
+
+        class Server(uvicorn.Server):
+            async def startup(self, sockets: Any = None) -> None:
+                await super().startup(sockets=sockets)
+                ready.set()
+
+        self.server = Server(
+            uvicorn.Config(
+                self.app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1
+            )
+        )
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]})
+        self.thread.start()
+        assert ready.wait(30), "the studio did not start"
+
+    @property
+    def studio(self) -> Any:
+        return self.app.state.studio
+
+    def close(self) -> None:
+        self.studio.actions.shutdown()
+        self.server.should_exit = True
+        self.thread.join(30)
+        self.studio.index.close()
+        self.sock.close()
+
+
+@pytest.fixture
+def live_studio() -> Iterator[Callable[[StudioConfig], LiveStudio]]:
+    servers: list[LiveStudio] = []
+
+    def start(config: StudioConfig) -> LiveStudio:
+        server = LiveStudio(config)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

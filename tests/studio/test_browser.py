@@ -1,0 +1,279 @@
+"""Flow Studio in a real browser: Debian's Chromium driven by Playwright.
+
+Screenshots of the list and of a run page are saved under ``test-artifacts/studio/`` (or
+``$SWARM_TEST_ARTIFACTS/studio/``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from swarm_runtime import service
+from tests.conftest import REPO
+from tests.studio.conftest import LiveStudio, Project
+
+INSTALL = "apt-get install -y chromium (Debian's Chromium; never 'playwright install')"
+REQUIRED = os.environ.get("SWARM_BROWSER_REQUIRED") == "1"
+"""Set by .ci/run, which installs Chromium: there a missing browser fails, never skips."""
+try:
+    from playwright import sync_api
+except ImportError:  # pragma: no cover - the test extra installs it
+    if REQUIRED:
+        raise
+    pytest.skip("Playwright is not installed: pip install -e '.[dev]'", allow_module_level=True)
+expect = sync_api.expect
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+ARTIFACTS = Path(os.environ.get("SWARM_TEST_ARTIFACTS") or REPO / "test-artifacts") / "studio"
+XSS = '<script>window.__x=1</script><img src=x onerror="window.__x=2"> and **bold**'
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if CHROMIUM is None:
+        (pytest.fail if REQUIRED else pytest.skip)(f"Chromium is not installed: {INSTALL}")
+    with sync_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.set_default_timeout(15_000)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    yield page
+    context.close()
+    assert errors == [], f"the page logged errors: {errors}"
+
+
+def _shot(page: Any, name: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / name), full_page=True)
+
+
+class Gate:
+    """Holds every step of a run until the test lets it go, one step at a time."""
+
+    def __init__(self) -> None:
+        self._steps = threading.Semaphore(0)
+
+    def let(self, steps: int = 1) -> None:
+        for _ in range(steps):
+            self._steps.release()
+
+    def sleep_for(self, cancellable: Callable[[float], None]) -> Callable[[float], None]:
+        def sleep(seconds: float) -> None:
+            if not self._steps.acquire(timeout=120):
+                raise TimeoutError("the test never let this step go")
+            cancellable(0)  # a cancel requested meanwhile still cuts the step short
+
+        return sleep
+
+
+@pytest.fixture
+def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[Gate]:
+    """A backend ``gated-step-orchestrator``: the stub, each step held by the gate."""
+    from swarm_runtime.config import resolve_settings
+    from swarm_runtime.engines.scenario import Scenario
+    from swarm_runtime.flow.registry import FlowRegistry
+    from swarm_runtime.orchestrator.assembly import build_orchestrator
+
+    held = Gate()
+
+    def factory(**options: Any) -> service.Backend:
+        settings = resolve_settings(
+            env={}, mode="stub", runs_dir=options["runs_dir"], flows_dir=options["flows_dir"]
+        )
+        flows = FlowRegistry(options["flows_dir"])
+        steps = flows.get("stepwise-demo").steps
+        scenario = Scenario.from_mapping({step.id: {"delay_ms": 1} for step in steps})
+        return service.Backend(
+            "gated-step-orchestrator",
+            settings.runs_dir,
+            lambda sleep: build_orchestrator(
+                settings, flows, env={}, scenario=scenario, sleep=held.sleep_for(sleep)
+            ),
+        )
+
+    monkeypatch.setitem(service._FACTORIES, "gated-step-orchestrator", factory)
+    yield held
+    held.let(1000)  # nothing left waiting when the studio shuts down
+
+
+def test_the_list_shows_a_run_made_by_swarm_run(
+    tmp_path: Path, live_studio: Callable[..., LiveStudio], page: Any
+) -> None:
+    project = Project(tmp_path)
+    run_id = project.run("signal")
+    server = live_studio(project.config())
+    page.goto(server.url + "/")
+    row = page.locator(f'tr.run-row[data-run="{run_id}"]')
+    expect(row).to_be_visible()
+    expect(row.locator(".badge")).to_have_text("succeeded")
+    expect(row.locator("td").nth(3)).to_have_text("signal")
+    expect(row.locator("td").nth(4)).to_have_text("10")  # steps, the critic's loop included
+    _shot(page, "run-list.png")
+    row.locator("a").click()
+    expect(page).to_have_url(f"{server.url}/?run={run_id}")
+    expect(page.locator("#run-status")).to_have_text("succeeded")
+
+
+def test_the_run_page_draws_every_step_and_the_loop_and_branch_edges(
+    tmp_path: Path, live_studio: Callable[..., LiveStudio], page: Any
+) -> None:
+    from swarm_runtime.flow.registry import FlowRegistry
+
+    project = Project(tmp_path)
+    run_id = project.run("signal", "deploy")
+    server = live_studio(project.config())
+    page.goto(f"{server.url}/?run={run_id}")
+    flows = FlowRegistry(project.flows_dir)
+    for key in ("signal", "deploy"):
+        ids = [step.id for step in flows.get(key).steps]
+        nodes = page.locator(f'g.node[data-flow="{key}"]')
+        expect(nodes).to_have_count(len(ids))
+        assert [n.get_attribute("data-step") for n in nodes.all()] == ids
+    loop = page.locator(
+        'svg[data-flow="signal"] path.edge[data-kind="loop"][data-from="critique_requirements"]'
+    )
+    expect(loop).to_have_attribute("data-to", "author_requirements")
+    deploy = page.locator('svg[data-flow="deploy"]')
+    expect(deploy.locator('path.edge[data-kind="branch"]')).to_have_count(3)
+    labels = deploy.locator("text.edge-label").all_text_contents()
+    assert {"health=HEALTHY", "health=DEGRADED", "default"} <= set(labels)
+    author = page.locator('g.node[data-flow="signal"][data-step="author_requirements"]')
+    expect(author).to_have_attribute("data-count", "2")
+    expect(author).to_have_attribute("data-status", "succeeded")
+    expect(page.locator("#timeline-rows tr")).to_have_count(
+        len((project.runs_dir / run_id / "events.jsonl").read_text().splitlines())
+    )
+    _shot(page, "run-page.png")
+
+
+def test_a_step_transcript_opens_and_model_output_stays_text(
+    tmp_path: Path, live_studio: Callable[..., LiveStudio], page: Any
+) -> None:
+    project = Project(tmp_path)
+    scenario = project.root / "xss.yaml"
+    scenario.write_text(f"read_request:\n  text: {XSS!r}\n".replace("'", '"', 2))
+    scenario.write_text("read_request:\n  text: '" + XSS.replace("'", "''") + "'\n")
+    run_id = project.run("stepwise-demo", "--scenario", str(scenario))
+    server = live_studio(project.config())
+    page.goto(f"{server.url}/?run={run_id}")
+    page.locator('g.node[data-step="read_request"]').click()
+    transcript = page.locator("#transcript")
+    expect(transcript.locator(".message")).to_have_count(3)
+    expect(transcript.locator('.message[data-role="assistant"] pre')).to_contain_text(XSS)
+    assert page.evaluate("window.__x") is None
+    expect(page.locator("#step-panel img")).to_have_count(0)
+    expect(page.locator("#step-panel script")).to_have_count(0)
+    expect(page.locator("#receipt")).to_contain_text('"step_id": "read_request"')
+
+
+def test_a_run_started_while_the_page_is_open_appears_and_turns_green_live(
+    tmp_path: Path, live_studio: Callable[..., LiveStudio], page: Any, gate: Gate
+) -> None:
+    project = Project(tmp_path)
+    server = live_studio(project.config())
+    page.goto(server.url + "/")
+    expect(page.locator("#run-rows")).to_contain_text("No runs yet.")
+    run_id = server.studio.actions.start(
+        {"flows": ["stepwise-demo"], "backend": "gated-step-orchestrator"}
+    )
+    row = page.locator(f'tr.run-row[data-run="{run_id}"]')
+    expect(row.locator(".badge")).to_have_text("running")
+    row.locator("a").click()
+    page.evaluate("window.__same_page = true")
+    first = page.locator('g.node[data-step="read_request"]')
+    expect(first).to_have_attribute("data-status", "running")
+    second = page.locator('g.node[data-step="write_spec"]')
+    expect(second).to_have_attribute("data-status", "not_run")
+    gate.let()
+    expect(first).to_have_attribute("data-status", "succeeded")
+    expect(second).to_have_attribute("data-status", "running")
+    gate.let(100)
+    expect(page.locator("#run-status")).to_have_text("succeeded")
+    expect(page.locator('g.node[data-step="summarize_demo"]')).to_have_attribute(
+        "data-status", "succeeded"
+    )
+    expect(page.locator('g.node[data-status="running"]')).to_have_count(0)
+    assert page.evaluate("window.__same_page") is True  # updated in place, never reloaded
+
+
+def test_start_pause_stop_and_resume_from_the_page(
+    tmp_path: Path, live_studio: Callable[..., LiveStudio], page: Any, gate: Gate
+) -> None:
+    project = Project(tmp_path)
+    server = live_studio(project.config())
+    page.goto(server.url + "/")
+    form = page.locator("#start-form")
+    expect(form.locator('input[value="stepwise-demo"]')).to_be_visible()
+    for box in form.locator("input[name=flow]").all():
+        box.set_checked(box.get_attribute("value") == "stepwise-demo")
+    expect(page.locator("#mode")).to_have_value("stub")
+    page.locator("#backend").select_option("gated-step-orchestrator")
+    page.locator("#start").click()
+    expect(page).to_have_url(re.compile(r"\?run=run-[0-9]{8}-[0-9]{6}-[a-z0-9]{6}$"))
+    assert page.url.endswith(project.runs()[0])
+    expect(page.locator("#run-status")).to_have_text("running")
+    page.locator("#pause").click()
+    expect(page.locator("#notice")).to_contain_text("to pause at its next step boundary")
+    gate.let()
+    expect(page.locator("#run-status")).to_have_text("paused")
+    expect(page.locator("#pause")).to_be_disabled()
+    page.locator("#resume").click()
+    expect(page.locator("#run-status")).to_have_text("running")
+    page.locator("#stop").click()
+    expect(page.locator("#notice")).to_contain_text("to stop at its next step boundary")
+    gate.let()
+    expect(page.locator("#run-status")).to_have_text("stopped")
+    expect(page.locator('g.node[data-step="read_request"]')).to_have_attribute(
+        "data-status", "succeeded"
+    )
+    page.locator("#resume").click()
+    gate.let(100)
+    expect(page.locator("#run-status")).to_have_text("succeeded")
+    expect(page.locator('g.node[data-step="summarize_demo"]')).to_have_attribute(
+        "data-status", "succeeded"
+    )
+
+
+def test_the_compare_page_shows_changed_steps_and_diffs(
+    tmp_path: Path, live_studio: Callable[..., LiveStudio], page: Any
+) -> None:
+    project = Project(tmp_path)
+    signal = project.run("signal")
+    failing = project.root / "fail.yaml"
+    failing.write_text("frame_problem:\n  result_code: fatal\n  error: nope\n")
+    broken = project.run("signal", "--scenario", str(failing))
+    server = live_studio(project.config())
+    page.goto(f"{server.url}/?compare=golden:signal,{signal}")
+    expect(page.locator("#compare-title")).to_contain_text("No differences")
+    page.goto(f"{server.url}/?compare={signal},{broken}")
+    expect(page.locator("#compare-title")).to_contain_text("file(s) changed")
+    expect(page.locator("#compare-steps")).to_contain_text("frame_problem")
+    expect(page.locator("pre.diff span.add").first).to_be_visible()
+    _shot(page, "compare.png")

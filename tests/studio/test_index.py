@@ -1,0 +1,121 @@
+"""The run index: the same rows as a scan of the run dirs, kept up to date cheaply."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+from pathlib import Path
+
+from swarm_runtime.studio.index import INDEX_NAME, RunIndex, scan_runs
+from tests.studio.conftest import Project
+
+
+def _ids(index: RunIndex, **filters: str) -> list[str]:
+    return [r["run_id"] for r in index.page(per_page=500, **filters)["runs"]]
+
+
+def _set_meta(run_dir: Path, **changes: object) -> None:
+    meta = json.loads((run_dir / "meta.json").read_text())
+    meta.update(changes)
+    temp = run_dir / "meta.json.tmp"
+    temp.write_text(json.dumps(meta))
+    os.replace(temp, run_dir / "meta.json")  # as the runtime writes it: the dir changes
+
+
+def test_the_index_agrees_with_a_scan_and_follows_new_changed_and_removed_runs(
+    tmp_path: Path,
+) -> None:
+    project = Project(tmp_path)
+    first = project.run("stepwise-demo")
+    _set_meta(project.runs_dir / first, status="stopped")
+    index = RunIndex(project.runs_dir)
+    assert index.page()["runs"] == scan_runs(project.runs_dir)
+    assert _ids(index, status="stopped") == [first]
+    second = project.run("signal")
+    assert _ids(index) == [second, first]
+    _set_meta(project.runs_dir / first, status="running")  # resumed by another process
+    assert _ids(index, status="crashed") == [first]  # says running, nobody holds its lock
+    _set_meta(project.runs_dir / first, status="succeeded")
+    assert _ids(index, status="succeeded") == [second, first]
+    shutil.rmtree(project.runs_dir / second)
+    assert _ids(index) == [first]
+    assert index.page()["runs"] == scan_runs(project.runs_dir)
+    assert (project.runs_dir / INDEX_NAME).is_file() and index.location.endswith("sqlite3")
+    index.close()
+
+
+def test_a_finished_run_is_not_read_again(tmp_path: Path) -> None:
+    project = Project(tmp_path)
+    project.run("stepwise-demo")
+    index = RunIndex(project.runs_dir)
+    assert index.refresh() == 1
+    assert index.refresh() == 0
+    project.run("stepwise-demo")
+    assert index.refresh() == 1  # only the new one
+    index.close()
+
+
+def test_a_second_process_reads_the_index_file_and_only_checks_changes(tmp_path: Path) -> None:
+    project = Project(tmp_path)
+    for _ in range(3):
+        project.run("stepwise-demo")
+    RunIndex(project.runs_dir).refresh()
+    again = RunIndex(project.runs_dir)
+    assert again.refresh() == 0
+    assert len(_ids(again)) == 3
+    again.close()
+
+
+def test_a_damaged_or_foreign_index_file_is_rebuilt(tmp_path: Path) -> None:
+    project = Project(tmp_path)
+    run_id = project.run("stepwise-demo")
+    path = project.runs_dir / INDEX_NAME
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"this is not a database" * 100)
+    assert _ids(RunIndex(project.runs_dir)) == [run_id]
+    database = sqlite3.connect(path)
+    database.execute("PRAGMA user_version = 99")
+    database.close()
+    index = RunIndex(project.runs_dir)
+    assert _ids(index) == [run_id]
+    index.close()
+
+
+def test_a_read_only_runs_dir_is_indexed_in_memory(tmp_path: Path) -> None:
+    project = Project(tmp_path)
+    run_id = project.run("stepwise-demo")
+    os.chmod(project.runs_dir, 0o555)
+    try:
+        index = RunIndex(project.runs_dir)
+        if os.access(project.runs_dir, os.W_OK):  # root ignores the mode bits
+            (project.runs_dir / ".studio").mkdir()
+            os.chmod(project.runs_dir / ".studio", 0o555)
+        assert _ids(index) == [run_id]
+        if os.geteuid() != 0:
+            assert index.location == "memory"
+        index.close()
+    finally:
+        os.chmod(project.runs_dir, 0o755)
+
+
+def test_no_runs_dir_yet_is_an_empty_list(tmp_path: Path) -> None:
+    index = RunIndex(tmp_path / "nothing")
+    assert index.page() == {"runs": [], "total": 0, "page": 1, "per_page": 50}
+    assert not (tmp_path / "nothing").exists()
+
+
+def test_a_run_dir_without_meta_is_pending_and_odd_entries_are_skipped(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    (runs / "run-20250101-000000-aaaaaa").mkdir(parents=True)
+    (runs / "run-20250101-000000-bbbbbb").write_text("a file, not a run")
+    (runs / "not-a-run").mkdir()
+    (runs / "run-20250101-000001-cccccc").mkdir()
+    (runs / "run-20250101-000001-cccccc" / "meta.json").write_bytes(b"\xff\xfe{")
+    rows = RunIndex(runs).page()["runs"]
+    assert [(r["run_id"], r["status"]) for r in rows] == [
+        ("run-20250101-000001-cccccc", "pending"),
+        ("run-20250101-000000-aaaaaa", "pending"),
+    ]
+    assert rows[1]["created_at"] == "2025-01-01T00:00:00Z"

@@ -1,0 +1,168 @@
+"""The studio serves nothing outside the runs dir, answers only loopback names, and changes
+state only for its own page."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from swarm_runtime.golden import golden_files
+from tests.studio.conftest import LOCAL, Project
+
+_WATCH: list[list[str]] = []
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if _WATCH and event in ("open", "os.listdir", "os.scandir", "os.chdir") and args:
+        path = args[0]
+        if isinstance(path, str | bytes | os.PathLike):
+            _WATCH[-1].append(os.fsdecode(path))
+
+
+sys.addaudithook(_audit)
+
+
+class FileWatch:
+    """The paths the process opens or lists while it is on (the audit hook)."""
+
+    def __enter__(self) -> list[str]:
+        _WATCH.append([])
+        return _WATCH[-1]
+
+    def __exit__(self, *exc: object) -> None:
+        _WATCH.pop()
+
+
+@pytest.fixture
+def fenced(tmp_path: Path, client_for: Any) -> Iterator[tuple[Any, Project, Path, str]]:
+    """A project whose runs dir sits beside a secret that a traversal would reach."""
+    project = Project(tmp_path / "project")
+    run_id = project.run("stepwise-demo")
+    secret = tmp_path / "project" / "swarm" / "etc"
+    (secret / "receipts").mkdir(parents=True)
+    (secret / "receipts" / "x").write_text("SECRET")
+    (secret / "receipts" / "x.json").write_text('{"secret": true}')
+    yield client_for(project.config()), project, secret, run_id
+
+
+TRAVERSALS = (
+    "/api/runs/..%2f..%2fetc/receipts/x",
+    "/api/runs/..%2fetc/flows/receipts/steps/x",
+    "/api/runs/run-x/flows/../../etc/receipts/x",
+    "/api/runs/%2e%2e/events",
+    "/api/runs/..%252f..%252fetc/events",
+    "/api/runs/{run}/flows/..%2f..%2fetc/steps/x",
+    "/api/runs/{run}/flows/stepwise-demo/steps/..%2f..%2f..%2fetc%2freceipts%2fx",
+    "/api/runs/{run}/flows/stepwise-demo/steps/x%00",
+    "/api/runs/{run}/flows/..%2fetc/steps/receipts",
+    "/api/runs/%2Fetc%2Fpasswd",
+    "/api/runs/{run}%2f..%2f..%2fetc/graph",
+    "/api/compare?a=golden:..%2f..%2fswarm%2fetc&b={run}",
+    "/api/compare?a=%2Fetc&b={run}",
+    "/static/..%2f..%2f..%2fpyproject.toml",
+    "/static/%2e%2e/app.py",
+)
+
+
+@pytest.mark.parametrize("template", TRAVERSALS)
+def test_a_path_out_of_the_runs_dir_is_404_and_touches_nothing_outside(
+    fenced: tuple[Any, Project, Path, str], template: str
+) -> None:
+    client, project, _, run_id = fenced
+    with FileWatch() as touched:
+        answer = client.get(template.format(run=run_id))
+    assert answer.status_code == 404
+    assert "SECRET" not in answer.text and "secret" not in answer.text
+    runs_dir = str(project.runs_dir.resolve())
+    outside = [p for p in touched if not os.path.realpath(p).startswith(runs_dir)]
+    assert [p for p in outside if "etc" in p or "golden" in p] == []
+
+
+def test_raw_dot_segments_on_the_wire_are_404(
+    fenced: tuple[Any, Project, Path, str], live_studio: Any
+) -> None:
+    # A browser folds '..' away; a raw client sends it as it is.
+    _, project, _, run_id = fenced
+    server = live_studio(project.config())
+    port = int(server.url.rsplit(":", 1)[1])
+    for path in (
+        "/api/runs/../../etc/receipts/x",
+        f"/api/runs/{run_id}/flows/../../../etc/steps/receipts",
+        "/static/../app.py",
+    ):
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        connection.request("GET", path)
+        answer = connection.getresponse()
+        body = answer.read()
+        connection.close()
+        assert answer.status == 404, path
+        assert b"SECRET" not in body
+
+
+def test_symlinks_planted_in_the_runs_dir_are_not_followed(
+    fenced: tuple[Any, Project, Path, str],
+) -> None:
+    client, project, secret, run_id = fenced
+    planted = "run-20990101-000000-zzzzzz"
+    (project.runs_dir / planted).symlink_to(secret.parent)
+    run_dir = project.runs_dir / run_id
+    (run_dir / "evil").symlink_to(secret)
+    receipts = run_dir / "stepwise-demo" / "receipts"
+    (receipts / "read_request-x.json").symlink_to(secret / "receipts" / "x.json")
+    assert client.get(f"/api/runs/{planted}").status_code == 404
+    assert client.get(f"/api/runs/{planted}/events").status_code == 404
+    assert planted not in client.get("/api/runs").text
+    assert client.get(f"/api/runs/{run_id}/flows/evil/steps/receipts").status_code == 404
+    step = client.get(f"/api/runs/{run_id}/flows/stepwise-demo/steps/read_request")
+    assert step.status_code == 200 and "secret" not in step.text
+    compared = client.get("/api/compare", params={"a": run_id, "b": run_id})
+    assert compared.status_code == 200 and "SECRET" not in compared.text
+
+
+def test_golden_files_skip_a_planted_symlink(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "meta.json").write_text("{}")
+    (tmp_path / "secret.json").write_text('{"secret": 1}')
+    (run / "planted.json").symlink_to(tmp_path / "secret.json")
+    assert set(golden_files(run)) == {"meta.json"}
+
+
+def test_only_loopback_names_are_answered(fenced: tuple[Any, Project, Path, str]) -> None:
+    client, *_ = fenced
+    for host in ("127.0.0.1:5000", "localhost:5000", "[::1]:5000", "localhost"):
+        assert client.get("/api/runs", headers={"Host": host}).status_code == 200, host
+    rebound = client.get("/api/runs", headers={"Host": "attacker.example:5000"})
+    assert rebound.status_code == 421 and "127.0.0.1" in rebound.json()["error"]
+
+
+def test_state_changes_need_the_studios_own_origin(
+    fenced: tuple[Any, Project, Path, str],
+) -> None:
+    client, project, _, run_id = fenced
+    before = project.runs()
+    body = {"flows": ["stepwise-demo"]}
+    for headers in (
+        {},
+        {"Origin": "http://attacker.example"},
+        {"Origin": "null"},
+        {"Origin": "http://127.0.0.1:5001"},
+        {"Sec-Fetch-Site": "cross-site"},
+    ):
+        answer = client.post("/api/runs", json=body, headers=headers)
+        assert answer.status_code == 403, headers
+        assert "Origin: http://127.0.0.1:5000" in answer.json()["error"]
+        assert client.post(f"/api/runs/{run_id}/stop", headers=headers).status_code == 403
+    assert project.runs() == before
+    form = client.post(
+        "/api/runs", content="flows=signal", headers={"Origin": LOCAL, "Content-Type": "text/plain"}
+    )
+    assert form.status_code == 400 and "as JSON" in form.json()["error"]
+    same = client.post("/api/runs", json=body, headers={"Sec-Fetch-Site": "same-origin"})
+    assert same.status_code == 201
