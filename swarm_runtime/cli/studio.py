@@ -28,6 +28,13 @@ def add_parser(commands: Any) -> None:
         help="address to listen on (default 127.0.0.1; anything else is reachable by others)",
     )
     parser.add_argument("--port", type=int, default=5000, help="port (default 5000; 0: any free)")
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="another name the studio may be reached by (IP addresses always work)",
+    )
     parser.set_defaults(handler=handle_studio)
 
 
@@ -56,6 +63,7 @@ def handle_studio(args: argparse.Namespace) -> int:
         runs_dir=settings.runs_dir.absolute(),
         flows_dir=flows_dir.absolute(),
         golden_dir=golden.absolute() if golden else None,
+        allowed_hosts=("localhost", *args.allow_host),
     )
     serve(config, host=args.host, port=args.port)
     return EXIT_OK

@@ -119,8 +119,13 @@ class RunActions:
                 f"run {run_id} recorded or replayed cassettes; such a run is not resumed"
             )
         mode = str(spec.get("mode") or "stub")
+        if mode not in MODES:
+            raise RunControlError(
+                f"run {run_id} ran in mode {mode!r}; the studio resumes {', '.join(MODES)} runs "
+                f"(use 'swarm resume {run_id} --mode …')"
+            )
         backend_id = str(spec.get("backend") or "claude-step-orchestrator")
-        self.backend(backend_id, mode if mode in MODES else "stub").resume(run_id)
+        self.backend(backend_id, mode).resume(run_id)
         return f"resumed run {run_id}"
 
     def shutdown(self) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
 from pathlib import Path
@@ -20,7 +21,8 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse as _StarletteJSON
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from swarm_runtime.errors import RunControlError, SwarmError, SwarmUsageError
@@ -38,6 +40,13 @@ __all__ = ["StudioConfig", "create_app"]
 Handler = Callable[[Request], Awaitable[Response]]
 
 
+class _JSONResponse(_StarletteJSON):
+    """JSON with non-ASCII escaped: a lone surrogate from a foreign run file still encodes."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, separators=(",", ":")).encode("ascii")
+
+
 class StudioConfig(Record):
     """What one studio serves, and how."""
 
@@ -47,8 +56,8 @@ class StudioConfig(Record):
     poll_seconds: float = 0.25
     """How often a stream looks for new events (a running run shows up within a second)."""
     keepalive_seconds: float = 15.0
-    allowed_hosts: tuple[str, ...] | None = ("127.0.0.1", "localhost", "::1")
-    """Host names the page may be reached by (``None``: any, when bound beyond loopback)."""
+    allowed_hosts: tuple[str, ...] = ("localhost",)
+    """Host names (besides IP addresses) the studio answers to: see the guard."""
 
 
 class _Studio:
@@ -58,6 +67,8 @@ class _Studio:
         self.files = self.index.files
         self.flows = FlowCatalog(config.flows_dir, config.golden_dir)
         self.actions = RunActions(self.files.runs_dir, config.flows_dir)
+        self.closing = threading.Event()
+        """Set when the server shuts down: open streams end at once."""
 
     # -- runs --------------------------------------------------------------------------------
 
@@ -72,19 +83,19 @@ class _Studio:
                 flow=query.get("flow") or None,
             )
         )
-        return JSONResponse(result)
+        return _JSONResponse(result)
 
     async def facets(self, request: Request) -> Response:
-        return JSONResponse(await run_in_threadpool(self.index.facets))
+        return _JSONResponse(await run_in_threadpool(self.index.facets))
 
     async def start(self, request: Request) -> Response:
         body = await _json_body(request)
         run_id = await run_in_threadpool(self.actions.start, body)
-        return JSONResponse({"run_id": run_id}, status_code=201)
+        return _JSONResponse({"run_id": run_id}, status_code=201)
 
     async def run(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]
-        return JSONResponse(await run_in_threadpool(self._summary, run_id))
+        return _JSONResponse(await run_in_threadpool(self._summary, run_id))
 
     def _summary(self, run_id: str) -> dict[str, Any]:
         run_dir = self.files.run_dir(run_id)
@@ -103,11 +114,11 @@ class _Studio:
         since = _int(request.query_params.get("since_seq"), 0)
         path = self.files.run_dir(run_id) / "events.jsonl"
         events = await run_in_threadpool(EventTail(path, since).read_all)
-        return JSONResponse({"run_id": run_id, "events": events})
+        return _JSONResponse({"run_id": run_id, "events": events})
 
     async def graph(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]
-        return JSONResponse(await run_in_threadpool(self._graph, run_id))
+        return _JSONResponse(await run_in_threadpool(self._graph, run_id))
 
     def _graph(self, run_id: str) -> dict[str, Any]:
         from swarm_runtime.studio.graph import run_graphs
@@ -127,7 +138,7 @@ class _Studio:
             params["step_id"],
             None if iteration in (None, "") else _int(iteration, -1),
         )
-        return JSONResponse(result)
+        return _JSONResponse(result)
 
     async def control(self, request: Request) -> Response:
         run_id, action = request.path_params["run_id"], request.path_params["action"]
@@ -138,7 +149,7 @@ class _Studio:
             message = await run_in_threadpool(self.actions.resume, run_id)
         else:
             message = await run_in_threadpool(self.actions.request, run_id, action)
-        return JSONResponse({"run_id": run_id, "action": action, "message": message})
+        return _JSONResponse({"run_id": run_id, "action": action, "message": message})
 
     async def stream(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]
@@ -156,13 +167,11 @@ class _Studio:
     async def _sse(self, request: Request, run_id: str, tail: EventTail) -> AsyncIterator[str]:
         yield f"retry: {int(self.config.poll_seconds * 4000)}\n\n"
         quiet = 0.0
-        last_kind = ""
-        while True:
+        while not self.closing.is_set():
             events = await run_in_threadpool(tail.poll)
             for event in events:
-                last_kind = str(event.get("kind"))
-                yield f"id: {event['seq']}\ndata: {json.dumps(event, ensure_ascii=False)}\n\n"
-            if not events and last_kind == "run_completed" and not self._live(run_id):
+                yield f"id: {event['seq']}\ndata: {json.dumps(event)}\n\n"
+            if not events and tail.last_kind == "run_completed" and not self._live(run_id):
                 yield f"event: end\ndata: {json.dumps({'last_seq': tail.last_seq})}\n\n"
                 return
             quiet = 0.0 if events else quiet + self.config.poll_seconds
@@ -182,16 +191,16 @@ class _Studio:
     # -- flows, backends, compare ------------------------------------------------------------
 
     async def flows_list(self, request: Request) -> Response:
-        return JSONResponse(await run_in_threadpool(self.flows.listing))
+        return _JSONResponse(await run_in_threadpool(self.flows.listing))
 
     async def flow_graph(self, request: Request) -> Response:
         key = request.path_params["flow_key"]
-        return JSONResponse(await run_in_threadpool(self.flows.graph, key))
+        return _JSONResponse(await run_in_threadpool(self.flows.graph, key))
 
     async def backends(self, request: Request) -> Response:
         from swarm_runtime.service import known_backends
 
-        return JSONResponse(
+        return _JSONResponse(
             {"backends": known_backends(), "default": "claude-step-orchestrator", "modes": MODES}
         )
 
@@ -200,13 +209,13 @@ class _Studio:
         result = await run_in_threadpool(
             self.flows.compare, self.files, query.get("a") or "", query.get("b") or ""
         )
-        return JSONResponse(result)
+        return _JSONResponse(result)
 
     async def goldens(self, request: Request) -> Response:
-        return JSONResponse({"goldens": await run_in_threadpool(self.flows.golden_names)})
+        return _JSONResponse({"goldens": await run_in_threadpool(self.flows.golden_names)})
 
     async def openapi(self, request: Request) -> Response:
-        return JSONResponse(openapi_document())
+        return _JSONResponse(openapi_document())
 
     # -- the page ----------------------------------------------------------------------------
 
@@ -232,13 +241,13 @@ def _guarded(handler: Handler) -> Handler:
         try:
             return await handler(request)
         except NotFound as exc:
-            return JSONResponse({"error": str(exc)}, status_code=404)
+            return _JSONResponse({"error": str(exc)}, status_code=404)
         except RunControlError as exc:
-            return JSONResponse({"error": str(exc)}, status_code=409)
+            return _JSONResponse({"error": str(exc)}, status_code=409)
         except SwarmUsageError as exc:
-            return JSONResponse({"error": str(exc)}, status_code=400)
+            return _JSONResponse({"error": str(exc)}, status_code=400)
         except SwarmError as exc:
-            return JSONResponse({"error": str(exc)}, status_code=500)
+            return _JSONResponse({"error": str(exc)}, status_code=500)
 
     return call
 
@@ -273,11 +282,11 @@ def create_app(config: StudioConfig) -> Starlette:
 
 
 async def _not_found(request: Request, exc: Exception) -> Response:
-    return JSONResponse({"error": f"no such page or API: {request.url.path}"}, status_code=404)
+    return _JSONResponse({"error": f"no such page or API: {request.url.path}"}, status_code=404)
 
 
 async def _not_allowed(request: Request, exc: Exception) -> Response:
-    return JSONResponse(
+    return _JSONResponse(
         {"error": f"{request.method} is not allowed on {request.url.path}"}, status_code=405
     )
 

@@ -93,26 +93,23 @@ class RunFiles:
             raise NotFound(f"{step_id!r} is not a step id")
         receipts = self.flow_dir(run_id, flow_key, "receipts")
         found: list[tuple[int, str, dict[str, Any]]] = []
-        for entry in os.scandir(receipts):
-            match = _RECEIPT_RE.fullmatch(entry.name)
-            if (
-                match is None
-                or match.group(1) != step_id
-                or not entry.is_file(follow_symlinks=False)
-            ):
-                continue
-            receipt = self.read_json(receipts / entry.name, limit=_MAX_SERVED_BYTES)
-            if isinstance(receipt, dict):
-                order = (
-                    int(match.group(3)) if match.group(3) else 1 << 30
-                )  # the plain name is the latest
-                found.append((order, entry.name, receipt))
+        with os.scandir(receipts) as entries:
+            for entry in entries:
+                match = _RECEIPT_RE.fullmatch(entry.name)
+                if match is None or match.group(1) != step_id:
+                    continue
+                if not entry.is_file(follow_symlinks=False):
+                    continue
+                receipt = self.read_json(receipts / entry.name, limit=_MAX_SERVED_BYTES)
+                if isinstance(receipt, dict):
+                    # ~1, ~2 … are earlier executions, in order; the plain name is the latest
+                    found.append((int(match.group(3) or 1 << 30), entry.name, receipt))
         if not found:
             raise NotFound(f"no receipt of step {step_id} in {flow_key} of {run_id}")
         found.sort(key=lambda item: item[0])
         iterations = [_iteration(item[2], index) for index, item in enumerate(found)]
         chosen = len(found) - 1 if iteration is None else _index_of(iterations, iteration, step_id)
-        _, name, receipt = found[chosen]
+        order, name, receipt = found[chosen]
         return {
             "run_id": run_id,
             "flow_key": flow_key,
@@ -122,14 +119,23 @@ class RunFiles:
             "iterations": iterations,
             "receipt": receipt,
             "handoff": receipt.get("handoff"),
-            "transcript": self._transcript(run_id, flow_key, receipt),
+            "transcript": self._transcript(
+                run_id, flow_key, receipt, None if order == 1 << 30 else order
+            ),
         }
 
-    def _transcript(self, run_id: str, flow_key: str, receipt: dict[str, Any]) -> list[Any]:
+    def _transcript(
+        self, run_id: str, flow_key: str, receipt: dict[str, Any], earlier: int | None
+    ) -> list[Any]:
+        # A receipt names its transcript before both are moved aside as ``~N`` when the step
+        # runs again (SPEC §2): the transcript of receipt ``~N`` is ``~N`` too.
         match = _TRANSCRIPT_RE.fullmatch(str(receipt.get("transcript_path") or ""))
         if match is None:
             return []
-        path = self.flow_dir(run_id, flow_key, "llm") / match.group(1)
+        name = match.group(1)
+        if earlier is not None:
+            name = re.sub(r"(~[0-9]+)?\.jsonl$", f"~{earlier}.jsonl", name)
+        path = self.flow_dir(run_id, flow_key, "llm") / name
         try:
             return self.read_lines(path)
         except NotFound:

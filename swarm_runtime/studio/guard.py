@@ -1,8 +1,11 @@
 """The studio's guard: who may reach it, who may change things, and what a page may run.
 
-* **Host.** Bound to loopback, the studio answers only requests addressed to a loopback
-  name (``127.0.0.1``, ``localhost``, ``::1``), so a web page whose own domain was made to
-  resolve to 127.0.0.1 (DNS rebinding) cannot read runs through it.
+* **Host.** The studio answers a request addressed to an IP address or to one of its
+  names (``localhost``; beyond loopback also this machine's name and ``--allow-host``
+  ones), so a web page whose own domain was made to resolve to the studio's address (DNS
+  rebinding) cannot read runs through it.
+* **Other sites.** A request a browser marks as coming from another site is refused, but
+  for following a link to the page itself.
 * **Same origin.** A request that changes state (anything but GET, HEAD, OPTIONS) needs an
   ``Origin`` header naming the studio itself (or, without one, ``Sec-Fetch-Site:
   same-origin``), so another site open in the same browser cannot start or stop runs.
@@ -13,11 +16,12 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from typing import Any
 from urllib.parse import urlsplit
 
-__all__ = ["SECURITY_HEADERS", "GuardMiddleware", "same_origin"]
+__all__ = ["SECURITY_HEADERS", "GuardMiddleware", "host_allowed", "same_origin"]
 
 SECURITY_HEADERS = (
     (b"x-content-type-options", b"nosniff"),
@@ -42,6 +46,23 @@ def _host_name(host: str) -> str:
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
+def host_allowed(host: str, names: tuple[str, ...]) -> bool:
+    """Whether a ``Host`` header names the studio: an IP address, or one of ``names``."""
+    name = _host_name(host).lower()
+    try:
+        ipaddress.ip_address(name)
+        return True  # an address cannot be rebound to another one
+    except ValueError:
+        return name in {n.lower() for n in names}
+
+
+def _other_site(headers: dict[str, str], method: str, path: str) -> bool:
+    site = headers.get("sec-fetch-site")
+    if site not in ("cross-site", "same-site"):
+        return False
+    return not (method == "GET" and path == "/" and headers.get("sec-fetch-mode") == "navigate")
+
+
 def same_origin(headers: dict[str, str], scheme: str) -> bool:
     """Whether a state-changing request comes from a page of this server."""
     origin = headers.get("origin")
@@ -55,7 +76,7 @@ def same_origin(headers: dict[str, str], scheme: str) -> bool:
 class GuardMiddleware:
     """ASGI middleware: the host check, the same-origin check, the security headers."""
 
-    def __init__(self, app: Any, *, allowed_hosts: tuple[str, ...] | None) -> None:
+    def __init__(self, app: Any, *, allowed_hosts: tuple[str, ...]) -> None:
         self.app = app
         self.allowed_hosts = allowed_hosts
 
@@ -64,9 +85,12 @@ class GuardMiddleware:
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-        host = _host_name(headers.get("host", ""))
-        if self.allowed_hosts is not None and host not in self.allowed_hosts:
-            await _refuse(send, 421, f"this studio answers to {', '.join(self.allowed_hosts)}")
+        if not host_allowed(headers.get("host", ""), self.allowed_hosts):
+            names = ", ".join(self.allowed_hosts)
+            await _refuse(send, 421, f"this studio answers to its IP addresses and to {names}")
+            return
+        if _other_site(headers, scope["method"], scope["path"]):
+            await _refuse(send, 403, "the studio does not answer requests from other sites")
             return
         if scope["method"] not in _SAFE_METHODS and not same_origin(
             headers, scope.get("scheme", "http")

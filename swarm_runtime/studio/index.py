@@ -18,6 +18,7 @@ and when it cannot be written (a read-only runs dir) the index lives in memory.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -42,7 +43,7 @@ LAYOUT_VERSION = 1
 _RACY_NS = 2_000_000_000
 """How old a directory's mtime must be before it is trusted to show every change."""
 
-_COLUMNS = (
+_COLUMNS: tuple[str, ...] = (
     "run_id",
     "status",
     "flows",
@@ -66,6 +67,12 @@ CREATE INDEX IF NOT EXISTS runs_newest ON runs (created_at DESC, run_id DESC);
 CREATE INDEX IF NOT EXISTS runs_status ON runs (status, created_at DESC);
 PRAGMA user_version = {LAYOUT_VERSION};
 """
+_UPSERT = (
+    f"INSERT INTO runs VALUES ({', '.join('?' * (len(_COLUMNS) + 1))}) ON CONFLICT (run_id) "
+    f"DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in (*_COLUMNS[1:], 'dir_mtime_ns'))} "
+    # succeeded is final: a status read before another studio wrote it must not undo it
+    "WHERE runs.status <> 'succeeded' OR excluded.status = 'succeeded'"
+)
 
 
 class RunIndex:
@@ -78,6 +85,7 @@ class RunIndex:
         self._db: sqlite3.Connection | None = None
         self._known: dict[str, tuple[str, int, int]] = {}  # run id -> status, mtime, row hash
         self._unsettled: set[str] = set()  # runs not (yet) succeeded: looked at every time
+        self._version = 0  # PRAGMA data_version when this process last knew the file
         self.location = "none"
         """The index file's path, ``memory``, or ``none`` before the runs dir exists."""
 
@@ -89,24 +97,35 @@ class RunIndex:
             db = self._open()
             if db is None:
                 return 0
-            entries = _entries(self.runs_dir)
-            stale = list(self._known.keys() - entries)
-            new = [n for n in entries - self._known.keys() if _is_run_dir(self.runs_dir, n)]
-            unsettled = [n for n in self._unsettled if n in entries]
-            changed: list[tuple[str, int]] = []
-            for name in (*new, *unsettled):
-                known = self._known.get(name)
-                mtime = _mtime(os.path.join(self.runs_dir, name))
-                if known is None or known[1] != mtime or known[0] in LIVE_STATUSES:
-                    changed.append((name, mtime))
-            rows = [row for row in self._rows(changed) if row is not None]
-            read = {row["run_id"] for row in rows}
-            stale += [name for name, _ in changed if name not in read]
-            rows = [row for row in rows if self._known.get(row["run_id"]) != _key(row)]
-            with db:
-                self._drop(db, stale)
-                self._store(db, rows)
+            try:
+                self._follow_others(db)
+                stale, rows = self._changes()
+                with db:
+                    self._drop(db, stale)
+                    self._store(db, rows)
+            except sqlite3.Error:
+                # Another process holds the file too long: keep what it holds, try next time.
+                self._load(db)
+                return 0
+            self._remember(stale, rows)
             return len(rows) + len(stale)
+
+    def _changes(self) -> tuple[list[str], list[dict[str, Any]]]:
+        """Rows to drop (run dirs gone) and rows to write (new or changed runs)."""
+        entries = _entries(self.runs_dir)
+        stale = list(self._known.keys() - entries)
+        new = [n for n in entries - self._known.keys() if _is_run_dir(self.runs_dir, n)]
+        unsettled = [n for n in self._unsettled if n in entries]
+        changed: list[tuple[str, int]] = []
+        for name in (*new, *unsettled):
+            known = self._known.get(name)
+            mtime = _mtime(os.path.join(self.runs_dir, name))
+            if known is None or known[1] != mtime or known[0] in LIVE_STATUSES:
+                changed.append((name, mtime))
+        rows = [row for row in self._rows(changed) if row is not None]
+        read = {row["run_id"] for row in rows}
+        stale += [name for name, _ in changed if name not in read]
+        return stale, [row for row in rows if self._known.get(row["run_id"]) != _key(row)]
 
     def _rows(self, changed: Iterable[tuple[str, int]]) -> Iterable[dict[str, Any] | None]:
         now = time.time_ns()
@@ -128,28 +147,29 @@ class RunIndex:
             (*(json.dumps(r[c]) if c == "flows" else r[c] for c in _COLUMNS), r["dir_mtime_ns"])
             for r in rows
         ]
-        marks = ", ".join("?" * (len(_COLUMNS) + 1))
-        db.executemany(f"INSERT OR REPLACE INTO runs VALUES ({marks})", values)
+        db.executemany(_UPSERT, values)
         db.executemany("DELETE FROM run_flows WHERE run_id = ?", [(r["run_id"],) for r in rows])
         db.executemany(
             "INSERT OR IGNORE INTO run_flows VALUES (?, ?)",
             [(r["run_id"], flow) for r in rows for flow in r["flows"]],
         )
-        for r in rows:
-            self._known[r["run_id"]] = _key(r)
-            if r["status"] == "succeeded":
-                self._unsettled.discard(r["run_id"])
-            else:
-                self._unsettled.add(r["run_id"])
 
     def _drop(self, db: sqlite3.Connection, names: list[str]) -> None:
-        if not names:
-            return
-        db.executemany("DELETE FROM runs WHERE run_id = ?", [(n,) for n in names])
-        db.executemany("DELETE FROM run_flows WHERE run_id = ?", [(n,) for n in names])
-        for name in names:
+        if names:
+            db.executemany("DELETE FROM runs WHERE run_id = ?", [(n,) for n in names])
+            db.executemany("DELETE FROM run_flows WHERE run_id = ?", [(n,) for n in names])
+
+    def _remember(self, stale: list[str], rows: list[dict[str, Any]]) -> None:
+        """What was committed, kept in memory (only once the commit went through)."""
+        for name in stale:
             self._known.pop(name, None)
             self._unsettled.discard(name)
+        for row in rows:
+            self._known[row["run_id"]] = _key(row)
+            if row["status"] == "succeeded":
+                self._unsettled.discard(row["run_id"])
+            else:
+                self._unsettled.add(row["run_id"])
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -158,21 +178,36 @@ class RunIndex:
             return self._db
         if not self.runs_dir.is_dir():
             return None
-        path = self.runs_dir / INDEX_NAME
+        folder = self.runs_dir / INDEX_NAME.split("/")[0]
         try:
-            path.parent.mkdir(exist_ok=True)
-            db = _connect(str(path))
-            self.location = str(path)
+            folder.mkdir(exist_ok=True)
+            if not _real_dir(folder):  # planted as a symlink: never written through
+                raise sqlite3.OperationalError(f"{folder} is not a directory of its own")
+            db = _connect(str(self.runs_dir / INDEX_NAME))
+            self.location = str(self.runs_dir / INDEX_NAME)
         except (OSError, sqlite3.Error):
             db = _connect(":memory:")  # a read-only runs dir: the index is rebuilt per process
             self.location = "memory"
         self._db = db
+        self._load(db)
+        return db
+
+    def _load(self, db: sqlite3.Connection) -> None:
+        """Take what the index file holds as known (at opening, or after a failed write)."""
+        with contextlib.suppress(sqlite3.Error):
+            db.rollback()
+        self._version = db.execute("PRAGMA data_version").fetchone()[0]
         self._known = {
             run_id: (status, mtime, 0)
             for run_id, status, mtime in db.execute("SELECT run_id, status, dir_mtime_ns FROM runs")
         }
         self._unsettled = {name for name, known in self._known.items() if known[0] != "succeeded"}
-        return db
+
+    def _follow_others(self, db: sqlite3.Connection) -> None:
+        """Another studio on the same runs dir wrote the file: start from what it holds."""
+        version = db.execute("PRAGMA data_version").fetchone()[0]
+        if version != self._version:
+            self._load(db)
 
     def close(self) -> None:
         """Close the index file."""
@@ -193,7 +228,7 @@ class RunIndex:
     ) -> dict[str, Any]:
         """One page of runs, newest first, filtered by status and flow; with the total."""
         self.refresh()
-        page, per_page = max(1, page), min(max(1, per_page), 500)
+        page, per_page = min(max(1, page), 1 << 40), min(max(1, per_page), 500)
         where, params = _filters(status, flow)
         with self._lock:
             if self._db is None:
@@ -228,18 +263,34 @@ def _connect(target: str) -> sqlite3.Connection:
     try:
         version = db.execute("PRAGMA user_version").fetchone()[0]
         if version not in (0, LAYOUT_VERSION):
-            raise sqlite3.DatabaseError(f"index layout {version}")
+            raise _Foreign(f"index layout {version}")
         db.executescript(_SCHEMA)
         db.execute("SELECT COUNT(*) FROM runs").fetchone()
-    except sqlite3.DatabaseError:
+    except sqlite3.OperationalError:
+        db.close()
+        raise  # locked, read-only, cannot open: not damage, nothing is deleted
+    except (sqlite3.DatabaseError, _Foreign):
         db.close()
         if target == ":memory:":
             raise
         os.unlink(target)  # a cache: a damaged or foreign file is rebuilt from the runs
         db = sqlite3.connect(target, check_same_thread=False, timeout=10, isolation_level=None)
         db.executescript(_SCHEMA)
+    if target != ":memory:":
+        db.execute("PRAGMA journal_mode = WAL")  # readers never hold a writer up
     db.isolation_level = "DEFERRED"
     return db
+
+
+class _Foreign(Exception):
+    """The index file is of another layout."""
+
+
+def _real_dir(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _filters(status: str | None, flow: str | None) -> tuple[str, tuple[str, ...]]:

@@ -15,7 +15,7 @@ from swarm_runtime.errors import SwarmUsageError
 from swarm_runtime.record import replace
 from swarm_runtime.studio.app import StudioConfig, create_app
 
-__all__ = ["bind", "is_loopback", "serve"]
+__all__ = ["bind", "host_names", "is_loopback", "serve"]
 
 
 def is_loopback(host: str) -> bool:
@@ -50,6 +50,18 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def host_names(host: str, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The names the studio answers to when bound to ``host`` (besides IP addresses)."""
+    names = ["localhost", *extra]
+    if not is_loopback(host):
+        names.append(socket.gethostname())
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        names.append(host)  # bound by name: that name
+    return tuple(dict.fromkeys(n for n in names if n))
+
+
 def serve(config: StudioConfig, *, host: str, port: int, out: TextIO = sys.stdout) -> None:
     """Serve the studio until Ctrl-C; runs started from the page are cancelled at the end."""
     try:
@@ -64,7 +76,7 @@ def serve(config: StudioConfig, *, host: str, port: int, out: TextIO = sys.stdou
             "this address can read every run here and start or stop runs",
             file=sys.stderr,
         )
-        config = replace(config, allowed_hosts=None)
+    config = replace(config, allowed_hosts=host_names(host, config.allowed_hosts))
     sock = bind(host, port)
     app = create_app(config)
     bound: Any = sock.getsockname()
@@ -72,7 +84,14 @@ def serve(config: StudioConfig, *, host: str, port: int, out: TextIO = sys.stdou
     print(f"Flow Studio: http://{shown}:{bound[1]}/", file=out)
     print(f"  runs: {config.runs_dir}   flows: {config.flows_dir}   (Ctrl-C stops)", file=out)
     out.flush()
-    server = uvicorn.Server(
+    closing = app.state.studio.closing
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            closing.set()  # open event streams end now, so the server stops at once
+            super().handle_exit(sig, frame)
+
+    server = Server(
         uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=2)
     )
     try:

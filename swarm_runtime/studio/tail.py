@@ -10,6 +10,7 @@ shrank (a run dir replaced) is read again from the start.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -26,48 +27,61 @@ class EventTail:
     def __init__(self, path: Path, since_seq: int = 0) -> None:
         self.path = path
         self.last_seq = since_seq
+        self.last_kind = ""
+        """The kind of the last whole event in the log, given out or not (``run_completed``
+        there means the run is over, even for a client that had seen it already)."""
         self._offset = 0
         self._partial = b""
+        self._pending = False
 
     def poll(self, *, max_bytes: int = 64 * _CHUNK) -> list[dict[str, Any]]:
-        """Events appended since the last poll (none when the log is not there yet)."""
-        try:
-            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-        except OSError:
-            return []
-        try:
-            size = os.fstat(fd).st_size
-            if size < self._offset:  # replaced by a shorter log: read it again
-                self._offset, self._partial = 0, b""
-            os.lseek(fd, self._offset, os.SEEK_SET)
-            data = os.read(fd, min(max(size - self._offset, 0), max_bytes))
-        finally:
-            os.close(fd)
+        """Events appended since the last poll (none when the log is not there yet).
+
+        Only a regular file is read (a symlink or a FIFO in its place is no log), at most
+        ``max_bytes`` at a time (:meth:`read_all` reads on while there is more).
+        """
+        data = self._read(max_bytes)
         self._offset += len(data)
         lines = (self._partial + data).split(b"\n")
         self._partial = lines.pop()
         events: list[dict[str, Any]] = []
         for line in lines:
             event = _event(line)
-            if event is not None and event["seq"] > self.last_seq:
+            if event is None:
+                continue
+            self.last_kind = str(event.get("kind"))
+            if event["seq"] > self.last_seq:
                 events.append(event)
                 self.last_seq = event["seq"]
         return events
 
+    def _read(self, max_bytes: int) -> bytes:
+        self._pending = False
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        try:
+            fd = os.open(self.path, flags)
+        except OSError:
+            return b""
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                return b""
+            if info.st_size < self._offset:  # replaced by a shorter log: read it again
+                self._offset, self._partial = 0, b""
+            wanted = max(info.st_size - self._offset, 0)
+            os.lseek(fd, self._offset, os.SEEK_SET)
+            data = os.read(fd, min(wanted, max_bytes))
+            self._pending = wanted > len(data) and bool(data)
+            return data
+        finally:
+            os.close(fd)
+
     def read_all(self) -> list[dict[str, Any]]:
         """Every event there is now after ``since_seq`` (a torn last line left out)."""
-        events: list[dict[str, Any]] = []
-        while True:
-            batch = self.poll()
-            events.extend(batch)
-            if not batch and not self._has_more():
-                return events
-
-    def _has_more(self) -> bool:
-        try:
-            return os.stat(self.path).st_size > self._offset
-        except OSError:
-            return False
+        events = self.poll()
+        while self._pending:
+            events.extend(self.poll())
+        return events
 
 
 def _event(line: bytes) -> dict[str, Any] | None:

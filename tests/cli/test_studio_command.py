@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import socket
@@ -15,35 +14,19 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SHIPPED_FLOWS
+from tests.studio.conftest import SWARM, swarm, swarm_env
 
 pytest.importorskip("starlette", reason="the studio extra: pip install -e '.[studio]'")
 
 
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SWARM_")}
-    env["SWARM_CACHE_DIR"] = os.environ["SWARM_CACHE_DIR"]
-    return env
-
-
-def _swarm(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "swarm_runtime.cli.main", *args],
-        cwd=cwd,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 def test_swarm_studio_serves_the_runs_of_the_project_until_ctrl_c(tmp_path: Path) -> None:
     shutil.copytree(SHIPPED_FLOWS, tmp_path / "flows")
-    assert _swarm("run", "stepwise-demo", cwd=tmp_path).returncode == 0
+    assert swarm("run", "stepwise-demo", cwd=tmp_path).returncode == 0
     (run_id,) = [p.name for p in (tmp_path / "swarm" / "runs").iterdir()]
     studio = subprocess.Popen(
-        [sys.executable, "-m", "swarm_runtime.cli.main", "studio", "--port", "0"],
+        [*SWARM, "studio", "--port", "0"],
         cwd=tmp_path,
-        env=_env(),
+        env=swarm_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -74,13 +57,13 @@ def test_a_busy_port_and_a_public_host_are_explained(tmp_path: Path) -> None:
         busy.bind(("127.0.0.1", 0))
         busy.listen(1)
         port = busy.getsockname()[1]
-        taken = _swarm(
+        taken = swarm(
             "studio", "--port", str(port), "--flows-dir", str(SHIPPED_FLOWS), cwd=tmp_path
         )
         assert taken.returncode == 2
         assert f"cannot listen on 127.0.0.1:{port}" in taken.stderr
         assert "pass another --port" in taken.stderr and "Traceback" not in taken.stderr
-        public = _swarm(
+        public = swarm(
             "studio",
             "--host",
             "0.0.0.0",
@@ -102,6 +85,19 @@ def test_bad_arguments_are_usage_errors(tmp_path: Path) -> None:
         (("--golden-dir", "nowhere"), "--golden-dir nowhere: no such directory"),
         (("--host", "no-such-host.invalid"), "--host no-such-host.invalid: cannot resolve it"),
     ):
-        done = _swarm("studio", "--flows-dir", str(SHIPPED_FLOWS), *args, cwd=tmp_path)
+        done = swarm("studio", "--flows-dir", str(SHIPPED_FLOWS), *args, cwd=tmp_path)
         assert done.returncode == 2, args
         assert text in done.stderr and "Traceback" not in done.stderr
+
+
+def test_without_the_studio_extra_it_says_what_to_install(tmp_path: Path) -> None:
+    hide = (
+        "import sys; sys.modules['starlette'] = None; sys.modules['uvicorn'] = None; "
+        "from swarm_runtime.cli.main import main; sys.exit(main(['studio', '--port', '0']))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", hide], cwd=tmp_path, env=swarm_env(), capture_output=True, text=True
+    )
+    assert done.returncode == 2
+    assert "pip install 'swarm-stepwise[studio]'" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -20,20 +21,30 @@ pytest.importorskip("starlette", reason="the studio extra: pip install -e '.[stu
 
 from starlette.testclient import TestClient
 
+from swarm_runtime.storage.lock import RunLock
 from swarm_runtime.studio.app import StudioConfig, create_app
 
 LOCAL = "http://127.0.0.1:5000"
 """The address the in-process client pretends to call: a loopback name, as a browser would."""
 
 
-def swarm(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """``swarm`` as a user runs it, in ``cwd``."""
+SWARM = [sys.executable, "-m", "swarm_runtime.cli.main"]
+"""The ``swarm`` command as a process."""
+
+
+def swarm_env() -> dict[str, str]:
+    """The environment without the developer's SWARM_ settings, with the session's cache."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SWARM_")}
     env["SWARM_CACHE_DIR"] = os.environ["SWARM_CACHE_DIR"]
+    return env
+
+
+def swarm(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``swarm`` as a user runs it, in ``cwd``."""
     return subprocess.run(
-        [sys.executable, "-m", "swarm_runtime.cli.main", *args],
+        [*SWARM, *args],
         cwd=cwd,
-        env=env,
+        env=swarm_env(),
         capture_output=True,
         text=True,
         timeout=120,
@@ -58,16 +69,25 @@ class Project:
         (made,) = set(self.runs()) - before
         return made
 
+    def running_run(self, run_id: str) -> RunLock:
+        """A run another process is running: meta says so, and this process holds its lock."""
+        run_dir = self.runs_dir / run_id
+        run_dir.mkdir(parents=True)
+        (run_dir / "meta.json").write_text(json.dumps({"status": "running", "flows": ["x"]}))
+        lock = RunLock(run_dir)
+        lock.acquire("now")
+        return lock
+
     def runs(self) -> list[str]:
         return sorted(p.name for p in self.runs_dir.glob("run-*"))
 
     def config(self, **changes: Any) -> StudioConfig:
-        return StudioConfig(
-            runs_dir=self.runs_dir,
-            flows_dir=self.flows_dir,
-            golden_dir=REPO / "golden",
-            **changes,
-        )
+        settings: dict[str, Any] = {
+            "runs_dir": self.runs_dir,
+            "flows_dir": self.flows_dir,
+            "golden_dir": REPO / "golden",
+        }
+        return StudioConfig(**{**settings, **changes})
 
 
 @pytest.fixture(scope="module")
@@ -133,6 +153,7 @@ class LiveStudio:
 
     def close(self) -> None:
         self.studio.actions.shutdown()
+        self.studio.closing.set()  # as the server does on Ctrl-C
         self.server.should_exit = True
         self.thread.join(30)
         self.studio.index.close()

@@ -146,6 +146,11 @@ def test_a_step_gives_its_receipt_transcript_and_handoff_per_execution(
     assert [line["role"] for line in latest["transcript"]] == ["system", "user", "assistant"]
     first = client.get(url, params={"iteration": 0}).json()
     assert first["receipt_file"].endswith("~1.json") and first["handoff"]["status"] != "VERIFIED"
+    # each execution shows its own transcript, not the latest one
+    llm = project.runs_dir / run_id / "signal" / "llm"
+    (earlier,) = llm.glob("critique_requirements-*~1.jsonl")
+    assert first["transcript"] == [json.loads(line) for line in earlier.read_text().splitlines()]
+    assert first["transcript"] != latest["transcript"]
     missing = client.get(url, params={"iteration": 7})
     assert missing.status_code == 404 and "no iteration 7" in missing.json()["error"]
 
@@ -228,15 +233,10 @@ def test_start_and_control_runs_through_the_run_service(tmp_path: Path, client_f
 def test_a_run_of_another_process_is_asked_through_its_control_file(
     tmp_path: Path, client_for: Any
 ) -> None:
-    from swarm_runtime.storage.lock import RunLock
-
     project = Project(tmp_path)
     run_id = "run-20250101-000000-otherp"
     run_dir = project.runs_dir / run_id
-    run_dir.mkdir(parents=True)
-    (run_dir / "meta.json").write_text(json.dumps({"status": "running", "flows": ["signal"]}))
-    lock = RunLock(run_dir)
-    lock.acquire("now")  # as `swarm run` in a terminal holds it
+    lock = project.running_run(run_id)  # as `swarm run` in a terminal holds it
     try:
         client = client_for(project.config())
         answer = client.post(f"/api/runs/{run_id}/pause", headers={"Origin": LOCAL})

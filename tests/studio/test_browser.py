@@ -277,3 +277,35 @@ def test_the_compare_page_shows_changed_steps_and_diffs(
     expect(page.locator("#compare-steps")).to_contain_text("frame_problem")
     expect(page.locator("pre.diff span.add").first).to_be_visible()
     _shot(page, "compare.png")
+
+
+def test_a_flow_without_a_definition_here_is_drawn_from_its_events_as_they_come(
+    tmp_path: Path, live_studio: Callable[..., LiveStudio], page: Any, gate: Gate
+) -> None:
+    project = Project(tmp_path)
+    backend = service.new_backend(
+        "gated-step-orchestrator", runs_dir=project.runs_dir, flows_dir=project.flows_dir
+    )
+    nowhere = tmp_path / "no-flows"
+    nowhere.mkdir()
+    server = live_studio(project.config(flows_dir=nowhere))  # the studio knows no flow
+    run_id = backend.start({"flows": ["stepwise-demo"]})
+    try:
+        page.goto(f"{server.url}/?run={run_id}")
+        nodes = page.locator('g.node[data-flow="stepwise-demo"]')
+        expect(nodes).to_have_count(1)
+        expect(nodes.first).to_have_attribute("data-status", "running")
+        gate.let()
+        expect(nodes).to_have_count(2)
+        expect(page.locator('g.node[data-step="read_request"]')).to_have_attribute(
+            "data-status", "succeeded"
+        )
+        gate.let(100)
+        expect(page.locator("#run-status")).to_have_text("succeeded")
+        expect(page.locator('g.node[data-step="summarize_demo"]')).to_have_attribute(
+            "data-status", "succeeded"
+        )
+        expect(page.locator("p.muted", has_text="drawn from the run's events")).to_be_visible()
+    finally:
+        gate.let(100)
+        backend.shutdown()

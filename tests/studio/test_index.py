@@ -7,6 +7,7 @@ import os
 import shutil
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 from swarm_runtime.studio.index import INDEX_NAME, RunIndex, scan_runs
 from tests.studio.conftest import Project
@@ -119,3 +120,64 @@ def test_a_run_dir_without_meta_is_pending_and_odd_entries_are_skipped(tmp_path:
         ("run-20250101-000000-aaaaaa", "pending"),
     ]
     assert rows[1]["created_at"] == "2025-01-01T00:00:00Z"
+
+
+def test_two_studios_on_one_runs_dir_share_the_index_file(tmp_path: Path) -> None:
+    project = Project(tmp_path)
+    project.run("stepwise-demo")
+    first, second = RunIndex(project.runs_dir), RunIndex(project.runs_dir)
+    assert first.refresh() == 1
+    assert second.refresh() == 0  # the first one's rows, read from the file
+    project.run("stepwise-demo")
+    assert second.refresh() == 1
+    assert first.refresh() == 0  # it sees the second one wrote, and does not read it again
+    assert len(_ids(first)) == 2
+    first.close()
+    second.close()
+
+
+def test_a_status_read_before_another_studio_wrote_succeeded_does_not_undo_it(
+    tmp_path: Path,
+) -> None:
+    project = Project(tmp_path)
+    project.run("stepwise-demo")
+    index = RunIndex(project.runs_dir)
+    (row,) = index.page()["runs"]
+    assert row["status"] == "succeeded"
+    database = index._open()
+    assert database is not None
+    with database:  # a slower studio commits what it read while the run was paused
+        index._store(database, [{**row, "status": "paused", "dir_mtime_ns": -1}])
+    index.close()
+    stored = sqlite3.connect(project.runs_dir / INDEX_NAME)
+    assert stored.execute("SELECT status FROM runs").fetchall() == [("succeeded",)]
+    stored.close()
+
+
+def test_a_failed_write_leaves_the_run_to_the_next_refresh(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    project = Project(tmp_path)
+    index = RunIndex(project.runs_dir)
+    project.run("stepwise-demo")
+
+    def locked(*args: object) -> None:
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(index, "_store", locked)
+    assert index.page()["runs"] == []  # answered from what the file holds, no error
+    monkeypatch.undo()
+    assert len(index.page()["runs"]) == 1
+    index.close()
+
+
+def test_a_symlinked_index_folder_is_not_written_through(tmp_path: Path) -> None:
+    project = Project(tmp_path / "p")
+    run_id = project.run("stepwise-demo")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (project.runs_dir / ".studio").symlink_to(elsewhere)
+    index = RunIndex(project.runs_dir)
+    assert _ids(index) == [run_id]
+    assert index.location == "memory" and list(elsewhere.iterdir()) == []
+    index.close()

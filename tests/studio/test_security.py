@@ -136,10 +136,40 @@ def test_golden_files_skip_a_planted_symlink(tmp_path: Path) -> None:
 
 def test_only_loopback_names_are_answered(fenced: tuple[Any, Project, Path, str]) -> None:
     client, *_ = fenced
-    for host in ("127.0.0.1:5000", "localhost:5000", "[::1]:5000", "localhost"):
+    for host in ("127.0.0.1:5000", "LOCALHOST:5000", "[::1]:5000", "127.0.0.2", "10.1.2.3:80"):
         assert client.get("/api/runs", headers={"Host": host}).status_code == 200, host
-    rebound = client.get("/api/runs", headers={"Host": "attacker.example:5000"})
-    assert rebound.status_code == 421 and "127.0.0.1" in rebound.json()["error"]
+    for host in ("attacker.example:5000", "localhost.attacker.example", "127.0.0.1.nip.io"):
+        rebound = client.get("/api/runs", headers={"Host": host})
+        assert rebound.status_code == 421, host
+        assert "IP addresses and to localhost" in rebound.json()["error"]
+
+
+def test_the_names_a_studio_answers_to_follow_its_address() -> None:
+    import socket
+
+    from swarm_runtime.studio.server import host_names
+
+    assert host_names("127.0.0.1") == ("localhost",)
+    assert host_names("0.0.0.0", ("studio.lan",)) == (
+        "localhost",
+        "studio.lan",
+        socket.gethostname(),
+    )
+    assert "box.example" in host_names("box.example")
+
+
+def test_requests_from_other_sites_are_refused_but_a_link_to_the_page(
+    fenced: tuple[Any, Project, Path, str],
+) -> None:
+    client, _, _, run_id = fenced
+    for site in ("cross-site", "same-site"):
+        for path in ("/api/runs", f"/api/runs/{run_id}/stream", "/static/studio.js"):
+            answer = client.get(path, headers={"Sec-Fetch-Site": site})
+            assert answer.status_code == 403, (site, path)
+    link = client.get("/", headers={"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate"})
+    assert link.status_code == 200
+    own = client.get("/api/runs", headers={"Sec-Fetch-Site": "same-origin"})
+    assert own.status_code == 200
 
 
 def test_state_changes_need_the_studios_own_origin(
@@ -157,7 +187,10 @@ def test_state_changes_need_the_studios_own_origin(
     ):
         answer = client.post("/api/runs", json=body, headers=headers)
         assert answer.status_code == 403, headers
-        assert "Origin: http://127.0.0.1:5000" in answer.json()["error"]
+        assert any(
+            text in answer.json()["error"]
+            for text in ("Origin: http://127.0.0.1:5000", "requests from other sites")
+        )
         assert client.post(f"/api/runs/{run_id}/stop", headers=headers).status_code == 403
     assert project.runs() == before
     form = client.post(
@@ -166,3 +199,30 @@ def test_state_changes_need_the_studios_own_origin(
     assert form.status_code == 400 and "as JSON" in form.json()["error"]
     same = client.post("/api/runs", json=body, headers={"Sec-Fetch-Site": "same-origin"})
     assert same.status_code == 201
+
+
+def test_a_planted_fifo_or_symlink_for_an_event_log_is_no_log(
+    fenced: tuple[Any, Project, Path, str],
+) -> None:
+    client, project, secret, run_id = fenced
+    log = project.runs_dir / run_id / "events.jsonl"
+    log.unlink()
+    os.mkfifo(log)  # opening it for reading would block a worker for ever
+    assert client.get(f"/api/runs/{run_id}/events").json()["events"] == []
+    assert client.get(f"/api/runs/{run_id}/graph").status_code == 200
+    log.unlink()
+    log.symlink_to(secret / "receipts" / "x.json")
+    events = client.get(f"/api/runs/{run_id}/events")
+    assert events.json()["events"] == [] and "secret" not in events.text
+
+
+def test_a_lone_surrogate_in_a_run_file_is_served_escaped(
+    fenced: tuple[Any, Project, Path, str],
+) -> None:
+    client, project, _, run_id = fenced
+    llm = project.runs_dir / run_id / "stepwise-demo" / "llm"
+    (transcript,) = llm.glob("read_request-*.jsonl")
+    transcript.write_text('{"role": "assistant", "content": "half \\ud83d of a pair"}\n')
+    step = client.get(f"/api/runs/{run_id}/flows/stepwise-demo/steps/read_request")
+    assert step.status_code == 200
+    assert step.json()["transcript"] == [{"role": "assistant", "content": "half \ud83d of a pair"}]

@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from swarm_runtime.storage.lock import RunLock
 from tests.studio.conftest import Project
 
 
@@ -63,6 +62,11 @@ def test_a_reconnect_with_last_event_id_goes_on_after_it(tmp_path: Path, live_st
     ids = [int(m["id"]) for m in stream.messages() if "id" in m]
     assert ids[0] == 8
     stream.close()
+    last = len((project.runs_dir / run_id / "events.jsonl").read_text().splitlines())
+    caught_up = Stream(server.url, f"/api/runs/{run_id}/stream", {"Last-Event-ID": str(last)})
+    # a client that has every event, run_completed included, is told the run is over
+    assert list(caught_up.messages()) == [{"event": "end", "data": f'{{"last_seq": {last}}}'}]
+    caught_up.close()
     missing = Stream(server.url, "/api/runs/run-20250101-000000-nosuch/stream")
     assert missing.response.status == 404
     missing.close()
@@ -78,10 +82,7 @@ def test_events_appended_to_a_running_run_arrive_as_they_are_written(
     project = Project(tmp_path)
     run_id = "run-20250101-000000-livexx"
     run_dir = project.runs_dir / run_id
-    run_dir.mkdir(parents=True)
-    (run_dir / "meta.json").write_text(json.dumps({"status": "running", "flows": ["x"]}))
-    lock = RunLock(run_dir)
-    lock.acquire("now")
+    lock = project.running_run(run_id)
     log = run_dir / "events.jsonl"
     log.write_text(_event(run_id, 1, "run_created"))
     server = live_studio(project.config())

@@ -189,12 +189,15 @@ async function startForm() {
 
 const NODE_W = 230, NODE_H = 38, GAP = 26, LEFT = 120, RIGHT = 170;
 
+let graphCount = 0;
+
 function drawGraph(flow) {
+  const marker = `arrow-${++graphCount}`;
   const y = (i) => 16 + i * (NODE_H + GAP);
   const position = new Map(flow.nodes.map((n, i) => [n.id, i]));
   const height = y(flow.nodes.length) + 10;
   const svg = el("svg:svg", { width: LEFT + NODE_W + RIGHT, height, class: "flow-graph", "data-flow": flow.key },
-    el("svg:defs", {}, el("svg:marker", { id: `arrow-${flow.key}`, viewBox: "0 0 10 10", refX: 9, refY: 5,
+    el("svg:defs", {}, el("svg:marker", { id: marker, viewBox: "0 0 10 10", refX: 9, refY: 5,
       markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" }, el("svg:path", { d: "M0,0 L10,5 L0,10 z" }))));
   let left = 0, right = 0;
   const fromRight = new Map();
@@ -218,7 +221,7 @@ function drawGraph(flow) {
       lx = x + 8; ly = y(i) + NODE_H / 2 - 4 - 12 * k;  // beside its source, one line each
     }
     svg.append(el("svg:path", { class: "edge", d, "data-kind": edge.kind, "data-from": edge.from,
-      "data-to": edge.to, "marker-end": `url(#arrow-${flow.key})` }, el("svg:title", { text: edge.label || edge.kind })));
+      "data-to": edge.to, "marker-end": `url(#${marker})` }, el("svg:title", { text: edge.label || edge.kind })));
     if (edge.label) svg.append(el("svg:text", { class: "edge-label", x: lx, y: ly, "data-from": edge.from, text: edge.label }));
   }
   flow.nodes.forEach((node, i) => {
@@ -240,32 +243,41 @@ function countText(count, agents) {
   return `×${count}${who ? ` · ${who}` : ""}`;
 }
 
-function applyEvent(event, page, nodes) {
-  const row = el("tr", { "data-seq": event.seq, "data-kind": event.kind },
+function addTimelineRow(event, page) {
+  const kind = String(event.kind || "?");
+  page.timeline.append(el("tr", { "data-seq": event.seq, "data-kind": kind },
     el("td", { class: "num", text: event.seq }),
-    el("td", { text: (event.ts || "").slice(11, 23), title: event.ts || "" }),
-    el("td", { text: event.kind }),
+    el("td", { text: String(event.ts || "").slice(11, 23), title: String(event.ts || "") }),
+    el("td", { text: kind }),
     el("td", { text: event.step_id ? `${event.flow_key}/${event.step_id}` : "" }),
-    el("td", { text: summarise(event.payload) }));
-  page.timeline.append(row);
+    el("td", { text: summarise(event.payload) })));
   page.lastSeq = Math.max(page.lastSeq, event.seq);
-  if (nodes && event.step_id && event.flow_key) {
-    const node = document.querySelector(`g.node[data-flow="${CSS.escape(event.flow_key)}"][data-step="${CSS.escape(event.step_id)}"]`);
-    if (node) {
-      if (event.kind === "step_start") {
-        const count = Number(node.getAttribute("data-count")) + 1;
-        node.setAttribute("data-count", count);
-        node.setAttribute("data-status", "running");
-        const agents = (event.payload && event.payload.agents) || [];
-        node.querySelector("text.count").textContent = countText(count, agents);
-      } else if (event.kind === "step_end") {
-        node.setAttribute("data-status", (event.payload && event.payload.status) || "succeeded");
-      } else if (event.kind === "step_error") {
-        node.setAttribute("data-status", "failed");
-      }
-    }
+}
+
+// Lays one event over the graph; false when the step has no node (yet).
+function applyToNode(event) {
+  if (typeof event.step_id !== "string" || typeof event.flow_key !== "string") return true;
+  const node = document.querySelector(`g.node[data-flow="${CSS.escape(event.flow_key)}"][data-step="${CSS.escape(event.step_id)}"]`);
+  if (!node) return false;
+  const payload = event.payload && typeof event.payload === "object" ? event.payload : {};
+  if (event.kind === "step_start") {
+    const count = Number(node.getAttribute("data-count")) + 1;
+    node.setAttribute("data-count", count);
+    node.setAttribute("data-status", "running");
+    node.querySelector("text.count").textContent = countText(count, Array.isArray(payload.agents) ? payload.agents : []);
+  } else if (event.kind === "step_end") {
+    node.setAttribute("data-status", String(payload.status || "succeeded"));
+  } else if (event.kind === "step_error") {
+    node.setAttribute("data-status", "failed");
   }
-  if (nodes && event.kind.startsWith("run_")) page.reloadSummary();
+  return true;
+}
+
+function applyEvent(event, page) {
+  page.events.push(event);
+  addTimelineRow(event, page);
+  if (!applyToNode(event)) page.redrawGraph();  // a flow drawn from its events grew a step
+  if (String(event.kind || "").startsWith("run_")) page.reloadSummary();
 }
 
 function summarise(payload) {
@@ -291,7 +303,19 @@ async function runPage(runId) {
           el("thead", {}, el("tr", {}, ["seq", "time", "kind", "step", "payload"].map((h) => el("th", { text: h })))),
           timeline))),
       panel));
-  const page = { timeline, lastSeq: 0, source: null, reloadSummary: null };
+  const page = { timeline, lastSeq: 0, source: null, events: [], reloadSummary: null, redrawGraph: null };
+  let redrawing = false;
+  async function drawGraphs() {
+    const graph = await api(`${base}/graph`);
+    graphs.replaceChildren(...graph.flows.map(drawGraph));
+    // Node states come from the events, so the graph and the timeline agree on every seq.
+    for (const event of page.events) applyToNode(event);
+  }
+  page.redrawGraph = () => {
+    if (redrawing) return;
+    redrawing = true;
+    drawGraphs().catch((e) => notice(e.message, true)).finally(() => { redrawing = false; });
+  };
   async function reloadSummary() {
     const summary = await api(base);
     header.replaceChildren(el("h2", {}, `${runId} `, el("span", { id: "run-status", class: "badge", "data-status": summary.status, text: summary.status })),
@@ -303,10 +327,12 @@ async function runPage(runId) {
   page.reloadSummary = () => { reloadSummary().catch((e) => notice(e.message, true)); };
   try {
     await reloadSummary();
-    const [graph, events] = await Promise.all([api(`${base}/graph`), api(`${base}/events`)]);
-    graphs.replaceChildren(...graph.flows.map(drawGraph));
-    // Node states come from the events, so the graph and the timeline agree on every seq.
-    for (const event of events.events) applyEvent(event, page, true);
+    const events = await api(`${base}/events`);
+    for (const event of events.events) {
+      page.events.push(event);
+      addTimelineRow(event, page);
+    }
+    await drawGraphs();
   } catch (error) {
     app.replaceChildren(el("p", { class: "error", id: "run-error", text: error.message }));
     return;
@@ -322,7 +348,7 @@ function follow(runId, page) {
   if (page.source) page.source.close();
   const source = new EventSource(`/api/runs/${encodeURIComponent(runId)}/stream?since_seq=${page.lastSeq}`);
   page.source = source;
-  source.onmessage = (message) => applyEvent(JSON.parse(message.data), page, true);
+  source.onmessage = (message) => applyEvent(JSON.parse(message.data), page);
   source.addEventListener("end", () => { source.close(); page.reloadSummary(); });
 }
 
@@ -338,7 +364,7 @@ function renderControls(box, runId, summary, page) {
     }
   };
   const live = summary.status === "running" || summary.status === "pending";
-  const resumable = ["paused", "stopped", "crashed", "blocked", "failed"].includes(summary.status);
+  const resumable = ["paused", "stopped", "crashed", "blocked"].includes(summary.status);
   box.replaceChildren(
     el("button", { id: "pause", type: "button", text: "Pause", disabled: !live, onclick: act("pause") }),
     el("button", { id: "stop", type: "button", text: "Stop", disabled: !live, onclick: act("stop") }),
@@ -374,12 +400,13 @@ async function openStep(runId, flow, step, iteration, panel) {
 }
 
 function message(line) {
-  const role = line.role || line.type || "line";
+  if (!line || typeof line !== "object") line = { content: JSON.stringify(line) };
+  const role = String(line.role || line.type || "line");
   let content = line.content;
   if (content === undefined) content = JSON.stringify(line.type === "tool_use" ? line.input : line.output !== undefined ? line.output : line, null, 2);
   if (typeof content !== "string") content = JSON.stringify(content, null, 2);
   return el("div", { class: "message", "data-role": role },
-    el("strong", { text: line.tool ? `${role} · ${line.tool}` : role }),
+    el("strong", { text: line.tool ? `${role} · ${String(line.tool)}` : role }),
     el("pre", { text: content }));
 }
 
