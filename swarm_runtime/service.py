@@ -72,6 +72,14 @@ class Backend:
     def resume(self, run_id: str, *, external_input: str | None = None) -> None:
         """Continue a paused, stopped, blocked or crashed run in a new worker."""
         run_dir = self._run_dir(run_id)
+        previous = self._workers.get(run_id)
+        if previous is not None and previous.thread.is_alive():
+            from swarm_runtime.storage.status import read_meta
+
+            if (read_meta(run_dir) or {}).get("status") not in ("pending", "running"):
+                # Paused or stopped, its worker is still closing the run (and holds the
+                # lock): a resume asked for at that instant waits for it, not fails.
+                previous.thread.join(30)
         self._launch(
             lambda orchestrator: orchestrator.prepare_resume(run_dir, external_input=external_input)
         )

@@ -13,6 +13,7 @@ from swarm_runtime.contracts.check import validate_run_dir
 from swarm_runtime.engines.scenario import Scenario
 from swarm_runtime.errors import ConfigError, RunControlError
 from swarm_runtime.orchestrator.plan import RunSpec
+from swarm_runtime.record import replace
 from swarm_runtime.service import Backend, get_backend, register_backend, reset_backends
 from tests.conftest import SHIPPED_FLOWS
 
@@ -101,6 +102,55 @@ def test_pause_and_resume_through_the_backend(tmp_path: Path) -> None:
     backend.resume(run_id)
     assert backend.wait(run_id, timeout=120)["status"] == "succeeded"
     assert validate_run_dir(tmp_path / "runs" / run_id) == []
+
+
+def test_a_resume_right_after_a_pause_waits_for_the_worker_to_let_go(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from swarm_runtime.orchestrator.recorder import RunRecorder
+
+    closing, release, joining = threading.Event(), threading.Event(), threading.Event()
+    close = RunRecorder.close
+
+    def held_close(recorder: RunRecorder) -> None:
+        if not closing.is_set():  # the paused run's worker: meta says paused, lock still held
+            closing.set()
+            release.wait(60)
+        close(recorder)
+
+    monkeypatch.setattr(RunRecorder, "close", held_close)
+    backend = _backend(tmp_path, {"signal/frame_problem": {"delay_ms": 300}})
+    run_id = backend.start(RunSpec(flows=("signal",)))
+    backend.pause(run_id)
+    assert closing.wait(120)
+    worker = backend._workers[run_id]
+
+    class Watched:  # the old worker's thread, telling when a resume waits for it
+        def is_alive(self) -> bool:
+            return worker.thread.is_alive()
+
+        def join(self, timeout: float | None = None) -> None:
+            joining.set()
+            worker.thread.join(timeout)
+
+    backend._workers[run_id] = replace(worker, thread=Watched())
+    outcome: list[BaseException | None] = []
+
+    def resume() -> None:
+        try:
+            backend.resume(run_id)
+            outcome.append(None)
+        except BaseException as exc:
+            outcome.append(exc)
+            joining.set()
+
+    asker = threading.Thread(target=resume)
+    asker.start()
+    assert joining.wait(60)
+    release.set()
+    asker.join(60)
+    assert outcome == [None]
+    assert backend.wait(run_id, timeout=120)["status"] == "succeeded"
 
 
 def test_a_backend_start_error_is_raised_at_once(tmp_path: Path) -> None:
