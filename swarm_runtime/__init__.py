@@ -9,7 +9,9 @@ that module.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from swarm_runtime.lazy import lazy_names as _lazy_names
 
 if TYPE_CHECKING:
     from swarm_runtime.engines import (
@@ -100,16 +102,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Import a public name on first use, so ``import swarm_runtime.x`` stays cheap."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'swarm_runtime' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy_names(__name__, _LAZY, globals())
 
 
 def __dir__() -> list[str]:

@@ -56,29 +56,12 @@ def add_parser(commands: Any) -> None:
 def handle_request(args: argparse.Namespace) -> int:
     """Ask the process running RUN to pause or stop; refuse when nothing runs it."""
     from swarm_runtime.cli.runs import resolve_run_dir
-    from swarm_runtime.orchestrator.control import write_request
-    from swarm_runtime.storage.lock import read_holder
-    from swarm_runtime.storage.status import observed_status
+    from swarm_runtime.orchestrator.control import ask_running_process
 
     run_dir = resolve_run_dir(args.run, args.runs_dir)
-    status = observed_status(run_dir)
-    holder = read_holder(run_dir)
-    if status not in ("pending", "running") or holder is None:
-        hint = (
-            f"; 'swarm resume {run_dir.name}' continues it"
-            if status in ("paused", "stopped", "crashed")
-            else ""
-        )
-        raise RunControlError(
-            f"run {run_dir.name} is {status}, not running: there is nothing to {args.request}"
-            + hint
-        )
     reason = args.reason or f"{args.request} requested from the command line"
-    write_request(run_dir / "control.json", args.request, reason)
-    print(
-        f"asked run {run_dir.name} ({holder.describe()}) to {args.request} at its next step "
-        "boundary"
-    )
+    holder = ask_running_process(run_dir, args.request, reason)
+    print(f"asked run {run_dir.name} ({holder}) to {args.request} at its next step boundary")
     return EXIT_OK
 
 

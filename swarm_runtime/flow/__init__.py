@@ -6,8 +6,9 @@ of :mod:`swarm_runtime.flow.spec`, say) does not import the YAML loader.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from swarm_runtime.lazy import lazy_names as _lazy_names
 
 if TYPE_CHECKING:
     from swarm_runtime.flow.loader import check_flow_file, load_flow
@@ -37,10 +38,4 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy_names(__name__, {k: f".{v}" for k, v in _HOMES.items()}, globals())

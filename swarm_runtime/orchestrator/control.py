@@ -20,7 +20,14 @@ from swarm_runtime.inputs import load_json, read_run_text
 if TYPE_CHECKING:
     from swarm_runtime.orchestrator.checkpoint import BlockedStep
 
-__all__ = ["CONTROL_REQUESTS", "Blocked", "Interrupted", "RunControl", "write_request"]
+__all__ = [
+    "CONTROL_REQUESTS",
+    "Blocked",
+    "Interrupted",
+    "RunControl",
+    "ask_running_process",
+    "write_request",
+]
 
 CONTROL_REQUESTS = ("pause", "stop")
 
@@ -50,6 +57,30 @@ def write_request(control_file: Path, request: str, reason: str) -> None:
 
     document = {"request": request, "reason": reason, "pid": os.getpid()}
     write_text_atomic(control_file, json.dumps(document, sort_keys=True) + "\n")
+
+
+def ask_running_process(run_dir: Path, request: str, reason: str) -> str:
+    """Ask the process that runs ``run_dir`` to pause or stop; who it is (``pid … on …``).
+
+    RunControlError when no live process runs it (``swarm resume`` is then the way on).
+    """
+    from swarm_runtime.errors import RunControlError
+    from swarm_runtime.storage.lock import read_holder
+    from swarm_runtime.storage.status import observed_status
+
+    status = observed_status(run_dir)
+    holder = read_holder(run_dir)
+    if status not in ("pending", "running") or holder is None:
+        hint = (
+            f"; 'swarm resume {run_dir.name}' continues it"
+            if status in ("paused", "stopped", "crashed")
+            else ""
+        )
+        raise RunControlError(
+            f"run {run_dir.name} is {status}, not running: there is nothing to {request}" + hint
+        )
+    write_request(run_dir / "control.json", request, reason)
+    return holder.describe()
 
 
 class RunControl:

@@ -6,8 +6,9 @@ is read or run.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from swarm_runtime.lazy import lazy_names as _lazy_names
 
 if TYPE_CHECKING:
     from swarm_runtime.plan.builtins import default_handlers
@@ -70,10 +71,4 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'swarm_runtime.plan' has no attribute {name!r}")
-    value = getattr(import_module(f"swarm_runtime.plan.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy_names(__name__, {k: f".{v}" for k, v in _HOMES.items()}, globals())

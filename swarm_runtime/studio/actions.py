@@ -90,9 +90,7 @@ class RunActions:
 
     def request(self, run_id: str, action: str) -> str:
         """Pause or stop a running run; what was done, in words."""
-        from swarm_runtime.orchestrator.control import write_request
-        from swarm_runtime.storage.lock import read_holder
-        from swarm_runtime.storage.status import observed_status
+        from swarm_runtime.orchestrator.control import ask_running_process
 
         run_dir = self.files.run_dir(run_id)
         reason = f"{action} requested from the studio"
@@ -100,12 +98,8 @@ class RunActions:
         if backend is not None:
             getattr(backend, action)(run_id, reason)
             return f"asked run {run_id} to {action} at its next step boundary"
-        status = observed_status(run_dir)
-        holder = read_holder(run_dir)
-        if status not in ("pending", "running") or holder is None:
-            raise RunControlError(f"run {run_id} is {status}: there is nothing to {action}")
-        write_request(run_dir / "control.json", action, reason)
-        return f"asked run {run_id} ({holder.describe()}) to {action} at its next step boundary"
+        holder = ask_running_process(run_dir, action, reason)
+        return f"asked run {run_id} ({holder}) to {action} at its next step boundary"
 
     def resume(self, run_id: str) -> str:
         """Resume a paused, stopped or crashed run in a worker of this process."""

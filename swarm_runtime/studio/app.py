@@ -99,12 +99,12 @@ class _Studio:
 
     def _summary(self, run_id: str) -> dict[str, Any]:
         run_dir = self.files.run_dir(run_id)
-        row = run_row(self.files, run_id)
-        meta = _optional(self.files.read_json, run_dir / "meta.json")
+        meta = self.files.meta(run_dir)
+        row = run_row(self.files, run_id, meta)
         spec = _optional(self.files.read_json, run_dir / "spec.json")
         return {
             **row,
-            "flow_totals": (meta or {}).get("flow_totals") if isinstance(meta, dict) else None,
+            "flow_totals": meta.get("flow_totals"),
             "spec": spec,
             "live": row["status"] in LIVE_STATUSES,
         }

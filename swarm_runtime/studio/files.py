@@ -62,6 +62,14 @@ class RunFiles:
         except (OSError, InputRefused, ValueError) as exc:
             raise NotFound(f"{path.name}: {_reason(exc)}") from None
 
+    def meta(self, run_dir: Path) -> dict[str, Any]:
+        """The run's ``meta.json`` (not followed if a symlink), or ``{}`` when there is none."""
+        try:
+            meta = self.read_json(run_dir / "meta.json")
+        except NotFound:
+            return {}
+        return meta if isinstance(meta, dict) else {}
+
     def read_lines(self, path: Path) -> list[Any]:
         """A JSON-lines file of a run; a line that is not JSON is kept as its text."""
         try:
@@ -157,12 +165,12 @@ def _index_of(iterations: list[int], iteration: int, step_id: str) -> int:
     return iterations.index(iteration)
 
 
-def run_row(files: RunFiles, run_id: str) -> dict[str, Any]:
+def run_row(files: RunFiles, run_id: str, meta: dict[str, Any] | None = None) -> dict[str, Any]:
     """The list row of one run: what ``meta.json`` says, its status as seen from outside."""
-    from swarm_runtime.storage.status import observed_status, read_meta
+    from swarm_runtime.storage.status import observed_status
 
     run_dir = files.run_dir(run_id)
-    meta = read_meta(run_dir) or {}
+    meta = files.meta(run_dir) if meta is None else meta
     status = observed_status(run_dir, meta) if meta else "pending"
     tokens = meta.get("tokens")
     listed = meta.get("flows")

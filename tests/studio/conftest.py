@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -172,9 +171,3 @@ def live_studio() -> Iterator[Callable[[StudioConfig], LiveStudio]]:
     yield start
     for server in servers:
         server.close()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])

@@ -125,6 +125,21 @@ def test_symlinks_planted_in_the_runs_dir_are_not_followed(
     assert compared.status_code == 200 and "SECRET" not in compared.text
 
 
+def test_a_planted_meta_json_symlink_is_not_read(
+    fenced: tuple[Any, Project, Path, str],
+) -> None:
+    client, project, secret, run_id = fenced
+    meta = project.runs_dir / run_id / "meta.json"
+    meta.unlink()
+    (secret / "meta.json").write_text(
+        '{"status": "secret", "flows": ["secret"], "error": "SECRET"}'
+    )
+    meta.symlink_to(secret / "meta.json")
+    for path in ("/api/runs", f"/api/runs/{run_id}", "/api/facets"):
+        answer = client.get(path)
+        assert answer.status_code == 200 and "secret" not in answer.text.lower(), path
+
+
 def test_golden_files_skip_a_planted_symlink(tmp_path: Path) -> None:
     run = tmp_path / "run"
     run.mkdir()
