@@ -7,9 +7,10 @@ module, and the value is then kept in the package's namespace.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
 
 __all__ = ["lazy_names"]
 
@@ -26,6 +27,8 @@ def lazy_names(
         home = homes.get(name)
         if home is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        from importlib import import_module
+
         value = getattr(import_module(package + home if home[0] == "." else home), name)
         namespace[name] = value
         return value
