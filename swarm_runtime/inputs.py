@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from typing import Any
 
@@ -31,12 +32,15 @@ __all__ = [
     "MAX_RUN_FILE_BYTES",
     "InputRefused",
     "compose_yaml",
+    "decode_utf8",
     "describe_yaml_error",
+    "is_limit_refusal",
     "load_json",
     "load_yaml",
     "read_bytes_limited",
     "read_run_text",
     "read_text_limited",
+    "too_deep",
 ]
 
 MAX_INPUT_BYTES = 8 << 20
@@ -53,7 +57,19 @@ MAX_NODES = 200_000
 
 
 class InputRefused(ValueError):
-    """An input is too big, too deep, or not a regular file; the message says which."""
+    """An input is too big, too deep, or not a regular file; the message says which.
+
+    ``line`` is the 1-based line the refusal is about, when there is one.
+    """
+
+    def __init__(self, message: str, *, line: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line
+
+    def located(self, source: object) -> str:
+        """``source:line: message`` (or ``source: message`` with no line), for an error."""
+        where = f"{source}:{self.line}" if self.line is not None else str(source)
+        return f"{where}: {self}"
 
 
 def read_bytes_limited(
@@ -99,21 +115,73 @@ def read_bytes_limited(
 def read_text_limited(
     path: str | os.PathLike[str], limit: int = MAX_INPUT_BYTES, *, nofollow: bool = False
 ) -> str:
-    """The UTF-8 text of a regular file of at most ``limit`` bytes (see read_bytes_limited)."""
-    return read_bytes_limited(path, limit, nofollow=nofollow).decode("utf-8")
+    """The UTF-8 text of a regular file of at most ``limit`` bytes (see read_bytes_limited).
+
+    Bytes that are not UTF-8 are an :class:`InputRefused` naming the byte, offset and line.
+    """
+    return decode_utf8(read_bytes_limited(path, limit, nofollow=nofollow))
 
 
 def read_run_text(path: str | os.PathLike[str], limit: int = MAX_RUN_FILE_BYTES) -> str:
     """The text of a file inside a run dir: never through a symlink, never unbounded."""
-    return read_bytes_limited(path, limit, nofollow=True).decode("utf-8")
+    return decode_utf8(read_bytes_limited(path, limit, nofollow=True))
 
 
-def load_json(text: str | bytes) -> Any:
-    """``json.loads`` that refuses nesting too deep to decode instead of raising RecursionError."""
+def decode_utf8(data: bytes) -> str:
+    """``data`` as UTF-8 text; an :class:`InputRefused` naming the first bad byte if not."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputRefused(
+            f"is not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); save it as UTF-8",
+            line=line,
+        ) from None
+
+
+def load_json(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> Any:
+    """``json.loads`` within the nesting limit: deeper input is refused before decoding.
+
+    Raises :class:`InputRefused` (with the line of the first level too deep) for nesting
+    deeper than ``max_depth``, ``json.JSONDecodeError`` for text that is not JSON.
+    """
+    _check_json_depth(text, max_depth)
     try:
         return json.loads(text)
-    except RecursionError:
-        raise InputRefused("is nested too deeply to read") from None
+    except RecursionError:  # only reachable with a max_depth above the recursion limit
+        raise InputRefused(too_deep(max_depth)) from None
+
+
+def too_deep(max_depth: int = MAX_DEPTH) -> str:
+    """The one wording of a nesting refusal, for YAML and JSON alike."""
+    return (
+        f"nesting deeper than {max_depth} levels; refusing to read further "
+        f"(keep mappings and lists at most {max_depth} deep)"
+    )
+
+
+_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+"""A JSON string (skipped whole, brackets and all) or one bracket."""
+
+
+def _check_json_depth(text: str | bytes, max_depth: int) -> None:
+    """Refuse JSON nested deeper than ``max_depth``, naming the line of the first level too deep."""
+    if isinstance(text, bytes):
+        if text.count(b"[") + text.count(b"{") <= max_depth:
+            return
+        text = text.decode("utf-8", "replace")
+    elif text.count("[") + text.count("{") <= max_depth:
+        return  # too few brackets to nest too deep: the common case costs two counts
+    depth = 0
+    for match in _JSON_TOKENS.finditer(text):
+        char = text[match.start()]
+        if char in "[{":
+            depth += 1
+            if depth > max_depth:
+                line = text.count("\n", 0, match.start()) + 1
+                raise InputRefused(too_deep(max_depth), line=line)
+        elif char != '"':
+            depth -= 1
 
 
 def compose_yaml(text: str, *, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES) -> Any:
@@ -124,12 +192,45 @@ def compose_yaml(text: str, *, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_
     Aliases share their anchor's node (as PyYAML does) and count its expanded size against
     ``max_nodes``; an alias to a node still being composed (a recursive document) is
     refused.
+
+    The refusal of deep nesting is ours whatever PyYAML is installed. From 6.0.4, libyaml's
+    scanner has a nesting limit of its own (1000 levels) and reads up to a line ahead of
+    the events, so ``[[[[…`` on one line can reach its limit before our composer sees
+    level 101. When the C parser fails where that could be the cause, the text is composed
+    again, up to the place it failed, with PyYAML's pure-Python parser (no limit of its
+    own): if our limit is met first, ours is the error; otherwise the C parser's stands.
     """
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        return _compose(text, loader, max_depth, max_nodes)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        if loader is yaml.SafeLoader or is_limit_refusal(exc) or mark is None:
+            raise
+        if text.count("[", 0, mark.index) + text.count("{", 0, mark.index) <= max_depth and (
+            mark.column <= max_depth
+        ):
+            raise  # neither enough brackets nor enough indentation to be nested too deep
+        try:
+            _compose(text, yaml.SafeLoader, max_depth, max_nodes, stop_at=mark.index)
+        except yaml.YAMLError as ours:
+            if is_limit_refusal(ours):
+                raise ours from None
+        raise
+
+
+def _compose(
+    text: str, loader: Any, max_depth: int, max_nodes: int, *, stop_at: int | None = None
+) -> Any:
+    """Feed the events of ``loader``'s parser to a composer; stop at ``stop_at`` if given."""
+    import yaml
+
     composer = _Composer(max_depth, max_nodes)
     for event in yaml.parse(text, Loader=loader):
+        if stop_at is not None and event.start_mark and event.start_mark.index >= stop_at:
+            break
         composer.feed(event)
     return composer.root
 
@@ -179,7 +280,9 @@ class _Composer:
     def refuse(problem: str, mark: Any) -> Exception:
         import yaml
 
-        return yaml.MarkedYAMLError(problem=problem, problem_mark=mark)
+        refusal = yaml.MarkedYAMLError(problem=problem, problem_mark=mark)
+        refusal.refused_by_us = True  # type: ignore[attr-defined]  # a limit, not a syntax error
+        return refusal
 
     def scalar(self, event: Any) -> None:
         tag = event.tag
@@ -198,10 +301,7 @@ class _Composer:
 
     def start(self, event: Any) -> None:
         if len(self.stack) >= self.max_depth:
-            raise self.refuse(
-                f"nesting deeper than {self.max_depth} levels; refusing to read further",
-                event.start_mark,
-            )
+            raise self.refuse(too_deep(self.max_depth), event.start_mark)
         node_class, default_tag = self.collections[event.__class__]
         tag = event.tag if event.tag not in (None, "!") else default_tag
         node = node_class(tag, [], event.start_mark, None, flow_style=event.flow_style)
@@ -255,6 +355,11 @@ class _Composer:
                 "aliases); refusing to read it",
                 mark,
             )
+
+
+def is_limit_refusal(exc: BaseException) -> bool:
+    """Whether a YAML error is one of our limits (nesting, expansion), not a syntax error."""
+    return bool(getattr(exc, "refused_by_us", False))
 
 
 def describe_yaml_error(exc: Exception) -> tuple[str, int | None]:

@@ -80,7 +80,8 @@ def _check_document(
     except json.JSONDecodeError as exc:
         return [Violation(rel, exc.lineno, f"not valid JSON: {exc.msg}")], None
     except (OSError, ValueError) as exc:
-        return [Violation(rel, None, f"unreadable: {_reason(exc)}")], None
+        line = getattr(exc, "line", None)  # an InputRefused may name its line
+        return [Violation(rel, line, f"unreadable: {_reason(exc)}")], None
     try:
         model.model_validate(value)
     except ValidationError as exc:

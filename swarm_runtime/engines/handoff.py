@@ -21,26 +21,43 @@ def parse_handoff(text: str) -> dict[str, Any] | None:
     body = blocks[-1].strip()
     if not body:
         return {}
-    value: Any
-    try:
-        value = json.loads(body)
-    except RecursionError:
-        raise HandoffError("handoff block is nested too deeply to read") from None
-    except json.JSONDecodeError:
-        import yaml
-
-        from swarm_runtime.inputs import describe_yaml_error, load_yaml
-
-        try:
-            value = load_yaml(body)  # a reply is untrusted: nesting and aliases bounded
-        except yaml.YAMLError as exc:
-            message, _ = describe_yaml_error(exc)
-            raise HandoffError(f"handoff block is neither JSON nor YAML: {message}") from None
-        except ValueError as exc:
-            raise HandoffError(f"handoff block is neither JSON nor YAML: {exc}") from None
+    value = _parse_body(body)
     if not isinstance(value, dict):
         raise HandoffError(f"handoff block must be a mapping, got {type(value).__name__}")
     return {str(key): _plain(item) for key, item in value.items()}
+
+
+def _parse_body(body: str) -> Any:
+    """The value of a block's body: JSON when it reads as JSON, else YAML.
+
+    A reply is untrusted: nesting and aliases are bounded either way.
+    """
+    from swarm_runtime.inputs import InputRefused, load_json
+
+    if body.startswith("{"):
+        try:
+            return load_json(body)
+        except InputRefused as exc:
+            raise HandoffError(f"handoff block: {exc}") from None
+        except json.JSONDecodeError:
+            pass  # YAML's flow mappings look like JSON and are read as YAML below
+    return _parse_yaml_body(body)
+
+
+def _parse_yaml_body(body: str) -> Any:
+    import yaml  # only here: the stub's JSON blocks never need it
+
+    from swarm_runtime.inputs import describe_yaml_error, is_limit_refusal, load_yaml
+
+    try:
+        return load_yaml(body)
+    except yaml.YAMLError as exc:
+        message, _ = describe_yaml_error(exc)
+        if is_limit_refusal(exc):
+            raise HandoffError(f"handoff block: {message}") from None
+        raise HandoffError(f"handoff block is neither JSON nor YAML: {message}") from None
+    except ValueError as exc:
+        raise HandoffError(f"handoff block is neither JSON nor YAML: {exc}") from None
 
 
 def _plain(value: Any) -> Any:

@@ -73,14 +73,24 @@ ERROR_TYPE_STATUS = {
 streamed reply arrives on a 200 response and is judged by its type."""
 
 
+def _error_of(exc: Any) -> dict[str, Any]:
+    """The ``error`` object of an API error's body (or the body itself), else empty."""
+    body: dict[str, Any] = exc.body if isinstance(exc.body, dict) else {}
+    inner = body.get("error")
+    return inner if isinstance(inner, dict) else body
+
+
 def _status_of(exc: Any) -> int:
     status = int(exc.status_code)
     if status < 400:  # an error event inside a 200 stream
-        body: dict[str, Any] = exc.body if isinstance(exc.body, dict) else {}
-        inner = body.get("error")
-        error: dict[str, Any] = inner if isinstance(inner, dict) else body
-        return ERROR_TYPE_STATUS.get(str(error.get("type")), 500)
+        return ERROR_TYPE_STATUS.get(str(_error_of(exc).get("type")), 500)
     return status
+
+
+def _detail_of(exc: Any) -> str:
+    """The server's own message (read from the body: not every SDK release parses it)."""
+    message = _error_of(exc).get("message")
+    return message if isinstance(message, str) and message else str(exc)
 
 
 def _retry_after_ms(headers: Any) -> int | None:
@@ -172,7 +182,7 @@ class SdkEngine(StepEngine):
             )
         except anthropic.APIStatusError as exc:
             status = _status_of(exc)
-            detail = exc.api_message or str(exc)
+            detail = _detail_of(exc)
             error = f"Anthropic API answered HTTP {status}: {detail}"
             if exc.status_code < 400:  # an error event inside a streamed reply
                 error = f"Anthropic API stream broke off with an error ({status}): {detail}"

@@ -400,26 +400,16 @@ def check_flow_file(
     ``raw``: the file's bytes, when the caller has read them already.
     """
     from swarm_runtime.flow.validate import validate_flow
-    from swarm_runtime.inputs import MAX_INPUT_BYTES, InputRefused, read_bytes_limited
+    from swarm_runtime.inputs import MAX_INPUT_BYTES, InputRefused, decode_utf8, read_bytes_limited
 
     try:
         if raw is None:
             raw = read_bytes_limited(path, MAX_INPUT_BYTES)
+        text = decode_utf8(raw)
     except InputRefused as exc:
-        return None, [FlowDefinitionError(f"the file {exc}", file=str(path))]
+        return None, [FlowDefinitionError(f"the file {exc}", file=str(path), line=exc.line)]
     except OSError as exc:
         return None, [FlowDefinitionError(f"cannot read the file: {exc.strerror}", file=str(path))]
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        return None, [
-            FlowDefinitionError(
-                f"the file is not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})",
-                file=str(path),
-                line=line,
-            )
-        ]
     try:
         root = load_yaml_nodes(path, text)
     except FlowDefinitionError as exc:

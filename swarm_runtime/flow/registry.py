@@ -16,6 +16,7 @@ from swarm_runtime.ids import AGENT_KEY_RE
 from swarm_runtime.inputs import (
     MAX_INPUT_BYTES,
     InputRefused,
+    decode_utf8,
     read_bytes_limited,
     read_text_limited,
 )
@@ -108,16 +109,18 @@ class FlowRegistry:
         from swarm_runtime.flow.yaml_reader import load_yaml_nodes
 
         try:
-            text = raw.decode("utf-8") if raw is not None else read_text_limited(path)
+            text = decode_utf8(raw) if raw is not None else read_text_limited(path)
             root = load_yaml_nodes(path, text)
         except FlowDefinitionError as exc:
             errors.append(exc)
             return []
         except InputRefused as exc:
-            errors.append(FlowDefinitionError(f"the file {exc}", file=str(path)))
+            errors.append(FlowDefinitionError(f"the file {exc}", file=str(path), line=exc.line))
             return []
-        except (OSError, UnicodeDecodeError) as exc:
-            errors.append(FlowDefinitionError(f"cannot read the file: {exc}", file=str(path)))
+        except OSError as exc:
+            errors.append(
+                FlowDefinitionError(f"cannot read the file: {exc.strerror or exc}", file=str(path))
+            )
             return []
         if not isinstance(root, yaml.MappingNode):
             errors.append(

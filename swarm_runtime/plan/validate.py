@@ -68,16 +68,12 @@ def read_plan_file(path: Path) -> Any:
         return load_json(text)
     except FileNotFoundError:
         raise PlanError(f"{path}: no such plan file", rule="document") from None
-    except UnicodeDecodeError as exc:
-        raise PlanError(
-            f"{path}: byte {exc.start} is not UTF-8; a plan is UTF-8 JSON", rule="document"
-        ) from None
     except json.JSONDecodeError as exc:
         raise PlanError(
             f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}", rule="document"
         ) from None
     except InputRefused as exc:
-        raise PlanError(f"{path}: {exc}", rule="document") from None
+        raise PlanError(exc.located(path), rule="document") from None
     except OSError as exc:
         raise PlanError(f"{path}: cannot read: {exc.strerror or exc}", rule="document") from None
 

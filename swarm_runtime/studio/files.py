@@ -10,6 +10,7 @@ runs dir.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
@@ -151,7 +152,14 @@ class RunFiles:
 
 
 def _reason(exc: Exception) -> str:
-    return str(exc.strerror) if isinstance(exc, OSError) else str(exc)
+    """Why a run file could not be served, in our words (the OS's reason in brackets)."""
+    if isinstance(exc, InputRefused):
+        return str(exc)
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not valid JSON (line {exc.lineno})"
+    if isinstance(exc, OSError):
+        return f"cannot be read ({exc.strerror or exc})"
+    return "not valid JSON"
 
 
 def _iteration(receipt: dict[str, Any], index: int) -> int:

@@ -99,7 +99,7 @@ CASES: list[tuple[str, Setup, list[str | bytes], dict[str, str], int, list[str]]
         ["run", "stepwise-demo", "--scenario", "latin.yaml", "--runs-dir", "runs"],
         {},
         2,
-        ["latin.yaml", "utf-8"],
+        ["cannot read scenario file latin.yaml", "is not UTF-8 (byte 0xe9"],
     ),
     (
         "param that is not UTF-8",
@@ -131,7 +131,8 @@ CASES: list[tuple[str, Setup, list[str | bytes], dict[str, str], int, list[str]]
         ["run", "stepwise-demo", "--runs-dir", "afile/runs"],
         {},
         2,
-        ["afile/runs", "Not a directory"],
+        # Our words and the dir; the OS's reason (strerror) is not asserted.
+        ["cannot create runs dir", "afile/runs", "choose another with --runs-dir"],
     ),
     (
         "runs dir is a file",

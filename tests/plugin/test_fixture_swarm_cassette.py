@@ -59,7 +59,7 @@ def test_record_writes_one_cassette_per_step_call_and_replay_plays_them(
     # Replaying gives the very goldens the recording wrote (compared, not updated).
     replay = recorded.runpytest_subprocess("--swarm-mode=replay", "--swarm-runs-dir=replay-runs")
     replay.assert_outcomes(passed=1)
-    replay.stdout.fnmatch_lines(["*snapshots passed*"])
+    replay.stdout.fnmatch_lines(["*goldens: 1 compared, 0 updated, 0 drifted*"])
     receipt = json.loads(
         next(
             (recorded.path / "replay-runs").glob("run-*/stepwise-demo/receipts/read_request-*.json")

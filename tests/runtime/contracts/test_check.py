@@ -146,8 +146,6 @@ def test_validate_survives_foreign_shapes_and_reports_everything(tmp_path: Path)
     path.write_text("\n".join(lines[:-1]) + "\n")  # and no run_completed
     found = [str(v) for v in validate_run_dir(outcome.path)]
     assert any(v.startswith("events.jsonl:5: ") for v in found), found
-    assert (
-        "events.jsonl:7: not valid JSON (Expecting property name enclosed in double quotes)"
-        in found
-    )
+    # Our words and the line; the json module's reason in the parentheses is not asserted.
+    assert any(v.startswith("events.jsonl:7: not valid JSON (") for v in found), found
     assert any("no run_completed" in v for v in found), found
