@@ -5,13 +5,19 @@ is made with ``O_EXCL``, so two processes cannot both take it. A lock whose hold
 (a SIGKILL, a power cut) is *stale*: on this host that is a pid that no longer exists, or
 one that now belongs to a later process (its start time differs). A run whose lock is
 stale crashed, and ``swarm resume`` may take the lock over.
+
+Taking a lock (and taking a stale one over) happens under an exclusive ``flock`` of the run
+directory, which the kernel drops when its holder dies. Without it, two resumers that both
+found the lock stale could both take it: the second removing the first's fresh lock.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +91,20 @@ def _read_start(pid: int) -> str:
     return fields[19] if len(fields) > 19 else ""
 
 
+@contextlib.contextmanager
+def _guard(run_dir: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` of ``run_dir`` (dropped by the kernel if we die)."""
+    try:
+        fd = os.open(run_dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError as exc:
+        raise StorageError(f"cannot open {run_dir}: {exc.strerror or exc}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor drops the flock
+
+
 def read_holder(run_dir: Path) -> LockHolder | None:
     """The holder of ``run_dir``'s lock, or None when there is no (readable) lock."""
     try:
@@ -114,34 +134,40 @@ class RunLock:
             "started": process_start(os.getpid()),
             "since": since,
         }
-        for _ in range(2):
-            try:
-                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            except FileExistsError:
-                holder = read_holder(self.path.parent)
+        run_dir = self.path.parent
+        with _guard(run_dir):  # the holder is read, judged and replaced as one step
+            if not self._create(me):
+                holder = read_holder(run_dir)
                 if holder is not None and holder.alive:
                     raise RunControlError(
-                        f"run {self.path.parent.name} is being run by {holder.describe()} "
+                        f"run {run_dir.name} is being run by {holder.describe()} "
                         f"(since {holder.since or 'an unknown time'}); stop it with "
-                        f"'swarm stop {self.path.parent.name}' or wait for it to end"
-                    ) from None
+                        f"'swarm stop {run_dir.name}' or wait for it to end"
+                    )
                 if not take_over_stale:
                     raise RunControlError(
                         f"{self.path} is left by a process that is gone; "
-                        f"resume the run with 'swarm resume {self.path.parent.name}'"
-                    ) from None
+                        f"resume the run with 'swarm resume {run_dir.name}'"
+                    )
                 with contextlib.suppress(FileNotFoundError):
-                    os.unlink(self.path)  # stale: its holder is dead
-                continue
-            except OSError as exc:
-                raise StorageError(f"cannot create {self.path}: {exc.strerror or exc}") from None
-            try:
-                os.write(fd, (json.dumps(me, sort_keys=True) + "\n").encode("utf-8"))
-            finally:
-                os.close(fd)
-            self.held = True
-            return
-        raise RunControlError(f"{self.path}: another process took the lock at the same time")
+                    os.unlink(self.path)  # stale (or never finished): its holder is dead
+                if not self._create(me):
+                    raise RunControlError(f"{self.path}: taken by another process just now")
+        self.held = True
+
+    def _create(self, me: dict[str, Any]) -> bool:
+        """Create the lock file holding ``me``; False when it exists."""
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            return False
+        except OSError as exc:
+            raise StorageError(f"cannot create {self.path}: {exc.strerror or exc}") from None
+        try:
+            os.write(fd, (json.dumps(me, sort_keys=True) + "\n").encode("utf-8"))
+        finally:
+            os.close(fd)
+        return True
 
     def release(self) -> None:
         """Give the lock up (only if this process holds it)."""
