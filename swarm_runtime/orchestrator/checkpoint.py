@@ -11,11 +11,12 @@ way, with the step still open.
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left
 from collections.abc import Sequence
 from typing import Any
 
-from swarm_runtime.errors import StorageError
+from swarm_runtime.errors import RunControlError
 from swarm_runtime.orchestrator.loops import LoopCounters
 from swarm_runtime.orchestrator.state import RunState, Totals
 from swarm_runtime.record import Record, field
@@ -148,27 +149,44 @@ class Checkpoint(Record):
 
     @classmethod
     def parse(cls, doc: Any, where: str) -> Checkpoint:
-        """Read a checkpoint document; StorageError naming ``where`` if it is malformed."""
+        """Read a checkpoint document, strictly typed; RunControlError naming ``where``.
+
+        Counts are whole numbers >= 0 (never text, fractions or booleans); nothing is
+        coerced, so a damaged file is refused rather than read as something else.
+        """
         try:
-            position = doc["position"]
+            if not isinstance(doc, dict):
+                raise ValueError(f"is a {type(doc).__name__}, not an object")
+            position = _mapping(doc, "position")
             blocked = doc.get("blocked")
+            history = _mapping(doc, "history")
+            pending = doc.get("pending_events") or []
+            if not isinstance(pending, list) or not all(isinstance(e, dict) for e in pending):
+                raise ValueError("pending_events must be a list of events")
             return cls(
-                run_id=str(doc["run_id"]),
-                next_seq=int(doc["next_seq"]),
-                position=Position(int(position["flow_index"]), position["step_id"]),
-                executions={_pair(key): int(n) for key, n in doc["executions"].items()},
-                loops={_pair(key): int(n) for key, n in doc["loops"].items()},
-                totals=dict(doc["totals"]),
-                flow_totals={str(k): dict(v) for k, v in doc["flow_totals"].items()},
-                history_items=int(doc["history"]["items"]),
-                history_sha256=str(doc["history"]["sha256"]),
-                pending_events=[dict(e) for e in doc.get("pending_events") or []],
-                blocked=BlockedStep(**blocked) if blocked else None,
+                run_id=_text(doc, "run_id"),
+                next_seq=_count(doc, "next_seq", minimum=1),
+                position=Position(
+                    _count(position, "flow_index", "position."),
+                    _text(position, "step_id", "position.", optional=True),
+                ),
+                executions=_counts(doc, "executions"),
+                loops=_counts(doc, "loops"),
+                totals=_totals(doc["totals"], "totals"),
+                flow_totals={
+                    str(k): _totals(v, f"flow_totals[{k!r}]")
+                    for k, v in _mapping(doc, "flow_totals").items()
+                },
+                history_items=_count(history, "items", "history."),
+                history_sha256=_text(history, "sha256", "history."),
+                pending_events=[dict(e) for e in pending],
+                blocked=_blocked(blocked) if blocked else None,
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise StorageError(
-                f"{where}: not a checkpoint this version can read ({type(exc).__name__}: "
-                f"{exc}); the run cannot be resumed from it"
+            reason = f"{exc.args[0]} is missing" if isinstance(exc, KeyError) else str(exc)
+            raise RunControlError(
+                f"{where}: not a checkpoint this version can trust ({reason}); the run was "
+                "left as it is"
             ) from None
 
     def restore(self, state: RunState) -> None:
@@ -273,6 +291,60 @@ class CheckpointText:
             f'"run_id": {quoted(run_id)}, "schema_version": {self._schema}, '
             f'"totals": {totals_json(state.totals)}}}\n'
         )
+
+
+def _mapping(doc: dict[str, Any], name: str) -> dict[str, Any]:
+    value = doc[name]
+    if not isinstance(value, dict):
+        raise ValueError(f"{name} must be an object")
+    return value
+
+
+def _count(doc: dict[str, Any], name: str, prefix: str = "", *, minimum: int = 0) -> int:
+    value = doc[name]
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ValueError(f"{prefix}{name} is {value!r}; it must be a whole number >= {minimum}")
+    return value
+
+
+def _text(doc: dict[str, Any], name: str, prefix: str = "", *, optional: bool = False) -> Any:
+    value = doc[name]
+    if not (isinstance(value, str) or (optional and value is None)):
+        raise ValueError(f"{prefix}{name} is {value!r}; it must be text")
+    return value
+
+
+def _counts(doc: dict[str, Any], name: str) -> dict[tuple[str, str], int]:
+    counts = _mapping(doc, name)
+    return {_pair(key): _count(counts, key, f"{name}.") for key in counts}
+
+
+def _totals(value: Any, name: str) -> dict[str, Any]:
+    """A totals object: its counters whole numbers >= 0, its cost a finite number >= 0."""
+    if not isinstance(value, dict):
+        raise ValueError(f"{name} must be an object")
+    for counter in Totals.__slots__:
+        if counter == "cost_usd":
+            cost = value[counter]
+            if (
+                not isinstance(cost, int | float)
+                or isinstance(cost, bool)
+                or not (math.isfinite(cost) and cost >= 0)
+            ):
+                raise ValueError(f"{name}.cost_usd is {cost!r}; it must be a number >= 0")
+        else:
+            _count(value, counter, f"{name}.")
+    return dict(value)
+
+
+def _blocked(doc: Any) -> BlockedStep:
+    if not isinstance(doc, dict):
+        raise ValueError("blocked must be an object")
+    texts = ("flow_key", "step_id", "agent_key", "reason", "engine", "started_at")
+    return BlockedStep(
+        **{name: _text(doc, name, "blocked.") for name in texts},
+        iteration=_count(doc, "iteration", "blocked."),
+    )
 
 
 def _pair(key: str) -> tuple[str, str]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +25,9 @@ from swarm_runtime.engines.base import HistoryItem
 from swarm_runtime.errors import RunControlError, StorageError
 from swarm_runtime.inputs import MAX_RUN_FILE_BYTES, load_json, read_bytes_limited, read_run_text
 from swarm_runtime.orchestrator.checkpoint import BlockedStep, Checkpoint, Position
+from swarm_runtime.orchestrator.checkpoint_check import check_checkpoint
 from swarm_runtime.orchestrator.history import HistoryBudget
-from swarm_runtime.orchestrator.plan import RunSpec
+from swarm_runtime.orchestrator.plan import FlowSlice, RunSpec
 from swarm_runtime.orchestrator.recorder import EventObserver, RunRecorder
 from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.record import Record, field
@@ -101,6 +103,7 @@ def read_run_spec(run_dir: Path) -> tuple[RunSpec, dict[str, Any]]:
 def reopen_run(
     run_dir: Path,
     *,
+    plan: Sequence[FlowSlice],
     budget: HistoryBudget,
     clock: Clock,
     durable: bool,
@@ -108,7 +111,10 @@ def reopen_run(
     observer: EventObserver | None,
     external_input: str | None,
 ) -> Reopened:
-    """Lock ``run_dir`` and mend it for the run loop; RunControlError if it cannot go on."""
+    """Lock ``run_dir`` and mend it for the run loop; RunControlError if it cannot go on.
+
+    ``plan`` is the run's flows as they are now: the checkpoint must agree with them.
+    """
     run_dir = Path(os.path.abspath(run_dir))
     if not RUN_ID_RE.fullmatch(run_dir.name) or not run_dir.is_dir():
         raise RunControlError(f"{run_dir} is not a run directory (run-YYYYMMDD-HHMMSS-xxxxxx)")
@@ -132,7 +138,7 @@ def reopen_run(
         observer=observer,
     )
     try:
-        return _mend(layout, spec, recorder, state, status, meta, external_input)
+        return _mend(layout, spec, plan, recorder, state, status, meta, external_input)
     except BaseException:
         recorder.close()
         raise
@@ -141,6 +147,7 @@ def reopen_run(
 def _mend(
     layout: RunLayout,
     spec: RunSpec,
+    plan: Sequence[FlowSlice],
     recorder: RunRecorder,
     state: RunState,
     status: Any,
@@ -156,6 +163,7 @@ def _mend(
     checkpoint = _read_checkpoint(layout)
     state.seq = int(events[-1].get("seq", 0)) if events else 0
     if checkpoint is not None:
+        check_checkpoint(checkpoint, plan, events, where=str(layout.checkpoint))
         checkpoint.restore(state)
         state.seq = int(events[-1].get("seq", 0)) if events else 0
         for event in checkpoint.pending_events:  # written to the checkpoint, not the log
@@ -225,8 +233,9 @@ def _read_checkpoint(layout: RunLayout) -> Checkpoint | None:
         raise StorageError(f"{path}: not JSON ({exc}); the run cannot be resumed") from None
     checkpoint = Checkpoint.parse(doc, str(path))
     if checkpoint.run_id != layout.run_id:
-        raise StorageError(
-            f"{path}: the checkpoint is of run {checkpoint.run_id}, not {layout.run_id}"
+        raise RunControlError(
+            f"{path}: the checkpoint is of run {checkpoint.run_id}, not {layout.run_id}; the "
+            "run was left as it is"
         )
     return checkpoint
 

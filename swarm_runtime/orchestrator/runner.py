@@ -29,7 +29,7 @@ from swarm_runtime.orchestrator.plan import (
     plan_run,
 )
 from swarm_runtime.orchestrator.recorder import EventObserver
-from swarm_runtime.orchestrator.resume import reopen_run
+from swarm_runtime.orchestrator.resume import read_run_spec, reopen_run
 from swarm_runtime.record import Record
 from swarm_runtime.timeutil import (
     Clock,
@@ -170,8 +170,17 @@ class Orchestrator:
     def prepare_resume(self, run_dir: Path, *, external_input: str | None = None) -> PreparedRun:
         """Lock and mend a run directory for :meth:`resume`; ``execute()`` goes on."""
         self.control.reset()
+        spec, _ = read_run_spec(Path(run_dir))
+        plan = plan_run(
+            spec,
+            self.flows,
+            engine_strategy=self.engine_strategy,
+            scenario=self.scenario,
+            check_engine=self.engine_for,
+        )
         reopened = reopen_run(
             Path(run_dir),
+            plan=plan,
             budget=self.history_budget,
             clock=self.clock,
             durable=self.durable,
@@ -179,17 +188,6 @@ class Orchestrator:
             observer=self.observer,
             external_input=external_input,
         )
-        try:
-            plan = plan_run(
-                reopened.spec,
-                self.flows,
-                engine_strategy=self.engine_strategy,
-                scenario=self.scenario,
-                check_engine=self.engine_for,
-            )
-        except BaseException:
-            reopened.recorder.close()
-            raise
         run = RunLifecycle(self, reopened.spec, plan, reopened.recorder, reopened.state)
         return PreparedRun(
             run.recorder.run_id, run.recorder.layout.root, lambda: run.execute(reopened)

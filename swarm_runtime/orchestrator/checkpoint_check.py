@@ -1,0 +1,123 @@
+"""Whether a checkpoint agrees with the run's flows and event log, before a resume trusts it.
+
+A checkpoint is a file on disk: a flow edited since (a step renamed or removed), a damaged
+or forged file must not steer a resume into a step that is not there, past the run's last
+flow, back to its start, or into events the log never had. Each disagreement is refused in
+one line, before anything is written, so the run stays resumable once the cause is mended.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from swarm_runtime.errors import RunControlError
+from swarm_runtime.orchestrator.checkpoint import Checkpoint
+from swarm_runtime.orchestrator.plan import FlowSlice
+
+__all__ = ["PENDING_KINDS", "check_checkpoint"]
+
+PENDING_KINDS = frozenset({"step_end", "step_error", "route_decision", "run_pausing", "run_paused"})
+"""The events a checkpoint may carry for the log: those of the step it was written after."""
+
+
+def check_checkpoint(
+    checkpoint: Checkpoint,
+    plan: Sequence[FlowSlice],
+    events: Sequence[dict[str, Any]],
+    *,
+    where: str,
+) -> None:
+    """Raise RunControlError (one line, naming ``where``) when the checkpoint disagrees."""
+    problem = _problem(checkpoint, plan, events)
+    if problem is not None:
+        raise RunControlError(
+            f"{where}: {problem}; nothing was changed - mend the cause (restore the flow, "
+            "or pass --flows-dir) and resume again"
+        )
+
+
+def _problem(
+    checkpoint: Checkpoint, plan: Sequence[FlowSlice], events: Sequence[dict[str, Any]]
+) -> str | None:
+    flows = {part.flow.key: {step.id for step in part.flow.steps} for part in plan}
+    position = checkpoint.position
+    if position.flow_index > len(plan):
+        return f"position.flow_index is {position.flow_index}, but the run has {len(plan)} flow(s)"
+    if position.step_id is not None:
+        if position.flow_index == len(plan):
+            return f"position names step {position.step_id!r} after the run's last flow"
+        flow = plan[position.flow_index].flow
+        if position.step_id not in flows[flow.key]:
+            return _unknown_step("position.step_id", flow.key, position.step_id, flows)
+    for (flow_key, step_id), _ in checkpoint.executions.items():
+        problem = _known("executions", flow_key, step_id, flows)
+        if problem:
+            return problem
+    for (flow_key, loop), _ in checkpoint.loops.items():
+        problem = _known("loops", flow_key, loop.partition(":")[0], flows)
+        if problem:
+            return problem
+    for flow_key in checkpoint.flow_totals:
+        if flow_key not in flows:
+            return f"flow_totals names flow {flow_key!r}, which this run does not run"
+    blocked = checkpoint.blocked
+    if blocked is not None and (
+        position.flow_index >= len(plan)
+        or (blocked.flow_key, blocked.step_id)
+        != (plan[position.flow_index].flow.key, position.step_id)
+    ):
+        return "the blocked step is not where the checkpoint's position says the run stands"
+    return _pending_problem(checkpoint, flows, events)
+
+
+def _pending_problem(
+    checkpoint: Checkpoint, flows: dict[str, set[str]], events: Sequence[dict[str, Any]]
+) -> str | None:
+    """The pending events: the step's own, numbered on from the log, agreeing with it."""
+    pending = checkpoint.pending_events
+    first = checkpoint.next_seq - len(pending)
+    logged = int(events[-1].get("seq", 0)) if events else 0
+    if first - 1 > logged:
+        return (
+            f"next_seq {checkpoint.next_seq} counts events up to seq {first - 1}, but the "
+            f"event log ends at seq {logged}"
+        )
+    by_seq = {event.get("seq"): event for event in events}
+    for offset, event in enumerate(pending):
+        seq = event.get("seq")
+        name = f"pending_events[{offset}]"
+        if event.get("kind") not in PENDING_KINDS:
+            return (
+                f"{name} is a {event.get('kind')!r} event; a checkpoint carries only "
+                f"{', '.join(sorted(PENDING_KINDS))}"
+            )
+        if seq != first + offset or isinstance(seq, bool):
+            return f"{name} has seq {seq!r}, not {first + offset}"
+        if event.get("run_id") != checkpoint.run_id:
+            return f"{name} is of run {event.get('run_id')!r}"
+        step = (event.get("flow_key"), event.get("step_id"))
+        problem = _known(name, str(step[0]), str(step[1]), flows)
+        if problem:
+            return problem
+        logged_event = by_seq.get(seq)
+        if logged_event is not None and (
+            logged_event.get("kind"),
+            logged_event.get("flow_key"),
+            logged_event.get("step_id"),
+        ) != (event.get("kind"), *step):
+            return f"{name} (seq {seq}) differs from the event log's event of that seq"
+    return None
+
+
+def _known(field: str, flow_key: str, step_id: str, flows: dict[str, set[str]]) -> str | None:
+    if flow_key not in flows:
+        return f"{field} names flow {flow_key!r}, which this run does not run"
+    if step_id not in flows[flow_key]:
+        return _unknown_step(field, flow_key, step_id, flows)
+    return None
+
+
+def _unknown_step(field: str, flow_key: str, step_id: str, flows: dict[str, set[str]]) -> str:
+    steps = ", ".join(sorted(flows[flow_key]))
+    return f"{field} names step {step_id!r} of flow {flow_key!r}, which it does not have ({steps})"

@@ -1,0 +1,177 @@
+"""A checkpoint that disagrees with the flow or the log is refused, and the run stays resumable.
+
+A run crashed after its third step's checkpoint (in-process, deterministically); then its
+checkpoint is damaged or its flow edited, and ``swarm resume`` is run as a user runs it:
+one error line, exit 2, not a byte of the run changed; once the cause is mended, the same
+command resumes the run to success and it validates.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from swarm_runtime.contracts.check import validate_run_dir
+from swarm_runtime.flow.registry import FlowRegistry
+from swarm_runtime.orchestrator.recorder import RunRecorder
+from swarm_runtime.orchestrator.runner import Orchestrator, RunSpec
+from tests.hostile.conftest import Outcome
+from tests.runtime.helpers import step_yaml, write_flow
+
+STEPS = [f"s{n}" for n in range(1, 7)]
+
+
+class _Crash(BaseException):
+    """Stands for SIGKILL: nothing in the run catches it."""
+
+
+@pytest.fixture
+def crashed(swarm: Callable[..., Outcome], monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A run of the linear flow ``demo`` killed just after its third step's checkpoint."""
+    project = swarm("--help").cwd
+    write_flow(project / "flows", "demo", [step_yaml(step) for step in STEPS])
+    real = RunRecorder.write_checkpoint
+    calls = {"n": 0}
+
+    def crashing(self: RunRecorder, document: Any) -> None:
+        real(self, document)
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise _Crash
+
+    monkeypatch.setattr(RunRecorder, "write_checkpoint", crashing)
+    runs = project / "runs"
+    with pytest.raises(_Crash):
+        Orchestrator(FlowRegistry(project / "flows"), runs_dir=runs).run(RunSpec(flows=("demo",)))
+    monkeypatch.undo()
+    (run_dir,) = runs.iterdir()
+    (run_dir / "run.lock").unlink(missing_ok=True)  # its holder was this process
+    return run_dir
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def _edit(run_dir: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    path = run_dir / "checkpoint.json"
+    doc = json.loads(path.read_text("utf-8"))
+    change(doc)
+    path.write_text(json.dumps(doc), encoding="utf-8")
+
+
+def _pending(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(doc["pending_events"])
+
+
+def _forged_completed(doc: dict[str, Any]) -> None:
+    last = _pending(doc)[-1]
+    doc["pending_events"].append(
+        {
+            **last,
+            "seq": last["seq"] + 1,
+            "kind": "run_completed",
+            "payload": {"status": "succeeded", "error": None},
+        }
+    )
+    doc["next_seq"] += 1
+
+
+FORGERIES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
+    (
+        "a step the flow does not have",
+        lambda d: d["position"].update(step_id="s9"),
+        ["position.step_id names step 's9' of flow 'demo'", "s1, s2"],
+    ),
+    (
+        "a path as a step id",
+        lambda d: d["position"].update(step_id="../../x"),
+        ["position.step_id names step '../../x'"],
+    ),
+    (
+        "a flow past the last",
+        lambda d: d["position"].update(flow_index=99),
+        ["position.flow_index is 99, but the run has 1 flow(s)"],
+    ),
+    (
+        "a negative flow index",
+        lambda d: d["position"].update(flow_index=-1),
+        ["position.flow_index is -1; it must be a whole number >= 0"],
+    ),
+    (
+        "totals as text",
+        lambda d: d["totals"].update(prompt_tokens="12"),
+        ["totals.prompt_tokens is '12'"],
+    ),
+    (
+        "a negative execution count",
+        lambda d: d["executions"].update({"demo/s1": -2}),
+        ["executions.demo/s1 is -2"],
+    ),
+    (
+        "a forged run_completed",
+        _forged_completed,
+        ["pending_events[2] is a 'run_completed' event"],
+    ),
+    (
+        "an event without seq",
+        lambda d: d["pending_events"][0].pop("seq"),
+        ["pending_events[0] has seq None"],
+    ),
+    (
+        "an event of a step the flow lacks",
+        lambda d: d["pending_events"][0].update(step_id="gone"),
+        ["pending_events[0] names step 'gone'"],
+    ),
+    (
+        "a seq the log never reached",
+        lambda d: d.update(next_seq=d["next_seq"] + 50)
+        or [e.update(seq=e["seq"] + 50) for e in d["pending_events"]],
+        ["the event log ends at seq"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("change", "needles"), [f[1:] for f in FORGERIES], ids=[f[0] for f in FORGERIES]
+)
+def test_a_forged_checkpoint_is_refused_and_the_run_stays_resumable(
+    swarm: Callable[..., Outcome],
+    crashed: Path,
+    change: Callable[[dict[str, Any]], None],
+    needles: list[str],
+) -> None:
+    original = (crashed / "checkpoint.json").read_bytes()
+    _edit(crashed, change)
+    before = _snapshot(crashed)
+    refused = swarm("resume", str(crashed), "--progress", "never")
+    assert refused.code == 2, refused.err
+    refused.one_line_error("checkpoint.json", *needles)
+    assert _snapshot(crashed) == before  # nothing written, nothing failed for good
+    (crashed / "checkpoint.json").write_bytes(original)
+    resumed = swarm("resume", str(crashed), "--progress", "never")
+    assert resumed.code == 0, resumed.err
+    assert validate_run_dir(crashed) == []
+
+
+def test_a_step_removed_from_the_flow_is_refused_until_the_flow_is_restored(
+    swarm: Callable[..., Outcome], crashed: Path
+) -> None:
+    flow = crashed.parent.parent / "flows" / "demo.yaml"
+    kept = flow.read_bytes()
+    shutil.copy(flow, flow.with_suffix(".bak"))
+    write_flow(flow.parent, "demo", [step_yaml(s) for s in STEPS if s != "s4"])
+    refused = swarm("resume", str(crashed), "--progress", "never")
+    assert refused.code == 2
+    refused.one_line_error("names step 's4' of flow 'demo'", "restore the flow")
+    flow.write_bytes(kept)
+    resumed = swarm("resume", str(crashed), "--progress", "never")
+    assert resumed.code == 0, resumed.err
+    meta = json.loads((crashed / "meta.json").read_text("utf-8"))
+    assert meta["status"] == "succeeded" and meta["steps_completed"] == len(STEPS)
+    assert validate_run_dir(crashed) == []
