@@ -2,8 +2,9 @@
 
 ``meta.json`` and the end of ``events.jsonl`` tell the same story (a run that ended on a
 full disk may not have managed both: then this names which one is behind), no temporary
-file of an interrupted write is left in a run that nobody runs, and nothing in a run dir
-is a symlink (files are never written or read through one).
+file of an interrupted write is left in a run that nobody runs, nothing in a run dir is a
+symlink (files are never written or read through one), and every step execution that
+ended with ``step_end`` left its receipt.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 from swarm_runtime.contracts.violation import Violation
 
-__all__ = ["check_meta_agrees", "check_stray_files"]
+__all__ = ["check_meta_agrees", "check_receipts_present", "check_stray_files"]
 
 TERMINAL = ("succeeded", "failed", "stopped")
 
@@ -97,4 +98,46 @@ def check_stray_files(root: Path, *, live: bool) -> list[Violation]:
                         "removes it (or delete it)",
                     )
                 )
+    return found
+
+
+def check_receipts_present(
+    events: Sequence[tuple[int, dict[str, Any]]], receipts: Sequence[dict[str, Any]]
+) -> list[Violation]:
+    """Every ``step_end`` has its receipt: one of its step with its execution's iteration.
+
+    A receipt without an ``iteration`` (written by another tool) counts for any execution
+    of its step, as long as the step has as many receipts as ``step_end`` events.
+    """
+    kept: dict[tuple[Any, Any, Any], list[Any]] = {}
+    for receipt in receipts:
+        key = (receipt.get("flow_key"), receipt.get("step_id"), receipt.get("agent_key"))
+        kept.setdefault(key, []).append(receipt.get("iteration"))
+    ended: dict[tuple[Any, Any, Any], int] = {}
+    found: list[Violation] = []
+    iteration: Any = None
+    for line, event in events:
+        kind = event.get("kind")
+        payload = event.get("payload") if isinstance(event.get("payload"), dict) else {}
+        assert isinstance(payload, dict)
+        if kind == "step_start":
+            iteration = payload.get("iteration")
+            continue
+        if kind != "step_end":
+            continue
+        key = (event.get("flow_key"), event.get("step_id"), event.get("agent_key"))
+        ended[key] = ended.get(key, 0) + 1
+        have = kept.get(key, [])
+        if iteration in have or (None in have and len(have) >= ended[key]):
+            continue
+        flow, step, agent = key
+        found.append(
+            Violation(
+                "events.jsonl",
+                line,
+                f"step_end of {flow}/{step} (iteration {iteration}) has no receipt: "
+                f"{flow}/receipts/{step}-{agent}.json (or a ~N copy) with iteration "
+                f"{iteration} is missing",
+            )
+        )
     return found

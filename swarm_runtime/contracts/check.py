@@ -17,7 +17,11 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from swarm_runtime.contracts.agreement import check_meta_agrees, check_stray_files
+from swarm_runtime.contracts.agreement import (
+    check_meta_agrees,
+    check_receipts_present,
+    check_stray_files,
+)
 from swarm_runtime.contracts.events import parse_event
 from swarm_runtime.contracts.receipt import Receipt
 from swarm_runtime.contracts.run import RunSpecDocument, RunSummary
@@ -94,9 +98,13 @@ def _check_document(
 
 def check_receipt_file(path: Path, root: Path) -> list[Violation]:
     """Violations in one file of the run at ``root`` (paths in findings are relative)."""
+    return _receipt_file(path, root)[0]
+
+
+def _receipt_file(path: Path, root: Path) -> tuple[list[Violation], dict[str, Any] | None]:
     found, value = _check_document(path, root, Receipt)
     if value is None:
-        return found
+        return found, None
     rel = str(path.relative_to(root))
     stem = path.name.removesuffix(".json").split("~")[0]
     step_id, agent = value.get("step_id"), value.get("agent_key")
@@ -118,7 +126,7 @@ def check_receipt_file(path: Path, root: Path) -> list[Violation]:
                     rel, 1, f"succeeded, but its transcript {transcript!r} has no assistant line"
                 )
             )
-    return found
+    return found, value
 
 
 def _has_assistant_line(path: Path) -> bool:
@@ -443,8 +451,12 @@ def validate_run_dir(root: Path | str) -> list[Violation]:
     found.extend(check_meta_agrees(meta, events, root.name))
     holder = read_holder(root)
     found.extend(check_stray_files(root, live=holder is not None and holder.alive))
+    receipts: list[dict[str, Any]] = []
     for path in _walk(root, "*/receipts/*.json"):
-        found.extend(check_receipt_file(path, root))
+        receipt_found, receipt = _receipt_file(path, root)
+        found.extend(receipt_found)
+        receipts.extend([receipt] if receipt is not None else [])
+    found.extend(check_receipts_present(events, receipts))
     for path in _walk(root, "*/llm/*.jsonl"):
         found.extend(check_transcript_file(path, root))
     return sorted(found, key=lambda v: (v.file, v.line or 0, v.message))

@@ -130,8 +130,10 @@ FORGERIES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     ),
     (
         "a seq the log never reached",
-        lambda d: d.update(next_seq=d["next_seq"] + 50)
-        or [e.update(seq=e["seq"] + 50) for e in d["pending_events"]],
+        lambda d: (
+            d.update(next_seq=d["next_seq"] + 50)
+            or [e.update(seq=e["seq"] + 50) for e in d["pending_events"]]
+        ),
         ["the event log ends at seq"],
     ),
 ]

@@ -82,3 +82,22 @@ def test_a_symlinked_receipt_is_reported_and_not_followed(
     result = swarm("runs", "validate", str(run_dir))
     assert result.code == 1
     assert f"{victim.relative_to(run_dir)}: is a symlink (to {outside})" in result.out
+
+
+@pytest.mark.parametrize(
+    ("receipt", "step", "iteration"),
+    [
+        ("write_spec-demo-spec-writer.json", "write_spec", 0),
+        ("write_function-demo-coder~1.json", "write_function", 0),  # a loop's first round
+        ("write_function-demo-coder.json", "write_function", 1),
+    ],
+)
+def test_a_deleted_receipt_is_reported_by_validate(
+    swarm: Callable[..., Outcome], run_dir: Path, receipt: str, step: str, iteration: int
+) -> None:
+    assert swarm("runs", "validate", str(run_dir)).code == 0
+    (run_dir / "stepwise-demo" / "receipts" / receipt).unlink()
+    result = swarm("runs", "validate", str(run_dir))
+    assert result.code == 1
+    assert "Traceback" not in result.err
+    assert f"step_end of stepwise-demo/{step} (iteration {iteration}) has no receipt" in result.out
