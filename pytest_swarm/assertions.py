@@ -44,13 +44,21 @@ def _step_of(file: str) -> str:
 
 
 def assert_receipt_contract(record: RunRecord) -> None:
-    """Every receipt matches §3.1 and belongs to this run and its flow directory."""
+    """Every receipt matches §3.1 and belongs to this run and its flow dir.
+
+    Every ``step_end`` has its receipt.
+    """
+    from swarm_runtime.contracts.agreement import check_receipts_present
     from swarm_runtime.contracts.check import check_receipt_file
+    from swarm_runtime.storage.store import read_event_log
 
     problems: list[str] = []
     for path in sorted(record.path.glob("*/receipts/*.json")):
         for violation in check_receipt_file(path, record.path):
             problems.append(f"{violation} (step {_step_of(violation.file)})")
+    events = read_event_log(record.path / "events.jsonl").events
+    receipts = [receipt for runs in record.executions.values() for receipt in runs]
+    problems.extend(str(v) for v in check_receipts_present(list(enumerate(events, 1)), receipts))
     for (flow, step), runs in record.executions.items():
         for receipt in runs:
             where = f"{flow}/receipts/{step}-{receipt.get('agent_key')}.json"

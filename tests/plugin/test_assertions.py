@@ -247,3 +247,11 @@ def test_event_sequence_messages_name_the_step(tmp_path: Path) -> None:
         assertions.assert_event_sequence(_edit_events(record, negative))
     assert "step_end.payload.duration_ms" in str(info.value)
     assert "(step signal/normalize_request)" in str(info.value)
+
+
+def test_a_deleted_receipt_fails_the_receipt_contract(tmp_path: Path) -> None:
+    record = _record(tmp_path)
+    (receipt,) = sorted((record.path / "signal" / "receipts").glob("*.json"))[:1]
+    receipt.unlink()
+    with pytest.raises(AssertionError, match=r"step_end of signal/\w+ \(iteration 0\) has no"):
+        assertions.assert_receipt_contract(_fresh(record))
