@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from swarm_runtime.credentials import Credentials
 from swarm_runtime.errors import ConfigError
 from swarm_runtime.record import Record, field
 
@@ -304,6 +305,10 @@ def engine_config(settings: Settings, env: Mapping[str, str]) -> dict[str, Any]:
     gemini = _cli_settings(settings.gemini, where, "gemini", env.get("SWARM_GEMINI_CLI"))
     config["gemini"] = {**gemini, "mode": settings.gemini_mode}
     config["record_via"] = settings.record_via
+    # Every credential the run is given, from the environment and runtime.yaml alike.
+    config["credentials"] = Credentials.from_envs(
+        env, config["claude_cli"].get("env", {}), gemini.get("env", {})
+    )
     return config
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from swarm_runtime.errors import CredentialLeak
 
@@ -21,9 +22,18 @@ MIN_LENGTH = 8
 """Shorter values are too likely to occur by chance to be refused."""
 
 
+MASK_PREFIX_FROM = 24
+"""Values this long show their first 4 characters (a vendor prefix such as ``sk-a``)."""
+
+
 def mask(value: str) -> str:
-    """A credential's value as messages show it: its first 4 and last 2 characters."""
-    return f"{value[:4]}…{value[-2:]}"
+    """A credential's value as messages show it: its length, and no more of a short one.
+
+    A long key shows its first 4 characters, which tell which key it is and leave the rest
+    unguessable; a short value (a password) shows nothing of itself at all.
+    """
+    length = f"{len(value)} characters"
+    return f"{value[:4]}…, {length}" if len(value) >= MASK_PREFIX_FROM else length
 
 
 def credential_values(env: Mapping[str, str] | None = None) -> list[str]:
@@ -52,8 +62,21 @@ class Credentials:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Credentials:
         """Every credential-like variable of ``env`` (default: ``os.environ``)."""
-        source = os.environ if env is None else env
-        return cls((name, value) for name, value in source.items() if SECRET_NAME.search(name))
+        return cls.from_envs(os.environ if env is None else env)
+
+    @classmethod
+    def from_envs(cls, *envs: Mapping[str, Any]) -> Credentials:
+        """Every credential-like variable of each environment given to a run.
+
+        The process environment and the ``env`` of each engine in ``runtime.yaml``: a key
+        that lives only in the file is as secret as one exported in the shell.
+        """
+        return cls(
+            (name, value)
+            for env in envs
+            for name, value in env.items()
+            if isinstance(value, str) and SECRET_NAME.search(name)
+        )
 
     @classmethod
     def of(cls, values: Iterable[str] | Credentials) -> Credentials:
@@ -71,6 +94,23 @@ class Credentials:
             if value in text or escaped in text:
                 return name, mask(value)
         return None
+
+    def check_value(self, value: Any, what: str) -> None:
+        """:meth:`check` every string (and bytes, as UTF-8) in a nested value, keys too."""
+        if not self._needles:
+            return
+        stack = [value]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, str):
+                self.check(item, what)
+            elif isinstance(item, bytes | bytearray):
+                self.check(bytes(item).decode("utf-8", "replace"), what)
+            elif isinstance(item, Mapping):
+                stack.extend(item.keys())
+                stack.extend(item.values())
+            elif isinstance(item, list | tuple | set):
+                stack.extend(item)
 
     def check(self, text: str, what: str) -> None:
         """Raise :class:`CredentialLeak` naming ``what`` if ``text`` holds a credential."""

@@ -133,7 +133,6 @@ def _report(number: int, result: CycleResult) -> None:
 
 def _prepare(args: argparse.Namespace) -> tuple[PlanRuntime, Cassettes | None, str]:
     from swarm_runtime.config import engine_config, resolve_settings
-    from swarm_runtime.credentials import Credentials
     from swarm_runtime.errors import SwarmUsageError
     from swarm_runtime.ids import new_run_id
     from swarm_runtime.plan.executor import PlanRuntime
@@ -171,7 +170,7 @@ def _prepare(args: argparse.Namespace) -> tuple[PlanRuntime, Cassettes | None, s
         engine_config=config,
         durable=settings.durable,
         repo_root=args.repo or Path.cwd(),
-        refuse_values=Credentials.from_env(os.environ),
+        refuse_values=config["credentials"],
         initiator="cli",
         sleep=(lambda _s: None) if settings.mode == "replay" else None,
         origin={"plan_file": str(args.plan.resolve())},

@@ -128,18 +128,25 @@ def require_vcrpy() -> Any:
 
 
 class _AtomicPersister:
-    """vcrpy's file persister, writing each cassette atomically."""
+    """vcrpy's file persister, writing each cassette atomically, never with a credential.
 
-    @classmethod
-    def load_cassette(cls, cassette_path: str, serializer: Any) -> Any:
+    Every string of the cassette (URIs, headers of both sides, bodies) is scanned before
+    it is serialised: the last fence, whatever a hook before it let through.
+    """
+
+    def __init__(self, credentials: Credentials) -> None:
+        self.credentials = credentials
+
+    @staticmethod
+    def load_cassette(cassette_path: str, serializer: Any) -> Any:
         from vcr.persisters.filesystem import FilesystemPersister  # type: ignore[import-untyped]
 
         return FilesystemPersister.load_cassette(cassette_path, serializer)
 
-    @classmethod
-    def save_cassette(cls, cassette_path: str, cassette_dict: Any, serializer: Any) -> None:
+    def save_cassette(self, cassette_path: str, cassette_dict: Any, serializer: Any) -> None:
         from vcr.serialize import serialize  # type: ignore[import-untyped]
 
+        self.credentials.check_value(cassette_dict, f"cassette {cassette_path}")
         text = serialize(cassette_dict, serializer)
         Path(cassette_path).parent.mkdir(parents=True, exist_ok=True)
         write_text_atomic(cassette_path, text)
@@ -193,12 +200,19 @@ def body_diff(recorded: Any, sent: Any, limit: int = 24) -> str:
 class CassetteSdkEngine(SdkEngine):
     """The sdk engine whose HTTP is recorded to, or served from, one cassette per call."""
 
-    def __init__(self, client: Any, *, cassettes: Cassettes, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        client: Any,
+        *,
+        cassettes: Cassettes,
+        credentials: Credentials | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(client, **kwargs)
         self.cassettes = cassettes
         self._open: dict[Path, tuple[Any, Any]] = {}
         self._current: Path | None = None
-        self.credentials = Credentials.from_env()
+        self.credentials = credentials if credentials is not None else Credentials.from_env()
         self._vcr = require_vcrpy().VCR(
             record_mode="all" if cassettes.record else "none",
             match_on=("method", "path", "json_body"),
@@ -207,7 +221,7 @@ class CassetteSdkEngine(SdkEngine):
             decode_compressed_response=True,
         )
         self._vcr.register_matcher("json_body", _json_body)
-        self._vcr.register_persister(_AtomicPersister)
+        self._vcr.register_persister(_AtomicPersister(self.credentials))
 
     def cassette_for(self, ctx: StepContext) -> str | None:
         """A recorded or replayed call names its cassette."""
@@ -227,11 +241,9 @@ class CassetteSdkEngine(SdkEngine):
         return request
 
     def _before_response(self, response: dict[str, Any]) -> dict[str, Any]:
-        headers = response.get("headers") or {}
-        _scrub_headers(headers)
-        body = (response.get("body") or {}).get("string", b"")
-        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
-        self._refuse_secrets(text, "response")
+        _scrub_headers(response.get("headers") or {})
+        # Headers too: a server may echo a key in any of them, not only in the body.
+        self.credentials.check_value(response, f"cassette {self._current} (the recorded response)")
         return response
 
     def _cassette(self, path: Path) -> Any:

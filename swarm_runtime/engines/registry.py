@@ -147,6 +147,7 @@ def _sdk_cassette_engine(engine_id: str, config: dict[str, Any], cassettes: Any)
             engine_short="claude",
             engine_class=CassetteSdkEngine,
             cassettes=cassettes,
+            credentials=config.get("credentials"),
         )
     from swarm_runtime.engines.replay import ReplaySdkEngine
 
@@ -158,6 +159,7 @@ def _sdk_cassette_engine(engine_id: str, config: dict[str, Any], cassettes: Any)
         engine_class=ReplaySdkEngine,
         http_client=ReplaySdkEngine.http_client(built),
         cassettes=cassettes,
+        credentials=config.get("credentials"),
     )
     assert isinstance(engine, ReplaySdkEngine)
     built.append(engine)

@@ -119,10 +119,17 @@ class Recording:
 class ReplaySdkEngine(SdkEngine):
     """The sdk engine, its HTTP answered from one cassette per call (no server, no patch)."""
 
-    def __init__(self, client: Any, *, cassettes: Cassettes, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        client: Any,
+        *,
+        cassettes: Cassettes,
+        credentials: Credentials | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(client, **kwargs)
         self.cassettes = cassettes
-        self.credentials = Credentials.from_env()
+        self.credentials = credentials if credentials is not None else Credentials.from_env()
         self._open: dict[Path, Recording] = {}
         self._current: Recording | None = None
 

@@ -12,7 +12,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from swarm_runtime.config import Settings, engine_config
-from swarm_runtime.credentials import Credentials
 from swarm_runtime.engines.base import StepResult
 from swarm_runtime.engines.registry import EngineRegistry
 from swarm_runtime.engines.scenario import Scenario
@@ -47,7 +46,8 @@ def build_orchestrator(
     replayed call is an sdk call); ``engine_overrides`` replace engine settings (replay
     needs no key; ``cassettes`` records or replays); ``sleep`` waits between retries
     (replay passes one that does not wait: a recorded 429 costs no time). Credential values
-    from ``env`` are refused in every file of the run, in every mode.
+    from ``env`` and from the engines' ``env`` in runtime.yaml are refused in every file of
+    the run, in every mode.
     """
     engine_mode = mode or settings.mode
     config = engine_config(settings, env)
@@ -66,7 +66,7 @@ def build_orchestrator(
         result_observer=result_observer,
         max_steps=max_steps,
         engine_config=config,
-        refuse_values=Credentials.from_env(env),
+        refuse_values=config["credentials"],
         sleep=sleep,
         origin=dict(origin or {}),
     )

@@ -17,7 +17,7 @@ from swarm_runtime.credentials import Credentials
 from swarm_runtime.engines.base import StepEngine, StepResult
 from swarm_runtime.engines.registry import EngineOptions, EngineRegistry, default_registry
 from swarm_runtime.engines.scenario import Scenario
-from swarm_runtime.errors import ConfigError
+from swarm_runtime.errors import ConfigError, RunControlError
 from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
 from swarm_runtime.orchestrator.control import RunControl
@@ -170,6 +170,13 @@ class Orchestrator:
     def prepare_resume(self, run_dir: Path, *, external_input: str | None = None) -> PreparedRun:
         """Lock and mend a run directory for :meth:`resume`; ``execute()`` goes on."""
         self.control.reset()
+        found = self.credentials.found_in(external_input) if external_input else None
+        if found is not None:
+            raise RunControlError(
+                f"the input for run {Path(run_dir).name} holds the value of {found[0]} "
+                f"({found[1]}); it would be written into the run's transcript and events - "
+                "the run was left as it is: resume it with an input that holds no secret"
+            )
         spec, _ = read_run_spec(Path(run_dir))
         plan = plan_run(
             spec,

@@ -100,3 +100,21 @@ def test_replay_without_vcrpy_says_what_to_install(
         result.err
     )
     assert "Traceback" not in result.err and "ModuleNotFoundError" not in result.err
+
+
+def test_a_key_echoed_in_a_response_header_is_never_recorded(tmp_path: Path) -> None:
+    from tests.fakes.anthropic_server import Reply
+
+    server = AnthropicServer().start()
+    server.script(Reply(headers={"x-echoed-key": KEY}))
+    try:
+        result = _swarm(
+            tmp_path, "--mode", "record", "--cassette-dir", "cas", "--runs-dir", "a", server=server
+        )
+    finally:
+        server.stop()
+    assert result.code == 1
+    assert "refusing to write cassette" in result.err and "ANTHROPIC_API_KEY" in result.err
+    assert "Traceback" not in result.err
+    holding = [p for p in tmp_path.rglob("*") if p.is_file() and KEY.encode() in p.read_bytes()]
+    assert holding == []

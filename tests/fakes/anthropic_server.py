@@ -122,7 +122,12 @@ class AnthropicServer:
                     and isinstance(body, dict)
                     and body.get("stream")
                 ):
-                    owner.stream(self, owner.reply_message(body, reply), error=reply.stream_error)
+                    owner.stream(
+                        self,
+                        owner.reply_message(body, reply),
+                        error=reply.stream_error,
+                        headers=reply.headers,
+                    )
                     return
                 if reply.raw is not None:
                     payload = reply.raw
@@ -176,6 +181,7 @@ class AnthropicServer:
         message: dict[str, Any],
         *,
         error: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
     ) -> None:
         """Answer as server-sent events, the way the Messages API streams.
 
@@ -251,6 +257,8 @@ class AnthropicServer:
         handler.send_response(200)
         handler.send_header("content-type", "text/event-stream")
         handler.send_header("content-length", str(len(raw)))
+        for key, value in (headers or {}).items():
+            handler.send_header(key, value)
         handler.end_headers()
         handler.wfile.write(raw)
 

@@ -50,8 +50,10 @@ def main() -> int:
     with open(os.environ["FAKE_CLI_PIDS"], "w", encoding="utf-8") as handle:
         handle.write(" ".join(map(str, pids)))
     emit(INIT)
-    if case == "ok":
-        text = f"read {len(prompt)} chars"
+    if case in ("ok", "echo"):
+        # echo: answer with the value of the variable FAKE_CLI_ECHO names (a leaky tool).
+        echoed = os.environ.get(os.environ.get("FAKE_CLI_ECHO", ""), "")
+        text = f"read {len(prompt)} chars" + (f"; my env says {echoed}" if case == "echo" else "")
         emit(
             {
                 "type": "assistant",

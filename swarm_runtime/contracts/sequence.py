@@ -1,0 +1,202 @@
+"""The sequencing invariants of SPEC §3.3 over the events of one run.
+
+Walked once over the (line, event) pairs of an event log that parsed: ``run_created``
+first, steps that open and close in turn with their tool events between, a
+``route_decision`` after every ``step_end``, one ``run_completed`` per attempt, ``seq``
+with no gap or repeat, across resumes too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from swarm_runtime.contracts.violation import Violation
+
+__all__ = ["STEP_EVENTS", "check_event_sequence"]
+
+STEP_EVENTS = ("step_start", "step_end", "step_error", "tool_start", "tool_end", "route_decision")
+
+
+def _payload(event: dict[str, Any]) -> dict[str, Any]:
+    payload = event.get("payload")
+    return payload if isinstance(payload, dict) else {}
+
+
+def check_event_sequence(
+    events: Sequence[tuple[int, dict[str, Any]]], rel: str, *, crashed: bool = False
+) -> list[Violation]:
+    """The §3.3 invariants over (line, event) pairs that already parsed.
+
+    A run is allowed to end open (no ``run_completed``, a step never ended) when it is
+    paused (its log ends with ``run_paused``) or ``crashed`` (killed: ``swarm resume``
+    closes what it left open). A resumed run's log is read across its ``run_resumed``.
+    """
+    if not events:
+        return [Violation(rel, None, "no events")]
+    checker = _SequenceCheck(rel)
+    checker.check_head(events)
+    for line, event in events:
+        checker.event(line, event)
+    checker.finish(events[-1][0], open_end=crashed or events[-1][1].get("kind") == "run_paused")
+    return checker.found
+
+
+class _SequenceCheck:
+    """Walks the events of a run once, noting every break of the §3.3 invariants."""
+
+    def __init__(self, rel: str) -> None:
+        self.rel = rel
+        self.found: list[Violation] = []
+        self.started = False
+        self.open_step: tuple[int, dict[str, Any]] | None = None
+        self.awaiting_route: tuple[int, dict[str, Any]] | None = None
+        self.completed: list[int] = []
+        self.completed_status: object = None
+        self.paused_open = False
+        """A step stays open across a pause (it answered ``blocked``)."""
+
+    def at(self, line: int, message: str) -> None:
+        self.found.append(Violation(self.rel, line, message))
+
+    def check_head(self, events: Sequence[tuple[int, dict[str, Any]]]) -> None:
+        """The first event, one run id, and ``seq`` running 1, 2, 3 … without gaps."""
+        first_line, first = events[0]
+        if first.get("kind") != "run_created":
+            self.at(first_line, f"the first event must be run_created, got {first.get('kind')}")
+        run_ids = {str(event.get("run_id")) for _, event in events}
+        if len(run_ids) > 1:
+            self.at(first_line, f"events carry several run ids: {sorted(map(str, run_ids))}")
+        highest = 0
+        for line, event in events:
+            seq = event.get("seq")
+            if not isinstance(seq, int):
+                continue  # the schema check reports it
+            if seq <= highest:
+                self.at(
+                    line,
+                    f"seq {seq} repeats or goes back (highest so far {highest}); seq runs "
+                    "1, 2, 3 … with no gap or repeat",
+                )
+            elif seq != highest + 1:
+                self.at(line, f"seq jumps from {highest} to {seq}; seq runs 1, 2, 3 … with no gap")
+            highest = max(highest, seq)
+
+    def event(self, line: int, event: dict[str, Any]) -> None:
+        """Check one event against what came before it."""
+        kind = event.get("kind")
+        if kind == "run_resumed":
+            self._resumed(line)
+            return
+        if kind == "run_paused" and self.open_step is not None:
+            self.paused_open = True
+        if self.completed:
+            self.at(
+                line,
+                f"{kind} after run_completed (line {self.completed[0]}); run_completed must be "
+                "last",
+            )
+        if kind == "run_started":
+            self.started = True
+        elif kind == "run_completed":
+            self.completed.append(line)
+            self.completed_status = _payload(event).get("status")
+            self._close_open_step()
+            return
+        if kind in STEP_EVENTS and not self.started:
+            self.at(line, f"{kind} before run_started")
+        if self.awaiting_route is not None and kind != "route_decision":
+            self._unrouted()
+        if kind == "step_start":
+            self._step_start(line, event)
+        elif kind in ("step_end", "step_error", "tool_start", "tool_end"):
+            self._inside_step(line, str(kind), event)
+        elif kind == "route_decision":
+            self._route_decision(line, event)
+
+    def _resumed(self, line: int) -> None:
+        """``run_resumed``: the run goes on after a pause, a stop or a crash."""
+        if self.completed:
+            if self.completed_status != "stopped":
+                self.at(
+                    line,
+                    f"run_resumed after run_completed{{status: {self.completed_status}}} "
+                    f"(line {self.completed[-1]}); only a stopped run is resumed",
+                )
+            self.completed = []
+        if self.open_step is not None and not self.paused_open:
+            self._close_open_step()  # a crash's open step must be closed before resuming
+        if self.awaiting_route is not None:
+            self._unrouted()
+        self.paused_open = False
+
+    def _close_open_step(self) -> None:
+        if self.open_step is not None:
+            line, event = self.open_step
+            self.at(line, f"step '{event.get('step_id')}' started here never ended")
+            self.open_step = None
+
+    def _unrouted(self) -> None:
+        assert self.awaiting_route is not None
+        line, event = self.awaiting_route
+        self.at(
+            line,
+            f"step_end of '{event.get('step_id')}' is not followed by a route_decision",
+        )
+        self.awaiting_route = None
+
+    def _step_start(self, line: int, event: dict[str, Any]) -> None:
+        if self.open_step is not None:
+            self.at(
+                line,
+                f"step_start of '{event.get('step_id')}' while "
+                f"'{self.open_step[1].get('step_id')}' (line {self.open_step[0]}) is still "
+                "open: a second step_start without step_end/step_error",
+            )
+        self.open_step = (line, event)
+
+    def _inside_step(self, line: int, kind: str, event: dict[str, Any]) -> None:
+        step = event.get("step_id")
+        if self.open_step is None:
+            self.at(line, f"{kind} of '{step}' outside any step execution (no open step_start)")
+        elif (self.open_step[1].get("flow_key"), self.open_step[1].get("step_id")) != (
+            event.get("flow_key"),
+            step,
+        ):
+            self.at(
+                line,
+                f"{kind} of '{step}' inside the execution of '{self.open_step[1].get('step_id')}'",
+            )
+        if kind in ("step_end", "step_error"):
+            self.open_step = None
+            if kind == "step_end":
+                self.awaiting_route = (line, event)
+
+    def _route_decision(self, line: int, event: dict[str, Any]) -> None:
+        if self.awaiting_route is None:
+            self.at(line, "route_decision without a step_end just before it")
+        else:
+            payload = _payload(event)
+            if payload.get("from_step") != self.awaiting_route[1].get("step_id"):
+                self.at(
+                    line,
+                    f"route_decision from '{payload.get('from_step')}' follows the "
+                    f"step_end of '{self.awaiting_route[1].get('step_id')}'",
+                )
+        self.awaiting_route = None
+
+    def finish(self, last_line: int, *, open_end: bool = False) -> None:
+        """What must hold once every event has been seen (``open_end``: paused, crashed)."""
+        if open_end and not self.completed:
+            return
+        if self.awaiting_route is not None:
+            self._unrouted()
+        self._close_open_step()
+        if not self.completed:
+            self.at(last_line, "the run has no run_completed event (it must end every run)")
+        elif len(self.completed) > 1:
+            self.at(
+                self.completed[1],
+                f"run_completed appears {len(self.completed)} times (lines "
+                f"{', '.join(map(str, self.completed))}); it must appear exactly once",
+            )
