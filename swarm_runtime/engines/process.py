@@ -14,7 +14,6 @@ import os
 import selectors
 import signal
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -66,32 +65,111 @@ def _end_group(process: subprocess.Popen[bytes], grace_s: float) -> bool:
     return False
 
 
-class _Tail:
-    """The last bytes a pipe carried, read in a thread."""
+class _Pipes:
+    """The child's three pipes, served by one loop: no thread ever blocks on one of them.
 
-    def __init__(self, pipe: object) -> None:
-        self.data = bytearray()
-        self._thread = threading.Thread(target=self._read, args=(pipe,), daemon=True)
-        self._thread.start()
+    The prompt is written to stdin as the child takes it, stdout is read line by line and
+    the tail of stderr is kept. All three are raw descriptors, non-blocking: when a process
+    the child started in a session of its own (out of reach of the group kill) keeps them
+    open after the child has exited, nothing waits for it. Reading stops once the child is
+    gone and nothing is left to read, and closing a descriptor never blocks.
+    """
 
-    def _read(self, pipe: object) -> None:
-        read = pipe.read1  # type: ignore[attr-defined]
-        while chunk := read(65536):
-            self.data += chunk
-            if len(self.data) > STDERR_TAIL_BYTES:
-                del self.data[: len(self.data) - STDERR_TAIL_BYTES]
+    def __init__(self, process: subprocess.Popen[bytes], data: bytes) -> None:
+        assert process.stdin and process.stdout and process.stderr
+        self.process = process
+        self.files = (process.stdin, process.stdout, process.stderr)
+        self.stdin, self.stdout, self.stderr = (f.fileno() for f in self.files)
+        for fd in (self.stdin, self.stdout, self.stderr):
+            os.set_blocking(fd, False)
+        self.pending = memoryview(data)
+        self.tail = bytearray()
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(self.stdout, selectors.EVENT_READ)
+        self.selector.register(self.stderr, selectors.EVENT_READ)
+        if self.pending:
+            self.selector.register(self.stdin, selectors.EVENT_WRITE)
+        else:
+            self._close_stdin()
 
-    def text(self) -> str:
-        self._thread.join(timeout=1.0)
-        return bytes(self.data).decode("utf-8", "replace")
+    def pump(
+        self, deadline: float, on_line: Callable[[str], None], clock: Callable[[], float]
+    ) -> tuple[str | None, bool]:
+        """Serve the pipes until stdout ends or the deadline: (why reading broke, timed out)."""
+        buffer = bytearray()
+        while True:
+            remaining = deadline - clock()
+            if remaining <= 0:
+                return None, True
+            ready = {key.fd for key, _ in self.selector.select(min(remaining, _POLL_S))}
+            if self.stdin in ready:
+                self._write()
+            if self.stderr in ready:
+                self._read_stderr()
+            if self.stdout not in ready:
+                if self.process.poll() is not None and not _has_data(self.stdout):
+                    # It exited, but something it started may still hold the pipe open.
+                    return _last_line(buffer, on_line), False
+                continue
+            try:
+                chunk = os.read(self.stdout, 65536)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                return _last_line(buffer, on_line), False
+            buffer += chunk
+            *lines, rest = buffer.split(b"\n")
+            buffer = bytearray(rest)
+            if len(buffer) > MAX_LINE_BYTES:
+                return f"an output line is longer than {MAX_LINE_BYTES} bytes", False
+            try:
+                for line in lines:
+                    if line.strip():
+                        on_line(line.decode("utf-8", "replace"))
+            except StreamBroken as exc:
+                return str(exc), False
 
+    def _write(self) -> None:
+        try:
+            written = os.write(self.stdin, self.pending[:65536])
+        except BlockingIOError:
+            return
+        except OSError:  # the child closed its stdin: its exit says why
+            written = len(self.pending)
+        self.pending = self.pending[written:]
+        if not self.pending:
+            self._close_stdin()
 
-def _feed(pipe: object, data: bytes) -> None:
-    try:
-        pipe.write(data)  # type: ignore[attr-defined]
-        pipe.close()  # type: ignore[attr-defined]
-    except (BrokenPipeError, OSError, ValueError):
-        pass  # the child stopped reading; its exit says why
+    def _close_stdin(self) -> None:
+        with contextlib.suppress(KeyError, ValueError):
+            self.selector.unregister(self.stdin)
+        with contextlib.suppress(OSError, ValueError):
+            self.files[0].close()
+
+    def _read_stderr(self) -> bool:
+        """Read what stderr has now into the tail; False when it had nothing (or ended)."""
+        try:
+            chunk = os.read(self.stderr, 65536)
+        except OSError:  # BlockingIOError too: nothing there just now
+            return False
+        if not chunk:
+            with contextlib.suppress(KeyError, ValueError):
+                self.selector.unregister(self.stderr)
+            return False
+        self.tail += chunk
+        if len(self.tail) > STDERR_TAIL_BYTES:
+            del self.tail[: len(self.tail) - STDERR_TAIL_BYTES]
+        return True
+
+    def close(self) -> str:
+        """Take what stderr has at hand (never waiting for more), close every pipe; the tail."""
+        while self._read_stderr():
+            pass
+        self.selector.close()
+        for pipe in self.files:
+            with contextlib.suppress(OSError, ValueError):
+                pipe.close()  # raw and non-blocking: no buffer lock, no wait
+        return bytes(self.tail).decode("utf-8", "replace")
 
 
 def run_process(
@@ -114,21 +192,17 @@ def run_process(
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        bufsize=0,
         env=dict(env),
         cwd=cwd,
         start_new_session=True,
     )
     deadline = clock() + timeout_s
-    assert process.stdin is not None and process.stdout is not None
-    writer = threading.Thread(
-        target=_feed, args=(process.stdin, stdin.encode("utf-8")), daemon=True
-    )
-    writer.start()
-    stderr = _Tail(process.stderr)
+    pipes = _Pipes(process, stdin.encode("utf-8"))
     timed_out = killed = False
     broken: str | None = None
     try:
-        broken, timed_out = _read_lines(process, deadline, on_line, clock)
+        broken, timed_out = pipes.pump(deadline, on_line, clock)
         if broken is None and not timed_out:
             try:
                 process.wait(timeout=max(0.0, deadline - clock()))
@@ -136,11 +210,7 @@ def run_process(
                 timed_out = True
     finally:
         killed = _end_group(process, grace_s)
-        writer.join(timeout=1.0)
-        text = stderr.text()
-        for pipe in (process.stdin, process.stdout, process.stderr):
-            with contextlib.suppress(OSError, ValueError):
-                pipe.close()  # type: ignore[union-attr]
+        text = pipes.close()
     return ProcessEnd(
         exit_code=process.returncode,
         timed_out=timed_out,
@@ -148,47 +218,6 @@ def run_process(
         stderr=text,
         killed=killed,
     )
-
-
-def _read_lines(
-    process: subprocess.Popen[bytes],
-    deadline: float,
-    on_line: Callable[[str], None],
-    clock: Callable[[], float],
-) -> tuple[str | None, bool]:
-    """Read stdout to its end or the deadline: (why reading broke off, whether it timed out)."""
-    assert process.stdout is not None
-    fd = process.stdout.fileno()
-    os.set_blocking(fd, False)
-    buffer = bytearray()
-    with selectors.DefaultSelector() as selector:
-        selector.register(fd, selectors.EVENT_READ)
-        while True:
-            remaining = deadline - clock()
-            if remaining <= 0:
-                return None, True
-            if not selector.select(min(remaining, _POLL_S)):
-                if process.poll() is not None and not _has_data(fd):
-                    # It exited, but something it started still holds the pipe open.
-                    return _last_line(buffer, on_line), False
-                continue
-            try:
-                chunk = os.read(fd, 65536)
-            except BlockingIOError:
-                continue
-            if not chunk:
-                return _last_line(buffer, on_line), False
-            buffer += chunk
-            *lines, rest = buffer.split(b"\n")
-            buffer = bytearray(rest)
-            if len(buffer) > MAX_LINE_BYTES:
-                return f"an output line is longer than {MAX_LINE_BYTES} bytes", False
-            try:
-                for line in lines:
-                    if line.strip():
-                        on_line(line.decode("utf-8", "replace"))
-            except StreamBroken as exc:
-                return str(exc), False
 
 
 def _has_data(fd: int) -> bool:

@@ -47,10 +47,17 @@ def main() -> int:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
         pids.append(child.pid)
+    if case == "setsid_child":
+        # A daemon of its own session, out of reach of the group kill, holding stdout and
+        # stderr open after the CLI itself has answered and exited.
+        child = subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(3600)"], start_new_session=True
+        )
+        pids.append(child.pid)
     with open(os.environ["FAKE_CLI_PIDS"], "w", encoding="utf-8") as handle:
         handle.write(" ".join(map(str, pids)))
     emit(INIT)
-    if case in ("ok", "echo"):
+    if case in ("ok", "echo", "setsid_child"):
         # echo: answer with the value of the variable FAKE_CLI_ECHO names (a leaky tool).
         echoed = os.environ.get(os.environ.get("FAKE_CLI_ECHO", ""), "")
         text = f"read {len(prompt)} chars" + (f"; my env says {echoed}" if case == "echo" else "")

@@ -9,7 +9,9 @@ own event times, not a timer in the test).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -117,4 +119,22 @@ def test_a_missing_executable_names_it_and_how_to_install(tmp_path: Path) -> Non
     assert events[-2]["kind"] == "step_error"
     assert f"no executable '{tmp_path / 'no-such-claude'}'" in error
     assert "npm install -g @anthropic-ai/claude-code" in error and "SWARM_CLAUDE_CLI" in error
+    assert validate_run_dir(outcome.path) == []
+
+
+def test_a_cli_that_leaves_a_daemon_holding_its_pipes_ends_its_step(tmp_path: Path) -> None:
+    import threading
+
+    outcomes: list[RunOutcome] = []
+    worker = threading.Thread(target=lambda: outcomes.append(_run(tmp_path, "setsid_child")))
+    worker.start()
+    worker.join(timeout=60)  # a guard against the hang this test is about, not a speed limit
+    hung = worker.is_alive()
+    for pid in [int(p) for p in (tmp_path / "pids").read_text().split()]:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)  # the daemon: the step cannot reach it, the test can
+    worker.join()
+    assert not hung, "the step hung on pipes its CLI's daemon held open"
+    (outcome,) = outcomes
+    assert outcome.status == "succeeded", outcome.error
     assert validate_run_dir(outcome.path) == []
