@@ -302,6 +302,8 @@ def engine_config(settings: Settings, env: Mapping[str, str]) -> dict[str, Any]:
     where = settings.config_source or "runtime.yaml"
     config["process_env"] = dict(env)
     config["claude_cli"] = _cli_settings(claude, where, "claude", env.get("SWARM_CLAUDE_CLI"))
+    if "timeout_s" in config["claude_cli"]:  # one call's deadline, in every mode of the engine
+        config["timeout_s"] = config["claude_cli"]["timeout_s"]
     gemini = _cli_settings(settings.gemini, where, "gemini", env.get("SWARM_GEMINI_CLI"))
     config["gemini"] = {**gemini, "mode": settings.gemini_mode}
     config["record_via"] = settings.record_via

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from swarm_runtime.record import Record, field
 
 __all__ = [
+    "DEFAULT_TIMEOUT_S",
     "MAX_OUTPUT_BYTES",
     "HistoryItem",
     "Prompt",
@@ -27,6 +28,10 @@ __all__ = [
     "TokenUsage",
     "truncate_output",
 ]
+
+DEFAULT_TIMEOUT_S = 300.0
+"""How long one engine call of a step may take in all, in every mode, unless the step's
+``timeout_s`` or the engine's ``timeout_s`` in runtime.yaml says otherwise."""
 
 MAX_OUTPUT_BYTES = 50 * 1024
 """A StepResult's output stays under this; longer text is cut with a marker."""

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from swarm_runtime.engines.base import (
+    DEFAULT_TIMEOUT_S,
     StepContext,
     StepEngine,
     StepOutcome,
@@ -38,7 +39,6 @@ __all__ = [
     "build_cli_engine",
 ]
 
-DEFAULT_TIMEOUT_S = 300.0
 DEFAULT_GRACE_S = 3.0
 """How long a process may take to end after SIGTERM before it is killed."""
 DEFAULT_GEMINI_MODEL = "gemini-2.5-flash"

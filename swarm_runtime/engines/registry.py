@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from swarm_runtime.engines.base import StepEngine
+from swarm_runtime.engines.base import DEFAULT_TIMEOUT_S, StepEngine
 from swarm_runtime.engines.scenario import Scenario
 from swarm_runtime.errors import ConfigError, EngineError
 from swarm_runtime.record import Record, field
@@ -103,6 +103,7 @@ def _builtin(engine_id: str, engine_short: str) -> EngineFactory:
                 engine_short=engine_short,
                 scenario=options.scenario,
                 sleep=options.sleep,
+                timeout_s=float(config.get("timeout_s") or DEFAULT_TIMEOUT_S),
             )
         cassettes = config.get("cassettes")
         if mode == "cli":

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from swarm_runtime.engines.base import (
+    DEFAULT_TIMEOUT_S,
     StepContext,
     StepEngine,
     StepOutcome,
@@ -23,6 +24,7 @@ from swarm_runtime.engines.base import (
     TokenUsage,
     truncate_output,
 )
+from swarm_runtime.engines.deadline import CallDeadline, call_deadline, deadline_hooks
 from swarm_runtime.engines.status import code_for_status
 from swarm_runtime.errors import ConfigError
 
@@ -122,8 +124,11 @@ class SdkEngine(StepEngine):
         engine_id: str = "claude-step",
         engine_short: str = "claude",
         stream: bool = True,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
     ) -> None:
         self.client = client
+        self.timeout_s = timeout_s
+        """How long a call may take in all (a step's own ``timeout_s`` comes first)."""
         self.stream = stream
         """Stream the reply (the default; what long agent calls need), or one plain call."""
         self.model = model
@@ -163,24 +168,22 @@ class SdkEngine(StepEngine):
         """The cassette a recorded or replayed call goes through (a subclass says)."""
         return None
 
-    def run_step(self, ctx: StepContext) -> StepOutcome:
-        """Call the Messages API once and turn the reply (or the error) into an outcome."""
+    def _timed_out(self, ctx: StepContext, deadline: CallDeadline | None) -> StepOutcome | None:
+        """A retryable timeout when the call's deadline cut it off, else None."""
+        if deadline is None or not deadline.expired:
+            return None
+        return self._failed(
+            ctx,
+            "retryable",
+            f"the Anthropic API call did not finish within {deadline.seconds:g} s and was cut "
+            "off (raise the step's timeout_s, or engines.claude.timeout_s in runtime.yaml)",
+        )
+
+    def _failure(self, ctx: StepContext, exc: Exception) -> StepOutcome | None:
+        """The outcome an error of the call stands for (None: not an error of the call)."""
         import anthropic
 
-        from swarm_runtime.engines.handoff import HandoffError, parse_handoff
-
-        prompt = ctx.prompt
-        if prompt is None:
-            raise ValueError("SdkEngine needs ctx.prompt")
-        try:
-            message = self.create_message(
-                ctx,
-                model=self.model,
-                max_tokens=self.max_tokens,
-                system=prompt.system,
-                messages=[{"role": "user", "content": prompt.user}],
-            )
-        except anthropic.APIStatusError as exc:
+        if isinstance(exc, anthropic.APIStatusError):
             status = _status_of(exc)
             detail = _detail_of(exc)
             error = f"Anthropic API answered HTTP {status}: {detail}"
@@ -189,17 +192,45 @@ class SdkEngine(StepEngine):
             if code_for_status(status) == "retryable":
                 return self._failed(ctx, "retryable", error, _retry_after_ms(exc.response.headers))
             return self._failed(ctx, "fatal", error)
-        except anthropic.APIResponseValidationError as exc:
+        if isinstance(exc, anthropic.APIResponseValidationError):
             return self._failed(
                 ctx, "fatal", f"Anthropic API reply is not a Messages response: {exc}"
             )
-        except anthropic.APIConnectionError as exc:
+        if isinstance(exc, anthropic.APIConnectionError):
             return self._failed(ctx, "retryable", f"cannot reach the Anthropic API: {exc}")
-        except (ValueError, TypeError, KeyError, AttributeError, AssertionError) as exc:
+        if isinstance(exc, ValueError | TypeError | KeyError | AttributeError | AssertionError):
             # A body that is neither JSON nor a stream of events (the SDK asserts on those).
             return self._failed(
                 ctx, "fatal", f"Anthropic API reply could not be read ({type(exc).__name__}: {exc})"
             )
+        return None
+
+    def run_step(self, ctx: StepContext) -> StepOutcome:
+        """Call the Messages API once and turn the reply (or the error) into an outcome."""
+        from swarm_runtime.engines.handoff import HandoffError, parse_handoff
+
+        prompt = ctx.prompt
+        if prompt is None:
+            raise ValueError("SdkEngine needs ctx.prompt")
+        seconds = ctx.timeout_s or self.timeout_s
+        deadline: CallDeadline | None = None
+        try:
+            with call_deadline(seconds) as deadline:
+                message = self.create_message(
+                    ctx,
+                    model=self.model,
+                    max_tokens=self.max_tokens,
+                    system=prompt.system,
+                    messages=[{"role": "user", "content": prompt.user}],
+                )
+        except Exception as exc:
+            failed = self._timed_out(ctx, deadline) or self._failure(ctx, exc)
+            if failed is None:
+                raise
+            return failed
+        cut_off = self._timed_out(ctx, deadline)  # a body that ends at the cut reads as whole
+        if cut_off is not None:
+            return cut_off
         try:
             blocks = list(message.content)
             text = "".join(
@@ -267,6 +298,7 @@ def build_sdk_engine(
             "sdk mode needs ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL for an Anthropic-compatible "
             "server); set it, or run in stub mode"
         )
+    timeout_s = float(config.get("timeout_s") or DEFAULT_TIMEOUT_S)
     provider = str(config.get("provider") or ("anthropic_compat" if base_url else "anthropic"))
     if provider not in ("anthropic", "anthropic_compat"):
         raise ConfigError(f"provider {provider!r} is not anthropic or anthropic_compat")
@@ -274,8 +306,8 @@ def build_sdk_engine(
         api_key=api_key or "not-needed-for-a-local-server",
         base_url=base_url or None,
         max_retries=0,  # the orchestrator owns retries
-        timeout=float(config.get("timeout", 300.0)),
-        **({"http_client": http_client} if http_client is not None else {}),
+        timeout=timeout_s,
+        http_client=http_client or anthropic.DefaultHttpxClient(**deadline_hooks()),
     )
     return (engine_class or SdkEngine)(
         client,
@@ -286,5 +318,6 @@ def build_sdk_engine(
         prices=load_prices(Path(config["prices"])) if config.get("prices") else None,
         engine_id=engine_id,
         engine_short=engine_short,
+        timeout_s=timeout_s,
         **extra,
     )

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from swarm_runtime.engines.base import (
+    DEFAULT_TIMEOUT_S,
     RunEvent,
     StepContext,
     StepEngine,
@@ -49,11 +50,14 @@ class StubEngine(StepEngine):
         engine_short: str = "claude",
         scenario: Scenario | None = None,
         sleep: Callable[[float], None] | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
     ) -> None:
         self.engine_id = engine_id
         self.engine_short = engine_short
         self.scenario = scenario or Scenario()
         self._sleep = sleep or interruptible_sleep
+        self.timeout_s = timeout_s
+        """How long a call may take in all (a step's own ``timeout_s`` comes first)."""
 
     def _reply(self, ctx: StepContext, outcome: Outcome | None) -> tuple[str, dict[str, Any]]:
         handoff = stub_handoff(ctx.routing_kind, ctx.handoff_fields, ctx.iteration)
@@ -90,6 +94,21 @@ class StubEngine(StepEngine):
         text = body + "\n\n" + format_handoff(handoff) if handoff else body
         return text, handoff
 
+    def _timed_out(self, ctx: StepContext, delay_ms: int, limit: float) -> StepOutcome:
+        error = (
+            f"the stub's scripted delay of {delay_ms} ms is past the step's deadline of "
+            f"{limit:g} s (its timeout_s); the call was cut off"
+        )
+        return StepOutcome(
+            result=StepResult(step_id=ctx.step_id, status="failed", error=error),
+            result_code="retryable",
+            model=STUB_MODEL,
+            provider="none",
+            mode="stub",
+            transcript=(),
+            cost_usd=0.0,
+        )
+
     def run_step(self, ctx: StepContext) -> StepOutcome:
         """Produce the scripted (or default) reply for the step."""
         from swarm_runtime.engines.handoff import parse_handoff
@@ -98,6 +117,10 @@ class StubEngine(StepEngine):
         # same ones); a retry within an execution keeps its outcome (see code_for).
         outcome = self.scenario.outcome_for(ctx.flow_key, ctx.step_id, ctx.iteration)
         if outcome is not None and outcome.delay_ms:
+            limit = ctx.timeout_s or self.timeout_s
+            if outcome.delay_ms / 1000.0 > limit:  # the deadline every engine keeps
+                self._sleep(limit)
+                return self._timed_out(ctx, outcome.delay_ms, limit)
             self._sleep(outcome.delay_ms / 1000.0)
         text, _ = self._reply(ctx, outcome)
         handoff = parse_handoff(text)

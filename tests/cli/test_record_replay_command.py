@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -118,3 +119,27 @@ def test_a_key_echoed_in_a_response_header_is_never_recorded(tmp_path: Path) -> 
     assert "Traceback" not in result.err
     holding = [p for p in tmp_path.rglob("*") if p.is_file() and KEY.encode() in p.read_bytes()]
     assert holding == []
+
+
+def test_recording_a_stream_that_never_ends_stops_at_the_deadline(tmp_path: Path) -> None:
+    from tests.fakes.anthropic_server import Reply
+
+    config = tmp_path / "swarm" / "config" / "runtime.yaml"
+    config.parent.mkdir(parents=True)
+    config.write_text("engines:\n  claude:\n    timeout_s: 0.5\n")
+    server = AnthropicServer().start()
+    server.script(Reply(pings_every_s=0.05))  # the first call: alive, and never done
+    try:
+        result = _swarm(
+            tmp_path, "--mode", "record", "--cassette-dir", "cas", "--runs-dir", "a", server=server
+        )
+    finally:
+        server.stop()
+    assert result.code == 0, result.err  # the retry answered
+    (run_dir,) = (tmp_path / "a").iterdir()
+    logs = [
+        json.loads(line)
+        for line in (run_dir / "events.jsonl").read_text().splitlines()
+        if '"kind": "log"' in line
+    ]
+    assert ["did not finish within 0.5 s" in e["payload"]["error"] for e in logs] == [True]

@@ -38,6 +38,9 @@ class Reply:
     """For a streamed request: start the stream, then send this ``error`` event and stop."""
     tool_use: dict[str, Any] | None = None
     """Call a tool instead of answering: ``{"name": "Bash", "input": {...}}``."""
+    pings_every_s: float | None = None
+    """For a streamed request: start the stream, then send a ``ping`` every so often, for
+    ever (until the client goes away): a stream that is alive and never ends."""
 
 
 def _text_of(value: Any) -> str:
@@ -76,6 +79,7 @@ class AnthropicServer:
         self.usage: list[dict[str, int]] = []
         """The usage each model reply reported, in order."""
         self.tool_calls = 0
+        self.pingers: list[threading.Event] = []
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -115,6 +119,9 @@ class AnthropicServer:
                 if reply.drop:
                     self.close_connection = True
                     self.connection.shutdown(2)
+                    return
+                if reply.pings_every_s is not None:
+                    owner.ping_forever(self, reply.pings_every_s)
                     return
                 if (
                     reply.raw is None
@@ -262,6 +269,27 @@ class AnthropicServer:
         handler.end_headers()
         handler.wfile.write(raw)
 
+    def ping_forever(self, handler: BaseHTTPRequestHandler, every_s: float) -> None:
+        """Open a stream and keep it alive with pings until the client hangs up."""
+        start = {"type": "message_start", "message": self.default_message({}, "")}
+        handler.send_response(200)
+        handler.send_header("content-type", "text/event-stream")
+        handler.send_header("connection", "close")
+        handler.end_headers()
+        handler.close_connection = True
+        frames = [f"event: message_start\ndata: {json.dumps(start)}\n\n"]
+        stopped = threading.Event()
+        self.pingers.append(stopped)
+        try:
+            while not stopped.is_set():
+                frames.append('event: ping\ndata: {"type": "ping"}\n\n')
+                handler.wfile.write("".join(frames).encode())
+                handler.wfile.flush()
+                frames.clear()
+                stopped.wait(every_s)  # the server's pace, not a test waiting
+        except OSError:
+            pass  # the client hung up: the end this stream is waiting for
+
     @staticmethod
     def _handoff_like_the_stub(system: str, user: str) -> str:
         """Declare the handoff as the stub does, so replayed runs route like stub runs.
@@ -283,6 +311,8 @@ class AnthropicServer:
         return f"\n\n{block}"
 
     def stop(self) -> None:
+        for pinger in self.pingers:
+            pinger.set()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()

@@ -376,3 +376,25 @@ def test_a_damaged_cassette_fails_the_step_naming_it(tmp_path: Path) -> None:
     assert outcome.status == "failed"
     assert f"cassette {damaged} cannot be read" in (outcome.error or "")
     assert validate_run_dir(outcome.path) == []
+
+
+@pytest.mark.parametrize("where", ["step", "runtime.yaml"])
+def test_a_stream_kept_alive_by_pings_ends_at_the_step_deadline_and_is_retried(
+    anthropic_server: AnthropicServer, tmp_path: Path, where: str
+) -> None:
+    """A server that pings for ever: each attempt is cut off at the deadline, retryable."""
+    flows = tmp_path / "flows"
+    step = step_yaml("ask") + ("    timeout_s: 0.5\n" if where == "step" else "")
+    write_flow(flows, "one", [step])
+    forever = Reply(pings_every_s=0.05)
+    anthropic_server.script(forever, forever, Reply())
+    slept: list[float] = []
+    config = {"timeout_s": 0.5} if where == "runtime.yaml" else {}
+    outcome = _run(anthropic_server, tmp_path / "runs", ("one",), flows, slept, **config)
+    assert outcome.status == "succeeded", outcome.error  # the third attempt answers
+    logs = [e for e in events_of(outcome) if e["kind"] == "log"]
+    assert len(logs) == 2
+    messages = [e["payload"]["error"] for e in logs]
+    assert all("did not finish within 0.5 s and was cut off" in m for m in messages), messages
+    assert len(slept) == 2  # backoff between attempts, through the injected sleep
+    assert validate_run_dir(outcome.path) == []
