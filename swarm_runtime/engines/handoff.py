@@ -8,14 +8,38 @@ from typing import Any
 
 from swarm_runtime.errors import HandoffError
 
-__all__ = ["HandoffError", "format_handoff", "parse_handoff"]
+__all__ = ["HandoffError", "format_handoff", "handoff_blocks", "parse_handoff"]
 
-_BLOCK_RE = re.compile(r"```handoff[ \t]*\n(.*?)\n[ \t]*```", re.DOTALL)
+_OPEN = re.compile(r"```handoff[ \t]*\n")
+_CLOSE = re.compile(r"\n[ \t]*```")
+
+
+def handoff_blocks(text: str) -> list[str]:
+    """The bodies of the fenced ```handoff blocks of ``text``, in order, in linear time.
+
+    A block runs from its opening fence to the first closing fence after it. When an
+    opening fence has no closing fence after it, no later one can have one either: the
+    search stops there, so a reply of many unclosed fences costs one pass, not one per
+    fence (a lazy ``.*?`` over the rest of the text for each is quadratic).
+    """
+    blocks: list[str] = []
+    at = 0
+    while (start := text.find("```handoff", at)) >= 0:
+        opening = _OPEN.match(text, start)
+        if opening is None:
+            at = start + 3
+            continue
+        closing = _CLOSE.search(text, opening.end())
+        if closing is None:
+            break
+        blocks.append(text[opening.end() : closing.start()])
+        at = closing.end()
+    return blocks
 
 
 def parse_handoff(text: str) -> dict[str, Any] | None:
     """The mapping in the last ```handoff fenced block of ``text``; None if there is none."""
-    blocks = _BLOCK_RE.findall(text)
+    blocks = handoff_blocks(text)
     if not blocks:
         return None
     body = blocks[-1].strip()
