@@ -38,6 +38,7 @@ __all__ = [
     "load_json",
     "load_yaml",
     "read_bytes_limited",
+    "read_prefix",
     "read_run_text",
     "read_text_limited",
     "too_deep",
@@ -81,19 +82,9 @@ def read_bytes_limited(
     the file cannot be opened and :class:`InputRefused` when it is not a regular file or is
     bigger than ``limit``.
     """
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)  # a FIFO must not block the open
-    if nofollow:
-        flags |= getattr(os, "O_NOFOLLOW", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError as exc:
-        if nofollow and os.path.islink(path):
-            raise InputRefused("is a symlink; files inside a run dir are never followed") from exc
-        raise
+    fd = _open_regular(path, nofollow=nofollow)
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise InputRefused("is not a regular file")
         if info.st_size > limit:
             raise InputRefused(f"is {info.st_size} bytes; at most {limit} are read")
         chunks: list[bytes] = []
@@ -108,6 +99,36 @@ def read_bytes_limited(
         if len(data) > limit:
             raise InputRefused(f"is more than {limit} bytes; at most {limit} are read")
         return data
+    finally:
+        os.close(fd)
+
+
+def _open_regular(path: str | os.PathLike[str], *, nofollow: bool) -> int:
+    """A read descriptor of a regular file; InputRefused for anything else.
+
+    A FIFO would block the reader and a device might never end; with ``nofollow`` a
+    symlink is refused too.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)  # a FIFO must not block the open
+    if nofollow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if nofollow and os.path.islink(path):
+            raise InputRefused("is a symlink; files inside a run dir are never followed") from exc
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise InputRefused("is not a regular file")
+    return fd
+
+
+def read_prefix(path: str | os.PathLike[str], size: int) -> bytes:
+    """Up to the first ``size`` bytes of a regular file (see :func:`read_bytes_limited`)."""
+    fd = _open_regular(path, nofollow=False)
+    try:
+        return os.read(fd, size)
     finally:
         os.close(fd)
 

@@ -49,11 +49,12 @@ _VOLATILE = (
 
 def recorded_via(path: Path) -> str:
     """``cli`` for a cassette a CLI step recorded, else ``sdk``."""
+    from swarm_runtime.inputs import read_prefix
+
     try:
-        with open(path, "rb") as handle:
-            head = handle.read(len(MARKER))
-    except OSError:
-        return "sdk"
+        head = read_prefix(path, len(MARKER))  # never blocks: a FIFO is refused, not read
+    except (OSError, ValueError):
+        return "sdk"  # missing or not a regular file: the sdk replay names the problem
     return "cli" if head == MARKER.encode() else "sdk"
 
 

@@ -143,3 +143,13 @@ def test_recording_a_stream_that_never_ends_stops_at_the_deadline(tmp_path: Path
         if '"kind": "log"' in line
     ]
     assert ["did not finish within 0.5 s" in e["payload"]["error"] for e in logs] == [True]
+
+
+def test_a_cassette_that_is_a_fifo_is_refused_not_waited_on(recorded: Path) -> None:
+    cassette = recorded / "cas" / "stepwise-demo" / "read_request-demo-intake-0.yaml"
+    cassette.unlink()
+    os.mkfifo(cassette)  # a reader that opened it would wait for a writer for ever
+    replay = _swarm(recorded, "--mode", "replay", "--cassette-dir", "cas", "--runs-dir", "b")
+    assert replay.code == 1
+    assert "read_request-demo-intake-0.yaml cannot be read: is not a regular file" in replay.err
+    assert "Traceback" not in replay.err
