@@ -10,10 +10,9 @@ as server-sent events, each with ``id`` = its ``seq``, from ``Last-Event-ID`` on
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse as _StarletteJSON
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import Route
 
 from swarm_runtime.errors import RunControlError, SwarmError, SwarmUsageError
@@ -33,6 +32,7 @@ from swarm_runtime.studio.flows import FlowCatalog
 from swarm_runtime.studio.guard import GuardMiddleware
 from swarm_runtime.studio.index import RunIndex
 from swarm_runtime.studio.openapi import openapi_document
+from swarm_runtime.studio.sse import StreamLimits, StreamSlots, event_stream
 from swarm_runtime.studio.tail import EventTail
 
 __all__ = ["StudioConfig", "create_app"]
@@ -53,11 +53,12 @@ class StudioConfig(Record):
     runs_dir: Path
     flows_dir: Path | None = None
     golden_dir: Path | None = None
-    poll_seconds: float = 0.25
-    """How often a stream looks for new events (a running run shows up within a second)."""
-    keepalive_seconds: float = 15.0
     allowed_hosts: tuple[str, ...] = ("localhost",)
     """Host names (besides IP addresses) the studio answers to: see the guard."""
+    streams: StreamLimits = StreamLimits()
+    """How often event streams look for events, and what they may hold (see :mod:`.sse`)."""
+    on_stream_dropped: Callable[[str], None] | None = None
+    """Told the run id of each event stream dropped because its client took nothing."""
 
 
 class _Studio:
@@ -69,6 +70,7 @@ class _Studio:
         self.actions = RunActions(self.files.runs_dir, config.flows_dir)
         self.closing = threading.Event()
         """Set when the server shuts down: open streams end at once."""
+        self.streams = StreamSlots(config.streams, config.on_stream_dropped)
 
     # -- runs --------------------------------------------------------------------------------
 
@@ -154,33 +156,26 @@ class _Studio:
     async def stream(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]
         run_dir = self.files.run_dir(run_id)
+        if self.streams.full():
+            return _JSONResponse(
+                {
+                    "error": f"{self.streams.limits.max_streams} event streams are open, the "
+                    "most this studio serves; close a page or try again shortly"
+                },
+                status_code=503,
+                headers={"Retry-After": "5"},
+            )
         since = _int(
             request.headers.get("last-event-id") or request.query_params.get("since_seq"), 0
         )
-        tail = EventTail(run_dir / "events.jsonl", since)
-        return StreamingResponse(
-            self._sse(request, run_id, tail),
-            media_type="text/event-stream",
-            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        return event_stream(
+            self.streams,
+            run_id,
+            EventTail(run_dir / "events.jsonl", since),
+            live=partial(self._live, run_id),
+            closing=self.closing.is_set,
+            disconnected=request.is_disconnected,
         )
-
-    async def _sse(self, request: Request, run_id: str, tail: EventTail) -> AsyncIterator[str]:
-        yield f"retry: {int(self.config.poll_seconds * 4000)}\n\n"
-        quiet = 0.0
-        while not self.closing.is_set():
-            events = await run_in_threadpool(tail.poll)
-            for event in events:
-                yield f"id: {event['seq']}\ndata: {json.dumps(event)}\n\n"
-            if not events and tail.last_kind == "run_completed" and not self._live(run_id):
-                yield f"event: end\ndata: {json.dumps({'last_seq': tail.last_seq})}\n\n"
-                return
-            quiet = 0.0 if events else quiet + self.config.poll_seconds
-            if quiet >= self.config.keepalive_seconds:
-                quiet = 0.0
-                yield ": keep-alive\n\n"
-            if await request.is_disconnected():
-                return
-            await asyncio.sleep(self.config.poll_seconds)
 
     def _live(self, run_id: str) -> bool:
         try:

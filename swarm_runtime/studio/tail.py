@@ -34,6 +34,11 @@ class EventTail:
         self._partial = b""
         self._pending = False
 
+    @property
+    def pending(self) -> bool:
+        """Whether the last poll left part of the log unread (it had more than max_bytes)."""
+        return self._pending
+
     def poll(self, *, max_bytes: int = 64 * _CHUNK) -> list[dict[str, Any]]:
         """Events appended since the last poll (none when the log is not there yet).
 

@@ -100,3 +100,87 @@ def test_events_appended_to_a_running_run_arrive_as_they_are_written(
     assert json.loads(next(messages)["data"])["kind"] == "run_completed"
     assert next(messages)["event"] == "end"
     stream.close()
+
+
+def _big_log(project: Project, run_id: str, megabytes: int) -> Any:
+    """A running run whose log holds ``megabytes`` MiB of events."""
+    lock = project.running_run(run_id)
+    pad = "x" * 4000
+    lines = [
+        json.dumps({"run_id": run_id, "seq": seq, "kind": "log", "payload": {"message": pad}})
+        for seq in range(1, megabytes * 1024 * 1024 // 4060 + 2)
+    ]
+    (project.runs_dir / run_id / "events.jsonl").write_text("\n".join(lines) + "\n")
+    return lock
+
+
+def test_a_stream_holds_one_chunk_of_a_long_log_at_a_time(tmp_path: Path) -> None:
+    import asyncio
+
+    from swarm_runtime.studio.sse import StreamLimits, _events
+    from swarm_runtime.studio.tail import EventTail
+
+    project = Project(tmp_path)
+    run_id = "run-20250101-000000-bigxxx"
+    lock = _big_log(project, run_id, 8)
+    tail = EventTail(project.runs_dir / run_id / "events.jsonl")
+    limits = StreamLimits(chunk_bytes=64 * 1024)
+
+    async def first_two() -> None:
+        events = _events(limits, tail, lambda: True, lambda: False, _never)
+        await anext(events)  # retry:
+        await anext(events)  # the first event
+        await events.aclose()
+
+    asyncio.run(first_two())
+    assert tail._offset <= limits.chunk_bytes  # not the 8 MiB log, parsed whole
+    lock.release()
+
+
+async def _never() -> bool:
+    return False
+
+
+def test_streams_are_bounded_in_number_and_a_client_that_reads_nothing_is_dropped(
+    tmp_path: Path, live_studio: Any
+) -> None:
+    import socket
+    import threading
+
+    from swarm_runtime.studio.sse import StreamLimits
+
+    project = Project(tmp_path)
+    run_id = "run-20250101-000000-slowxx"
+    lock = _big_log(project, run_id, 20)
+    dropped: list[str] = []
+    both = threading.Event()
+
+    def on_drop(run: str) -> None:
+        dropped.append(run)
+        if len(dropped) == 2:
+            both.set()
+
+    limits = StreamLimits(max_streams=2, chunk_bytes=64 * 1024, slow_client_seconds=0.2)
+    server = live_studio(project.config(streams=limits, on_stream_dropped=on_drop))
+    host, port = server.url.removeprefix("http://").split(":")
+    stalled = []
+    for _ in range(2):  # two clients that ask for the stream and never read a byte
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect((host, int(port)))
+        sock.sendall(f"GET /api/runs/{run_id}/stream HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+        assert sock.recv(12) == b"HTTP/1.1 200"  # its stream is open; from here it reads nothing
+        stalled.append(sock)
+    third = Stream(server.url, f"/api/runs/{run_id}/stream")
+    assert third.response.status == 503 and third.response.getheader("Retry-After") == "5"
+    assert "event streams are open" in json.loads(third.response.read())["error"]
+    third.close()
+    assert both.wait(60), "a client that read nothing was never dropped"
+    assert dropped == [run_id, run_id]
+    fresh = Stream(server.url, f"/api/runs/{run_id}/stream")  # their slots are free again
+    assert fresh.response.status == 200
+    assert json.loads(next(fresh.messages())["data"])["seq"] == 1
+    fresh.close()
+    for sock in stalled:
+        sock.close()
+    lock.release()
