@@ -183,6 +183,8 @@ class RunIndex:
             folder.mkdir(exist_ok=True)
             if not _real_dir(folder):  # planted as a symlink: never written through
                 raise sqlite3.OperationalError(f"{folder} is not a directory of its own")
+            if _planted(self.runs_dir / INDEX_NAME):  # nor a file of it that is a link
+                raise sqlite3.OperationalError(f"{folder} holds a link where the index goes")
             db = _connect(str(self.runs_dir / INDEX_NAME))
             self.location = str(self.runs_dir / INDEX_NAME)
         except (OSError, sqlite3.Error):
@@ -284,6 +286,24 @@ def _connect(target: str) -> sqlite3.Connection:
 
 class _Foreign(Exception):
     """The index file is of another layout."""
+
+
+def _planted(index: Path) -> bool:
+    """Whether the index file, or a journal of it, is there as anything but a plain file.
+
+    SQLite follows a symlink: it would add its tables to (and switch to WAL) a file
+    outside the runs dir.
+    """
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        try:
+            mode = os.lstat(f"{index}{suffix}").st_mode
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return True
+        if not stat.S_ISREG(mode):
+            return True
+    return False
 
 
 def _real_dir(path: Path) -> bool:

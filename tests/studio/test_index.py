@@ -9,6 +9,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from swarm_runtime.studio.index import INDEX_NAME, RunIndex, scan_runs
 from tests.studio.conftest import Project
 
@@ -181,3 +183,25 @@ def test_a_symlinked_index_folder_is_not_written_through(tmp_path: Path) -> None
     assert _ids(index) == [run_id]
     assert index.location == "memory" and list(elsewhere.iterdir()) == []
     index.close()
+
+
+@pytest.mark.parametrize("name", ["index.sqlite3", "index.sqlite3-wal"])
+def test_a_symlinked_index_file_is_not_written_through(tmp_path: Path, name: str) -> None:
+    import sqlite3
+
+    project = Project(tmp_path / "p")
+    run_id = project.run("stepwise-demo")
+    target = tmp_path / "someone-elses.sqlite3"
+    other = sqlite3.connect(target)
+    other.execute("CREATE TABLE notes (text TEXT)")
+    other.commit()
+    other.close()
+    before = target.read_bytes()
+    (project.runs_dir / ".studio").mkdir()
+    (project.runs_dir / ".studio" / name).symlink_to(target)
+    index = RunIndex(project.runs_dir)
+    assert _ids(index) == [run_id]
+    assert index.location == "memory"
+    index.close()
+    assert target.read_bytes() == before  # no tables added, not switched to WAL
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p", "someone-elses.sqlite3"]
