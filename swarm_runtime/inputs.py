@@ -31,6 +31,7 @@ __all__ = [
     "MAX_NODES",
     "MAX_RUN_FILE_BYTES",
     "InputRefused",
+    "check_json_depth",
     "compose_yaml",
     "decode_utf8",
     "describe_yaml_error",
@@ -166,7 +167,7 @@ def load_json(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> Any:
     Raises :class:`InputRefused` (with the line of the first level too deep) for nesting
     deeper than ``max_depth``, ``json.JSONDecodeError`` for text that is not JSON.
     """
-    _check_json_depth(text, max_depth)
+    check_json_depth(text, max_depth)
     try:
         return json.loads(text)
     except RecursionError:  # only reachable with a max_depth above the recursion limit
@@ -185,7 +186,7 @@ _JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 """A JSON string (skipped whole, brackets and all) or one bracket."""
 
 
-def _check_json_depth(text: str | bytes, max_depth: int) -> None:
+def check_json_depth(text: str | bytes, max_depth: int) -> None:
     """Refuse JSON nested deeper than ``max_depth``, naming the line of the first level too deep."""
     if isinstance(text, bytes):
         if text.count(b"[") + text.count(b"{") <= max_depth:

@@ -11,10 +11,12 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from swarm_runtime.credentials import Credentials
 from swarm_runtime.engines.scenario import Scenario
 from swarm_runtime.errors import ConfigError, SwarmUsageError
 from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
+from swarm_runtime.orchestrator.params import check_params
 from swarm_runtime.record import Record, field
 from swarm_runtime.versions import SCHEMA_VERSION
 
@@ -114,8 +116,13 @@ def plan_run(
     engine_strategy: dict[str, dict[str, str]],
     scenario: Scenario | None,
     check_engine: Callable[[FlowSpec, StepSpec], object],
+    credentials: Credentials | None = None,
 ) -> list[FlowSlice]:
-    """Load the flows of ``spec`` and resolve its slice; raise a usage error on any mistake."""
+    """Load the flows of ``spec`` and resolve its slice; raise a usage error on any mistake.
+
+    The params are checked too (:mod:`.params`), against ``credentials`` when given.
+    """
+    check_params(spec.params, credentials)
     if not spec.flows:
         raise SwarmUsageError(f"a run needs at least one flow (none in {flows.flows_dir})")
     repeated = sorted({key for key in spec.flows if spec.flows.count(key) > 1})

@@ -155,6 +155,7 @@ class Orchestrator:
             engine_strategy=self.engine_strategy,
             scenario=self.scenario,
             check_engine=self.engine_for,
+            credentials=self.credentials,
         )
         run = RunLifecycle.create(self, spec, plan)
         return PreparedRun(run.recorder.run_id, run.recorder.layout.root, run.execute)
@@ -184,6 +185,7 @@ class Orchestrator:
             engine_strategy=self.engine_strategy,
             scenario=self.scenario,
             check_engine=self.engine_for,
+            credentials=self.credentials,
         )
         reopened = reopen_run(
             Path(run_dir),

@@ -25,6 +25,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from swarm_runtime.errors import RunControlError, SwarmError, SwarmUsageError
+from swarm_runtime.inputs import InputRefused, load_json
 from swarm_runtime.record import Record
 from swarm_runtime.studio.actions import MODES, RunActions
 from swarm_runtime.studio.files import LIVE_STATUSES, NotFound, run_row
@@ -239,6 +240,8 @@ def _guarded(handler: Handler) -> Handler:
             return _JSONResponse({"error": str(exc)}, status_code=404)
         except RunControlError as exc:
             return _JSONResponse({"error": str(exc)}, status_code=409)
+        except _BodyTooLarge as exc:
+            return _JSONResponse({"error": str(exc)}, status_code=413)
         except SwarmUsageError as exc:
             return _JSONResponse({"error": str(exc)}, status_code=400)
         except SwarmError as exc:
@@ -286,15 +289,35 @@ async def _not_allowed(request: Request, exc: Exception) -> Response:
     )
 
 
+MAX_BODY_BYTES = 1 << 20
+"""The largest request body read (a run's params are bounded well below it)."""
+
+
+class _BodyTooLarge(SwarmUsageError):
+    """A request body past :data:`MAX_BODY_BYTES` (answered 413, read no further)."""
+
+
 async def _json_body(request: Request, *, optional: bool = False) -> Any:
-    raw = await request.body()
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise _BodyTooLarge(f"the body is {declared} bytes; at most {MAX_BODY_BYTES} are read")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise _BodyTooLarge(f"the body is over {MAX_BODY_BYTES} bytes, the most read")
+        chunks.append(chunk)
+    raw = b"".join(chunks)
     if optional and not raw:
         return None
     if "application/json" not in request.headers.get("content-type", ""):
         raise SwarmUsageError("send the body as JSON (Content-Type: application/json)")
     try:
-        return json.loads(raw)
-    except (ValueError, RecursionError):
+        return load_json(raw)
+    except InputRefused as exc:
+        raise SwarmUsageError(f"the body is refused: {exc}") from None
+    except ValueError:
         raise SwarmUsageError("the body is not valid JSON") from None
 
 

@@ -227,3 +227,13 @@ def test_flows_validate_reports_the_deep_file_and_does_not_crash(
     assert "flows/deep.yaml:2: invalid YAML: nesting deeper than 100 levels" in (
         result.out + result.err
     )
+
+
+def test_params_too_big_or_not_json_are_refused_where_they_enter(
+    swarm: Callable[..., Outcome],
+) -> None:
+    many = [arg for n in range(5) for arg in ("--param", f"p{n}=" + "x" * 60_000)]
+    big = swarm("run", "stepwise-demo", "--runs-dir", "runs", *many)
+    assert big.code == 2
+    big.one_line_error("the params are 300020 bytes; at most 262144")
+    assert not (big.cwd / "runs").exists()

@@ -28,8 +28,10 @@ def test_stub_mode_refuses_a_credential_in_a_param_before_any_run_dir(
         f"token={FAKE_KEY}",
         env={variable: FAKE_KEY},
     )
-    assert result.code == 1
-    line = result.one_line_error("spec.json", variable, f"sk-a…, {len(FAKE_KEY)} characters")
+    assert result.code == 2  # refused where params enter: a usage error
+    line = result.one_line_error(
+        "param 'token' holds the value of", variable, f"sk-a…, {len(FAKE_KEY)} characters"
+    )
     assert FAKE_KEY not in line
     assert not (result.cwd / "runs").exists() or not files_under(result.cwd / "runs")
     assert not _holds(result.cwd, FAKE_KEY)

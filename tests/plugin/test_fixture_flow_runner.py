@@ -66,3 +66,31 @@ def test_unknown_flow_is_a_clear_error(swarm_pytester: pytest.Pytester) -> None:
     result = swarm_pytester.runpytest()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*no flow 'signl'*did you mean 'signal'*"])
+
+
+def test_params_past_their_bounds_fail_the_test_naming_the_param(
+    swarm_pytester: pytest.Pytester,
+) -> None:
+    swarm_pytester.makepyfile(
+        """
+        def test_too_big(flow_runner):
+            flow_runner("signal", doc="x" * 300_000)
+
+        def test_not_json(flow_runner):
+            flow_runner("signal", when=object())
+
+        def test_nan(flow_runner):
+            flow_runner("signal", score=float("nan"))
+        """
+    )
+    result = swarm_pytester.runpytest()
+    result.assert_outcomes(failed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "swarm: the params are 300005 bytes; at most 262144 are given to a run*",
+            "swarm: param 'when': it is not a JSON value*",
+            "swarm: param 'score': it is not a JSON value*no NaN or infinity*",
+        ],
+        consecutive=False,
+    )
+    assert not list(swarm_pytester.path.rglob("spec.json"))  # refused before any run dir

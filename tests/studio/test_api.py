@@ -250,3 +250,29 @@ def test_a_run_of_another_process_is_asked_through_its_control_file(
     assert gone.status_code == 409 and "crashed" in gone.json()["error"]
     unknown = client.post(f"/api/runs/{run_id}/explode", headers={"Origin": LOCAL})
     assert unknown.status_code == 404
+
+
+def test_params_and_bodies_past_their_bounds_are_refused_as_4xx(
+    tmp_path: Path, client_for: Any, monkeypatch: Any
+) -> None:
+    key = "sk-ant-fake-studio-params-0123456789"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+    project = Project(tmp_path)
+    client = client_for(project.config())
+    origin = {"Origin": LOCAL, "Content-Type": "application/json"}
+    huge = b'{"flows": ["signal"], "params": {"doc": "' + b"x" * (2 << 20) + b'"}}'
+    answer = client.post("/api/runs", content=huge, headers=origin)
+    assert answer.status_code == 413 and "at most 1048576" in answer.json()["error"]
+    cases = (
+        ({"doc": "x" * 300_000}, "the params are 300005 bytes; at most 262144"),
+        ({"token": f"use {key}"}, "param 'token' holds the value of ANTHROPIC_API_KEY"),
+        ({"deep": json.loads("[" * 150 + "]" * 150)}, "nesting deeper than 100 levels"),
+    )
+    for params, text in cases:
+        answer = client.post(
+            "/api/runs", json={"flows": ["signal"], "params": params}, headers={"Origin": LOCAL}
+        )
+        assert answer.status_code == 400, answer.text
+        assert text in answer.json()["error"]
+    assert not project.runs_dir.exists() or project.runs() == []
+    assert key not in answer.text
