@@ -19,7 +19,6 @@ from swarm_runtime.engines.base import (
 from swarm_runtime.engines.registry import EngineRegistry
 from swarm_runtime.errors import (
     ConfigError,
-    StorageError,
     SwarmUsageError,
 )
 from swarm_runtime.flow.registry import FlowRegistry
