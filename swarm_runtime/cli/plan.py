@@ -79,15 +79,15 @@ def add_parser(commands: Any) -> None:
 
 def handle_validate(args: argparse.Namespace) -> int:
     """Print every rule the plan breaks (exit 2), or that it is valid (exit 0)."""
-    from swarm_runtime.plan.validate import plan_violations, read_plan_file
+    from swarm_runtime.plan.validate import plan_violations, read_plan_file, summarise
 
     found = plan_violations(read_plan_file(args.plan))
     if not found:
         print(f"{args.plan}: a valid v1 plan")
         return EXIT_OK
     print(f"{args.plan}: {len(found)} problem(s); no step of it would run:", file=sys.stderr)
-    for violation in found:
-        print(f"  {violation}", file=sys.stderr)
+    for line in summarise(found):
+        print(f"  {line}", file=sys.stderr)
     return EXIT_USAGE
 
 
@@ -100,6 +100,7 @@ def handle_run(args: argparse.Namespace) -> int:
     runtime, cassettes, session = _prepare(args)
     code = EXIT_OK
     try:
+        runtime.memory()  # a store that is not one is refused before any cycle runs
         for number, text in enumerate(args.input, start=1):
             try:
                 result = runtime.run_cycle(plan, input=text, session=session)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -74,7 +75,7 @@ def _parse_yaml_body(body: str) -> Any:
     from swarm_runtime.inputs import describe_yaml_error, is_limit_refusal, load_yaml
 
     try:
-        return load_yaml(body)
+        value = load_yaml(body)
     except yaml.YAMLError as exc:
         message, _ = describe_yaml_error(exc)
         if is_limit_refusal(exc):
@@ -82,6 +83,24 @@ def _parse_yaml_body(body: str) -> Any:
         raise HandoffError(f"handoff block is neither JSON nor YAML: {message}") from None
     except ValueError as exc:
         raise HandoffError(f"handoff block is neither JSON nor YAML: {exc}") from None
+    _refuse_non_finite(value)
+    return value
+
+
+def _refuse_non_finite(value: Any) -> None:
+    """YAML's ``.nan`` and ``.inf`` are numbers no JSON file may hold: refused as JSON's are."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            raise HandoffError(
+                f"handoff block holds {item}, which is not a finite number (JSON has no such "
+                "number; give a finite one)"
+            )
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
 
 
 def _plain(value: Any) -> Any:

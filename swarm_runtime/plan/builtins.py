@@ -14,6 +14,7 @@ from swarm_runtime.plan.handlers import Handler, HandlerError, HandlerRegistry, 
 from swarm_runtime.plan.memory_store import keywords_of
 from swarm_runtime.plan.refs import fill_template, payload_fields
 from swarm_runtime.plan.repo import context_select, repo_scan
+from swarm_runtime.plan.validate import LIMITS
 from swarm_runtime.timeutil import format_ts
 
 __all__ = [
@@ -36,8 +37,11 @@ def retrieve_memory(call: StepCall) -> dict[str, Any]:
     payload = payload_fields(call, {"input": str}, {"topK": int})
     limit = int(call.metadata.get("topK") or 0)
     if "topK" in payload:
-        if payload["topK"] < 1:
-            raise HandlerError(f"payload.topK must be >= 1, got {payload['topK']}")
+        if not 1 <= payload["topK"] <= LIMITS["topK"]:
+            raise HandlerError(
+                f"payload.topK must be a whole number from 1 to {LIMITS['topK']}, got "
+                f"{str(payload['topK'])[:40]}"
+            )
         limit = min(limit, payload["topK"]) if limit else payload["topK"]
     return {"items": call.memory().search(payload["input"], limit)}
 

@@ -20,10 +20,12 @@ from typing import Any
 
 from swarm_runtime.errors import StorageError
 
-__all__ = ["STORE_VERSION", "MemoryStore", "keywords_of", "search_terms"]
+__all__ = ["APPLICATION_ID", "STORE_VERSION", "MemoryStore", "keywords_of", "search_terms"]
 
 STORE_VERSION = 1
 """The layout of the tables (SQLite's ``user_version``)."""
+APPLICATION_ID = 0x53574D53
+"""SQLite's ``application_id`` of a plan store ("SWMS"): how a store knows it is one."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS memories (
@@ -154,6 +156,7 @@ class MemoryStore:
     def _prepare(self) -> None:
         try:
             version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+            self._refuse_foreign(version)
             if version > STORE_VERSION:
                 raise StorageError(
                     f"the plan store {self.path} has layout {version}, newer than this "
@@ -166,6 +169,7 @@ class MemoryStore:
                         if statement.strip():
                             self._db.execute(statement)
                     self._db.execute(f"PRAGMA user_version = {STORE_VERSION}")
+                    self._db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
         except sqlite3.OperationalError as exc:
             if "fts5" in str(exc):
                 raise StorageError(
@@ -176,6 +180,31 @@ class MemoryStore:
             raise StorageError(
                 f"{self.path} is not a plan store ({exc}); name another with --store"
             ) from None
+
+    def _refuse_foreign(self, version: int) -> None:
+        """A database of another program is never changed: not a table added, not a pragma.
+
+        Ours carry :data:`APPLICATION_ID` (stores made before it was set are known by their
+        tables); an empty database is one to make ours.
+        """
+        application = int(self._db.execute("PRAGMA application_id").fetchone()[0])
+        if application == APPLICATION_ID:
+            return
+        tables = {
+            name
+            for (name,) in self._db.execute(
+                "SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"
+            )
+        }
+        ours_before = version == STORE_VERSION and {"memories", "sessions"} <= tables
+        if application == 0 and (ours_before or (version == 0 and not tables)):
+            return
+        listed = ", ".join(sorted(tables)[:5]) or "none"
+        raise StorageError(
+            f"{self.path} is not a plan store: it is another program's SQLite database "
+            f"(application id {application}, tables: {listed}); it was left as it is - name "
+            "another file with --store"
+        )
 
     @contextmanager
     def _transaction(self, cancelled: threading.Event | None = None) -> Iterator[None]:

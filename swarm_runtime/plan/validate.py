@@ -20,7 +20,15 @@ from swarm_runtime.record import Record
 if TYPE_CHECKING:
     from swarm_runtime.contracts.plan import ExecutionPlan
 
-__all__ = ["RULES", "PlanViolation", "checked_plan", "plan_violations", "read_plan_file"]
+__all__ = [
+    "LIMITS",
+    "RULES",
+    "PlanViolation",
+    "checked_plan",
+    "plan_violations",
+    "read_plan_file",
+    "summarise",
+]
 
 RULES: dict[str, str] = {
     "document": "a plan is a JSON object with step_contract_version, extensions, metadata "
@@ -44,6 +52,14 @@ _ID_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 _TOP_KEYS = ("step_contract_version", "extensions", "metadata", "steps")
 _METADATA_KEYS = {"topK", "timeouts", "budgets", "policyProfile", "mode"}
 _NUMBERS = {"timeouts": ("llmMs", "ioMs"), "budgets": ("promptTokens",)}
+LIMITS = {
+    "topK": 10_000,
+    "llmMs": 86_400_000,
+    "ioMs": 86_400_000,
+    "promptTokens": 100_000_000,
+}
+"""The largest value of each metadata number: a day for a timeout; past these a number is a
+mistake (or an attack), and the run would fail on it long after validate said yes."""
 
 
 class PlanViolation(Record):
@@ -101,6 +117,16 @@ def plan_violations(plan: Any) -> list[PlanViolation]:
     if not isinstance(steps, list) or not steps:
         found.append(PlanViolation("document", "steps", "must be a non-empty list of steps"))
         return found
+    if len(steps) > MAX_STEPS:  # not read step by step: one line says it all
+        found.append(
+            PlanViolation(
+                "order",
+                "steps",
+                f"has {len(steps)} steps; a v1 plan has at most {len(CANONICAL_ORDER)} (one "
+                "of each type, in order)",
+            )
+        )
+        return found
     typed = _steps(steps, found)
     found.extend(_order(typed))
     present = {step_type for _, _, step_type in typed}
@@ -126,8 +152,8 @@ def _metadata(metadata: Any) -> list[PlanViolation]:
             what = "is missing" if key not in metadata else f"must be text, got {metadata[key]!r}"
             found.append(PlanViolation("metadata", f"metadata.{key}", what))
     top_k = metadata.get("topK")
-    if top_k is not None and not _whole(top_k):
-        found.append(PlanViolation("metadata", "metadata.topK", f"is {top_k!r}"))
+    if top_k is not None and not _whole(top_k, LIMITS["topK"]):
+        found.append(PlanViolation("metadata", "metadata.topK", _not_whole(top_k, "topK")))
     for group, names in _NUMBERS.items():
         value = metadata.get(group)
         if value is None:
@@ -139,13 +165,17 @@ def _metadata(metadata: Any) -> list[PlanViolation]:
             where = f"metadata.{group}.{key}"
             if key not in names:
                 found.append(PlanViolation("metadata", where, "is not allowed"))
-            elif number is not None and not _whole(number):
-                found.append(PlanViolation("metadata", where, f"is {number!r}"))
+            elif number is not None and not _whole(number, LIMITS[key]):
+                found.append(PlanViolation("metadata", where, _not_whole(number, key)))
     return found
 
 
-def _whole(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+def _whole(value: Any, maximum: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= maximum
+
+
+def _not_whole(value: Any, name: str) -> str:
+    return f"is {_short(value)}; it must be a whole number from 1 to {LIMITS[name]}"
 
 
 def _steps(steps: list[Any], found: list[PlanViolation]) -> list[tuple[int, str, str]]:
@@ -214,6 +244,20 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+SHOWN = 20
+"""The most violations a message lists; the rest are counted."""
+MAX_STEPS = 64
+"""Past this many steps a plan is refused as a whole, not step by step (a v1 plan has 8)."""
+
+
+def summarise(found: list[PlanViolation]) -> list[str]:
+    """The first :data:`SHOWN` violations as lines, and how many more there are."""
+    lines = [str(violation) for violation in found[:SHOWN]]
+    if len(found) > SHOWN:
+        lines.append(f"… and {len(found) - SHOWN} more")
+    return lines
+
+
 def checked_plan(plan: Any) -> ExecutionPlan:
     """``plan`` as an ExecutionPlan; a PlanError naming every broken rule otherwise."""
     from pydantic import ValidationError
@@ -234,7 +278,7 @@ def checked_plan(plan: Any) -> ExecutionPlan:
             where = ".".join(str(part) for part in first["loc"])
             found = [PlanViolation("document", where, str(first["msg"]))]
     first_found = found[0]
-    lines = "\n  ".join(str(violation) for violation in found)
+    lines = "\n  ".join(summarise(found))
     raise PlanError(
         f"the plan breaks {len(found)} rule(s):\n  {lines}",
         rule=first_found.rule,

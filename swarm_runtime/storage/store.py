@@ -42,7 +42,8 @@ __all__ = [
 
 _tmp_counter = itertools.count()
 _PID = os.getpid()
-_COMPACT = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
+_COMPACT = json.JSONEncoder(ensure_ascii=False, sort_keys=True, allow_nan=False)
+"""Strict JSON: NaN and infinities are refused (ValueError), never written as bare words."""
 _escape = json.encoder.encode_basestring  # what _COMPACT uses for strings
 
 
@@ -53,10 +54,13 @@ def _line_encoder() -> Callable[[Any], str]:
     # the C accelerator is missing or differs, _COMPACT.encode is used.
     make = getattr(json.encoder, "c_make_encoder", None)
     try:
-        encoder = make(None, _COMPACT.default, _escape, None, ": ", ", ", True, False, True)  # type: ignore[misc]
+        encoder = make(None, _COMPACT.default, _escape, None, ": ", ", ", True, False, False)  # type: ignore[misc]
         probe = {"b": [1, 2.5, None, True], "a": "\u00e9\n"}
         if "".join(encoder(probe, 0)) != _COMPACT.encode(probe):
             raise ValueError("C encoder output differs")
+        with contextlib.suppress(ValueError):
+            encoder(float("nan"), 0)
+            raise TypeError("C encoder writes NaN")
     except (TypeError, ValueError):
         return _COMPACT.encode
 
@@ -67,7 +71,7 @@ def _line_encoder() -> Callable[[Any], str]:
 
 
 _encode = _line_encoder()
-_PRETTY = json.JSONEncoder(ensure_ascii=False, sort_keys=True, indent=2)
+_PRETTY = json.JSONEncoder(ensure_ascii=False, sort_keys=True, indent=2, allow_nan=False)
 
 StrPath = str | os.PathLike[str]
 

@@ -101,3 +101,31 @@ def test_a_deleted_receipt_is_reported_by_validate(
     assert result.code == 1
     assert "Traceback" not in result.err
     assert f"step_end of stepwise-demo/{step} (iteration {iteration}) has no receipt" in result.out
+
+
+def test_nan_or_a_repeated_key_in_a_run_file_is_a_violation(
+    swarm: Callable[..., Outcome], run_dir: Path
+) -> None:
+    receipt = run_dir / "stepwise-demo" / "receipts" / "write_spec-demo-spec-writer.json"
+    text = receipt.read_text()
+    receipt.write_text(text.replace('"duration_ms": ', '"duration_ms": NaN, "x": ', 1))
+    meta = run_dir / "meta.json"
+    meta.write_text(meta.read_text().replace("{", '{"status": "running", ', 1))
+    result = swarm("runs", "validate", str(run_dir))
+    assert result.code == 1
+    assert "write_spec-demo-spec-writer.json: unreadable: holds NaN" in result.out
+    assert "meta.json: unreadable: has the key 'status' twice" in result.out
+
+
+def test_a_reply_whose_handoff_holds_nan_fails_its_step_and_writes_no_nan(
+    swarm: Callable[..., Outcome],
+) -> None:
+    project = swarm("--help").cwd
+    (project / "s.yaml").write_text(
+        'write_spec:\n  text: "done\\n```handoff\\nscore: .nan\\n```"\n'
+    )
+    result = swarm("run", "stepwise-demo", "--scenario", "s.yaml", "--runs-dir", "runs")
+    assert result.code == 1
+    assert "not a finite number" in result.out + result.err
+    for path in (project / "runs").rglob("*.json*"):
+        assert "NaN" not in path.read_text(), path

@@ -10,6 +10,7 @@ import pytest
 
 from swarm_runtime.errors import StorageError
 from swarm_runtime.plan import MemoryStore
+from swarm_runtime.plan.memory_store import APPLICATION_ID
 
 AT = "2026-01-01T00:00:00Z"
 
@@ -76,5 +77,23 @@ def test_a_store_from_a_newer_version_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "store.sqlite3"
     with sqlite3.connect(path) as db:
         db.execute("PRAGMA user_version = 99")
+        db.execute(f"PRAGMA application_id = {APPLICATION_ID}")  # ours, from a later version
     with pytest.raises(StorageError, match="layout 99, newer than this version reads"):
         MemoryStore(path)
+
+
+def test_another_programs_database_is_refused_and_left_as_it_is(tmp_path: Path) -> None:
+    path = tmp_path / "app.sqlite3"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE customers (name TEXT)")
+        db.execute("INSERT INTO customers VALUES ('Ada')")
+    before = path.read_bytes()
+    with pytest.raises(StorageError, match=r"another program's SQLite database .*customers"):
+        MemoryStore(path)
+    assert path.read_bytes() == before  # no table added, no pragma set
+    empty = tmp_path / "empty.sqlite3"
+    sqlite3.connect(empty).close()
+    MemoryStore(empty).close()  # an empty database becomes a store
+    with sqlite3.connect(empty) as db:
+        assert db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+    MemoryStore(empty).close()  # and is known for one after

@@ -1,219 +1,29 @@
-"""Reading what a user or a run dir hands us, within limits: size, file type, nesting, aliases.
-
-Every YAML and JSON input (flows, ``flows.yaml``, scenarios, ``runtime.yaml``, handoff
-blocks, run files) is read through here, so a hostile file is refused with a message
-instead of crashing the process:
-
-* a file is read only when it is a regular file (never a FIFO or a device, which could
-  block or never end) and at most ``limit`` bytes are read;
-* YAML is composed from the C parser's events without recursion, refusing nesting deeper
-  than :data:`MAX_DEPTH` before anything recurses (libyaml's own composer overflows the C
-  stack on a 25 000-level file), and refusing a document whose aliases would expand to
-  more than :data:`MAX_NODES` nodes (a "billion laughs" is a few hundred bytes);
-* JSON nested past Python's recursion limit is refused rather than raising
-  ``RecursionError``.
-
-Errors are ``ValueError``s (``UnicodeDecodeError`` is one too) or ``yaml.YAMLError``s
-whose message says what was refused; callers add the file name and their own error type.
-"""
+"""YAML composed within limits: no recursion, bounded nesting and alias expansion."""
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import stat
 from typing import Any
 
-__all__ = [
-    "MAX_DEPTH",
-    "MAX_INPUT_BYTES",
-    "MAX_NODES",
-    "MAX_RUN_FILE_BYTES",
-    "InputRefused",
-    "check_json_depth",
-    "compose_yaml",
-    "decode_utf8",
-    "describe_yaml_error",
-    "is_limit_refusal",
-    "load_json",
-    "load_yaml",
-    "read_bytes_limited",
-    "read_prefix",
-    "read_run_text",
-    "read_text_limited",
-    "too_deep",
-]
+from swarm_runtime.inputs.limits import MAX_DEPTH, MAX_NODES, too_deep
 
-MAX_INPUT_BYTES = 8 << 20
-"""The largest YAML input read (flows, scenarios, runtime.yaml): 8 MiB."""
-
-MAX_RUN_FILE_BYTES = 256 << 20
-"""The largest run file read back (an event log, a transcript, a document): 256 MiB."""
-
-MAX_DEPTH = 100
-"""The deepest nesting of mappings and sequences accepted in a YAML or JSON input."""
-
-MAX_NODES = 200_000
-"""The most nodes a YAML document may hold once its aliases are expanded."""
+__all__ = ["compose_yaml", "describe_yaml_error", "is_limit_refusal", "load_yaml"]
 
 
-class InputRefused(ValueError):
-    """An input is too big, too deep, or not a regular file; the message says which.
-
-    ``line`` is the 1-based line the refusal is about, when there is one.
-    """
-
-    def __init__(self, message: str, *, line: int | None = None) -> None:
-        super().__init__(message)
-        self.line = line
-
-    def located(self, source: object) -> str:
-        """``source:line: message`` (or ``source: message`` with no line), for an error."""
-        where = f"{source}:{self.line}" if self.line is not None else str(source)
-        return f"{where}: {self}"
-
-
-def read_bytes_limited(
-    path: str | os.PathLike[str], limit: int, *, nofollow: bool = False
-) -> bytes:
-    """The bytes of a regular file of at most ``limit`` bytes.
-
-    ``nofollow`` refuses a symlink (for files inside a run dir). Raises ``OSError`` when
-    the file cannot be opened and :class:`InputRefused` when it is not a regular file or is
-    bigger than ``limit``.
-    """
-    fd = _open_regular(path, nofollow=nofollow)
-    try:
-        info = os.fstat(fd)
-        if info.st_size > limit:
-            raise InputRefused(f"is {info.st_size} bytes; at most {limit} are read")
-        chunks: list[bytes] = []
-        remaining = limit + 1
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        data = b"".join(chunks)
-        if len(data) > limit:
-            raise InputRefused(f"is more than {limit} bytes; at most {limit} are read")
-        return data
-    finally:
-        os.close(fd)
-
-
-def _open_regular(path: str | os.PathLike[str], *, nofollow: bool) -> int:
-    """A read descriptor of a regular file; InputRefused for anything else.
-
-    A FIFO would block the reader and a device might never end; with ``nofollow`` a
-    symlink is refused too.
-    """
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)  # a FIFO must not block the open
-    if nofollow:
-        flags |= getattr(os, "O_NOFOLLOW", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError as exc:
-        if nofollow and os.path.islink(path):
-            raise InputRefused("is a symlink; files inside a run dir are never followed") from exc
-        raise
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise InputRefused("is not a regular file")
-    return fd
-
-
-def read_prefix(path: str | os.PathLike[str], size: int) -> bytes:
-    """Up to the first ``size`` bytes of a regular file (see :func:`read_bytes_limited`)."""
-    fd = _open_regular(path, nofollow=False)
-    try:
-        return os.read(fd, size)
-    finally:
-        os.close(fd)
-
-
-def read_text_limited(
-    path: str | os.PathLike[str], limit: int = MAX_INPUT_BYTES, *, nofollow: bool = False
-) -> str:
-    """The UTF-8 text of a regular file of at most ``limit`` bytes (see read_bytes_limited).
-
-    Bytes that are not UTF-8 are an :class:`InputRefused` naming the byte, offset and line.
-    """
-    return decode_utf8(read_bytes_limited(path, limit, nofollow=nofollow))
-
-
-def read_run_text(path: str | os.PathLike[str], limit: int = MAX_RUN_FILE_BYTES) -> str:
-    """The text of a file inside a run dir: never through a symlink, never unbounded."""
-    return decode_utf8(read_bytes_limited(path, limit, nofollow=True))
-
-
-def decode_utf8(data: bytes) -> str:
-    """``data`` as UTF-8 text; an :class:`InputRefused` naming the first bad byte if not."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise InputRefused(
-            f"is not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); save it as UTF-8",
-            line=line,
-        ) from None
-
-
-def load_json(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> Any:
-    """``json.loads`` within the nesting limit: deeper input is refused before decoding.
-
-    Raises :class:`InputRefused` (with the line of the first level too deep) for nesting
-    deeper than ``max_depth``, ``json.JSONDecodeError`` for text that is not JSON.
-    """
-    check_json_depth(text, max_depth)
-    try:
-        return json.loads(text)
-    except RecursionError:  # only reachable with a max_depth above the recursion limit
-        raise InputRefused(too_deep(max_depth)) from None
-
-
-def too_deep(max_depth: int = MAX_DEPTH) -> str:
-    """The one wording of a nesting refusal, for YAML and JSON alike."""
-    return (
-        f"nesting deeper than {max_depth} levels; refusing to read further "
-        f"(keep mappings and lists at most {max_depth} deep)"
-    )
-
-
-_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
-"""A JSON string (skipped whole, brackets and all) or one bracket."""
-
-
-def check_json_depth(text: str | bytes, max_depth: int) -> None:
-    """Refuse JSON nested deeper than ``max_depth``, naming the line of the first level too deep."""
-    if isinstance(text, bytes):
-        if text.count(b"[") + text.count(b"{") <= max_depth:
-            return
-        text = text.decode("utf-8", "replace")
-    elif text.count("[") + text.count("{") <= max_depth:
-        return  # too few brackets to nest too deep: the common case costs two counts
-    depth = 0
-    for match in _JSON_TOKENS.finditer(text):
-        char = text[match.start()]
-        if char in "[{":
-            depth += 1
-            if depth > max_depth:
-                line = text.count("\n", 0, match.start()) + 1
-                raise InputRefused(too_deep(max_depth), line=line)
-        elif char != '"':
-            depth -= 1
-
-
-def compose_yaml(text: str, *, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES) -> Any:
+def compose_yaml(
+    text: str,
+    *,
+    max_depth: int = MAX_DEPTH,
+    max_nodes: int = MAX_NODES,
+    unique_keys: bool = False,
+) -> Any:
     """Compose one YAML document into nodes, as ``yaml.compose`` does, within the limits.
 
     Returns the root ``yaml.Node``, or None for an empty document. The C parser yields
     events; nodes are built here from a stack, so no nesting reaches a recursive composer.
     Aliases share their anchor's node (as PyYAML does) and count its expanded size against
     ``max_nodes``; an alias to a node still being composed (a recursive document) is
-    refused.
+    refused. With ``unique_keys``, a key twice in one mapping is refused too (PyYAML
+    would keep the last one silently).
 
     The refusal of deep nesting is ours whatever PyYAML is installed. From 6.0.4, libyaml's
     scanner has a nesting limit of its own (1000 levels) and reads up to a line ahead of
@@ -226,7 +36,7 @@ def compose_yaml(text: str, *, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        return _compose(text, loader, max_depth, max_nodes)
+        return _compose(text, loader, max_depth, max_nodes, unique_keys=unique_keys)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         if loader is yaml.SafeLoader or is_limit_refusal(exc) or mark is None:
@@ -236,7 +46,14 @@ def compose_yaml(text: str, *, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_
         ):
             raise  # neither enough brackets nor enough indentation to be nested too deep
         try:
-            _compose(text, yaml.SafeLoader, max_depth, max_nodes, stop_at=mark.index)
+            _compose(
+                text,
+                yaml.SafeLoader,
+                max_depth,
+                max_nodes,
+                unique_keys=unique_keys,
+                stop_at=mark.index,
+            )
         except yaml.YAMLError as ours:
             if is_limit_refusal(ours):
                 raise ours from None
@@ -244,12 +61,18 @@ def compose_yaml(text: str, *, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_
 
 
 def _compose(
-    text: str, loader: Any, max_depth: int, max_nodes: int, *, stop_at: int | None = None
+    text: str,
+    loader: Any,
+    max_depth: int,
+    max_nodes: int,
+    *,
+    unique_keys: bool,
+    stop_at: int | None = None,
 ) -> Any:
     """Feed the events of ``loader``'s parser to a composer; stop at ``stop_at`` if given."""
     import yaml
 
-    composer = _Composer(max_depth, max_nodes)
+    composer = _Composer(max_depth, max_nodes, unique_keys=unique_keys)
     for event in yaml.parse(text, Loader=loader):
         if stop_at is not None and event.start_mark and event.start_mark.index >= stop_at:
             break
@@ -260,10 +83,11 @@ def _compose(
 class _Composer:
     """Builds nodes from parser events with an explicit stack (see compose_yaml)."""
 
-    def __init__(self, max_depth: int, max_nodes: int) -> None:
+    def __init__(self, max_depth: int, max_nodes: int, *, unique_keys: bool = False) -> None:
         import yaml
         from yaml import events, nodes
 
+        self.unique_keys = unique_keys
         self.max_depth = max_depth
         self.max_nodes = max_nodes
         self.root: Any = None
@@ -335,10 +159,24 @@ class _Composer:
         node, children, total, anchor = self.stack.pop()
         node.end_mark = event.end_mark
         if isinstance(node, self.mapping_node):
+            if self.unique_keys:
+                self.refuse_repeated(children[::2])
             node.value = list(zip(children[::2], children[1::2], strict=True))
         else:
             node.value = children
         self.add(node, total[0], anchor, event.start_mark)
+
+    def refuse_repeated(self, keys: list[Any]) -> None:
+        seen: set[str] = set()
+        for key in keys:
+            if isinstance(key, self.scalar_node):
+                if key.value in seen:
+                    raise self.refuse(
+                        f"the key {key.value!r} appears twice in one mapping; refusing a "
+                        "document that means two things (keep one)",
+                        key.start_mark,
+                    )
+                seen.add(key.value)
 
     def alias(self, event: Any) -> None:
         if event.anchor in self.open_anchors:
@@ -404,10 +242,13 @@ def describe_yaml_error(exc: Exception) -> tuple[str, int | None]:
 
 
 def load_yaml(text: str, *, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES) -> Any:
-    """The Python value of one YAML document (safe tags only), within the limits."""
+    """The Python value of one YAML document (safe tags only), within the limits.
+
+    A key twice in one mapping is refused (see :func:`compose_yaml`).
+    """
     import yaml
 
-    node = compose_yaml(text, max_depth=max_depth, max_nodes=max_nodes)
+    node = compose_yaml(text, max_depth=max_depth, max_nodes=max_nodes, unique_keys=True)
     if node is None:
         return None
     constructor = yaml.SafeLoader("")
