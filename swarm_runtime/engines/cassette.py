@@ -59,7 +59,11 @@ class Cassettes:
         self.name = name
         self.record = record
         self.rerecord_command = rerecord_command
-        self.root = self.directory.with_name(f".{self.directory.name}.recording")
+        # A symlinked directory is the directory it names: a recording is staged beside
+        # that one and replaces it, and the link stays (replacing the link would leave its
+        # target holding stale cassettes, and the link behind as ".name.old").
+        self.real = Path(os.path.realpath(self.directory))
+        self.root = self.real.with_name(f".{self.real.name}.recording")
         if record:
             shutil.rmtree(self.root, ignore_errors=True)  # a staging dir an earlier crash left
         else:
@@ -102,11 +106,11 @@ class Cassettes:
         """Put what was recorded in place of the old cassettes, whole."""
         if not self.record or not self.root.is_dir():
             return
-        old = self.directory.with_name(f".{self.directory.name}.old")
+        old = self.real.with_name(f".{self.real.name}.old")
         shutil.rmtree(old, ignore_errors=True)
-        if self.directory.exists():
-            os.replace(self.directory, old)
-        os.replace(self.root, self.directory)
+        if self.real.exists():
+            os.replace(self.real, old)
+        os.replace(self.root, self.real)
         shutil.rmtree(old, ignore_errors=True)
 
     def discard(self) -> None:

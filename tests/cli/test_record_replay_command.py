@@ -153,3 +153,25 @@ def test_a_cassette_that_is_a_fifo_is_refused_not_waited_on(recorded: Path) -> N
     assert replay.code == 1
     assert "read_request-demo-intake-0.yaml cannot be read: is not a regular file" in replay.err
     assert "Traceback" not in replay.err
+
+
+def test_re_recording_into_a_symlinked_cassette_dir_replaces_its_target(recorded: Path) -> None:
+    target = recorded / "kept-elsewhere"
+    (recorded / "cas").rename(target)
+    (recorded / "cas").symlink_to(target)
+    (target / "stepwise-demo" / "stale-0.yaml").write_text("interactions: []\n")
+    server = AnthropicServer().start()
+    try:
+        again = _swarm(
+            recorded, "--mode", "record", "--cassette-dir", "cas", "--runs-dir", "c", server=server
+        )
+    finally:
+        server.stop()
+    assert again.code == 0, again.err
+    assert (recorded / "cas").is_symlink() and (recorded / "cas").resolve() == target
+    assert not (target / "stepwise-demo" / "stale-0.yaml").exists()  # replaced whole
+    assert (target / "stepwise-demo" / "read_request-demo-intake-0.yaml").is_file()
+    leftovers = [p.name for p in recorded.iterdir() if p.name.startswith(".")]
+    assert leftovers == []
+    replay = _swarm(recorded, "--mode", "replay", "--cassette-dir", "cas", "--runs-dir", "d")
+    assert replay.code == 0, replay.err
