@@ -94,6 +94,8 @@ class _Composer:
         self.documents = 0
         self.anchors: dict[str, tuple[Any, int]] = {}
         self.open_anchors: set[str] = set()
+        self.aliased = False
+        """Whether an alias was met: then a document too big is one its aliases blew up."""
         # A frame: the collection node, its children, its expanded size, its anchor.
         self.stack: list[tuple[Any, list[Any], list[int], str | None]] = []
         resolver = yaml.resolver.Resolver
@@ -188,6 +190,7 @@ class _Composer:
         found = self.anchors.get(event.anchor)
         if found is None:
             raise self.refuse(f"found undefined alias *{event.anchor}", event.start_mark)
+        self.aliased = True
         self.add(found[0], found[1], None, event.start_mark)
 
     def document(self, event: Any) -> None:
@@ -210,11 +213,17 @@ class _Composer:
         children.append(node)
         total[0] += size
         if total[0] > self.max_nodes:
-            raise self.refuse(
-                f"the document expands to more than {self.max_nodes} nodes (through its "
-                "aliases); refusing to read it",
-                mark,
-            )
+            if self.aliased:
+                problem = (
+                    f"the document expands to more than {self.max_nodes} nodes through its "
+                    "aliases; refusing to read it (an alias repeats what it names)"
+                )
+            else:
+                problem = (
+                    f"the document holds more than {self.max_nodes} nodes (values, lists and "
+                    "mappings), the most read from one file; split it into smaller files"
+                )
+            raise self.refuse(problem, mark)
 
 
 def is_limit_refusal(exc: BaseException) -> bool:

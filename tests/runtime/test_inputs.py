@@ -128,3 +128,17 @@ def test_json_brackets_inside_strings_do_not_count() -> None:
     text = json.dumps({"text": "[" * 500 + '\\"{' * 300, "list": [[1]]})
     assert load_json(text) == json.loads(text)
     assert load_json("[" * MAX_DEPTH + "]" * MAX_DEPTH) is not None
+
+
+def test_a_document_too_big_says_which_limit_it_met() -> None:
+    from swarm_runtime.inputs import MAX_NODES
+
+    plain = "steps:\n" + "".join(f"  - {{id: s{n}, role: r}}\n" for n in range(MAX_NODES // 4))
+    message, line = _refusal(plain)
+    assert message.startswith(f"the document holds more than {MAX_NODES} nodes")
+    assert "alias" not in message and line is not None
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{c}: &{c} [{', '.join([f'*{p}'] * 10)}]\n" for p, c in zip("abcde", "bcdef", strict=True)
+    )
+    message, _ = _refusal(bomb)
+    assert message.startswith(f"the document expands to more than {MAX_NODES} nodes through")
