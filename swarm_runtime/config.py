@@ -22,7 +22,7 @@ MODES = ("stub", "replay", "record", "sdk", "cli")
 """Every mode, in the order messages list them: the stub, recorded sdk calls, live ones."""
 DEFAULT_CONFIG_PATH = Path("swarm/config/runtime.yaml")
 DEFAULT_RUNS_DIR = Path("swarm/runs")
-_TOP_KEYS = ("runs_dir", "engines", "engine_strategy", "history")
+_TOP_KEYS = ("runs_dir", "engines", "engine_strategy", "history", "max_run_mb")
 _ENGINE_KEYS = {
     "claude": (
         "mode",
@@ -59,6 +59,8 @@ class Settings(Record):
     """gemini-step's mode: ``stub`` or ``cli`` (SWARM_GEMINI_STUB, engines.gemini.mode)."""
     record_via: str = "sdk"
     """What ``record`` mode records claude-step through: the SDK or the Claude Code CLI."""
+    max_run_mb: int | None = None
+    """How big a run dir may grow, in MiB (runtime.yaml ``max_run_mb``); None: the default."""
     config_source: str = ""
     """The runtime.yaml the settings came from (empty when none)."""
     sources: dict[str, str] = field(default_factory=dict)
@@ -88,6 +90,9 @@ def _load_yaml(path: Path) -> dict[str, Any]:
     for key in raw:
         if key not in _TOP_KEYS:
             raise ConfigError(f"{path}: unknown key '{key}' (allowed: {', '.join(_TOP_KEYS)})")
+    size = raw.get("max_run_mb")
+    if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 1):
+        raise ConfigError(f"{path}: 'max_run_mb' must be a whole number of MiB >= 1, got {size!r}")
     if "runs_dir" in raw and not isinstance(raw["runs_dir"], str):
         raise ConfigError(f"{path}: 'runs_dir' must be a path (a string), got {raw['runs_dir']!r}")
     engines = raw.get("engines") or {}
@@ -204,6 +209,7 @@ def resolve_settings(
         gemini=gemini,
         gemini_mode=gemini_mode,
         record_via=record_via,
+        max_run_mb=config.get("max_run_mb"),
         config_source=config_source,
         sources=sources,
     )

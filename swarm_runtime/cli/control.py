@@ -130,6 +130,7 @@ def _orchestrator_for(run_dir: Path, args: argparse.Namespace) -> Orchestrator:
         scenario=scenario,
         observer=ProgressPrinter(sys.stdout) if show else None,
         max_steps=origin.get("max_steps"),
+        max_run_mb=origin.get("max_run_mb"),
     )
 
 

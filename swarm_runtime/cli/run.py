@@ -103,11 +103,18 @@ def add_parser(commands: Any) -> None:
         help="step executions a run may make before it fails "
         "(default: 10 per step of its flows, at least 100)",
     )
+    parser.add_argument(
+        "--max-run-mb",
+        type=_positive_int,
+        metavar="N",
+        help="how big the run dir may grow, in MiB, before the run ends failed "
+        "(default: max_run_mb in runtime.yaml, else 1024)",
+    )
     parser.set_defaults(handler=handle)
 
 
 def _positive_int(text: str) -> int:
-    """``--max-steps``: a whole number >= 1 (argparse turns the ValueError into exit 2)."""
+    """A whole number >= 1 (argparse turns the ValueError into exit 2)."""
     try:
         value = int(text)
     except ValueError:
@@ -234,6 +241,7 @@ def _prepare(args: argparse.Namespace) -> tuple[Orchestrator, RunSpec, Cassettes
         scenario=scenario,
         observer=ProgressPrinter(sys.stdout) if show else None,
         max_steps=args.max_steps,
+        max_run_mb=args.max_run_mb,
         engine_overrides=overrides,
         sleep=_no_wait if settings.mode == "replay" else None,
         origin={"config": str(args.config.resolve()) if args.config else None},

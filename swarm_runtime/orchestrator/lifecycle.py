@@ -20,7 +20,13 @@ from swarm_runtime.orchestrator.checkpoint import (
     Position,
 )
 from swarm_runtime.orchestrator.control import Blocked, Interrupted
-from swarm_runtime.orchestrator.plan import FlowSlice, RunOutcome, RunSpec, default_max_steps
+from swarm_runtime.orchestrator.plan import (
+    DEFAULT_MAX_RUN_MB,
+    FlowSlice,
+    RunOutcome,
+    RunSpec,
+    default_max_steps,
+)
 from swarm_runtime.orchestrator.prompt import PromptParts
 from swarm_runtime.orchestrator.recorder import RunRecorder
 from swarm_runtime.orchestrator.resume import Reopened
@@ -56,6 +62,7 @@ class RunLifecycle:
         self.flows = [part.flow.key for part in plan]
         """The flows this run runs: those of the spec, less what a slice leaves out."""
         self.step_budget = owner.max_steps or default_max_steps(plan)
+        self.size_budget = (owner.max_run_mb or DEFAULT_MAX_RUN_MB) << 20
         self.created_at = format_ts(self.clock())
         self.flow_index = 0
         self.failure: Exception | None = None
@@ -378,6 +385,16 @@ class RunLifecycle:
                     f"{flow.key}/{current}: the run reached its limit of {self.step_budget} "
                     "step executions; a route loops without end (a next or branch back to an "
                     "earlier step?) - fix the flow, or raise the limit with --max-steps"
+                )
+                return False
+            if self.recorder.size > self.size_budget and blocked is None:
+                self.state.status = "failed"
+                self.state.error = (
+                    f"{flow.key}/{current}: the run dir has grown to "
+                    f"{self.recorder.size >> 20} MiB, past its limit of "
+                    f"{self.size_budget >> 20} MiB; the run ends here - raise the limit with "
+                    "--max-run-mb (or max_run_mb in runtime.yaml), or look for a loop whose "
+                    "prompts keep growing"
                 )
                 return False
             decision = self.steps.run(

@@ -8,6 +8,7 @@ the file and the variable and shows only a masked value.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Callable, Iterable
@@ -74,6 +75,10 @@ class RunRecorder:
         self._checkpoint_path = str(layout.checkpoint)
         self._events_path = str(layout.events)
         self._history_path = str(layout.history)
+        self._grown = 0
+        """Characters written to files that stay (events, history, step files, artifacts)."""
+        self._documents: dict[str, int] = {}
+        """The size of each document that is rewritten in place (meta, checkpoint)."""
 
     @classmethod
     def create(
@@ -146,7 +151,7 @@ class RunRecorder:
     ) -> RunRecorder:
         """Take over an existing run directory to resume it (its lock first)."""
         RunLock(layout.root).acquire(format_ts(clock()), take_over_stale=True)
-        return cls(
+        recorder = cls(
             layout,
             state,
             clock=clock,
@@ -154,6 +159,8 @@ class RunRecorder:
             credentials=credentials,
             observer=observer,
         )
+        recorder.count_existing()
+        return recorder
 
     @property
     def run_id(self) -> str:
@@ -235,7 +242,9 @@ class RunRecorder:
                 raise StorageError(
                     f"event {event['kind']} has seq {event['seq']}, expected {state.seq + offset}"
                 )
-        self.log.append_line(lines[0] if len(lines) == 1 else "".join(lines))
+        text = lines[0] if len(lines) == 1 else "".join(lines)
+        self.log.append_line(text)
+        self._grown += len(text)
         state.seq += len(events)
         observer = self.observer
         if observer is None:
@@ -267,6 +276,7 @@ class RunRecorder:
             self._history = EventLog(self._history_path, durable=self.durable)
         self.credentials.check(line, self._history_path)
         self._history.append_line(line)
+        self._grown += len(line)
         self._history_items += 1
         self._history_hash.update(line.encode("utf-8"))
 
@@ -354,6 +364,25 @@ class RunRecorder:
         if not checked:
             self.credentials.check(text, str(path))
         write_text_atomic(path, text, durable=self.durable)
+        where = str(path)
+        if where in (self._checkpoint_path, str(self.layout.meta)):
+            self._documents[where] = len(text)
+        else:
+            self._grown += len(text)
+
+    @property
+    def size(self) -> int:
+        """About how big the run dir is (characters written, rewritten documents once)."""
+        return self._grown + sum(self._documents.values())
+
+    def count_existing(self) -> None:
+        """Start the tally from what a run dir being resumed holds already."""
+        total = 0
+        for directory, _, files in os.walk(self.layout.root):
+            for name in files:
+                with contextlib.suppress(OSError):
+                    total += os.lstat(os.path.join(directory, name)).st_size
+        self._grown = total
 
     def discard(self) -> None:
         """Remove a run dir that never got its first event (nothing in it is a run yet)."""

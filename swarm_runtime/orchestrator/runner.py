@@ -75,6 +75,7 @@ class Orchestrator:
         observer: EventObserver | None = None,
         result_observer: Callable[[str, StepResult], None] | None = None,
         max_steps: int | None = None,
+        max_run_mb: int | None = None,
         max_attempts: int = 3,
         jitter: Callable[[], float] | None = None,
         engine_config: dict[str, Any] | None = None,
@@ -105,6 +106,10 @@ class Orchestrator:
         self.result_observer = result_observer
         self.max_steps = max_steps
         """Step executions a run may make (default: 10 per step of its flows, at least 100)."""
+        if max_run_mb is not None and (isinstance(max_run_mb, bool) or max_run_mb < 1):
+            raise ConfigError(f"max_run_mb must be a whole number >= 1, got {max_run_mb!r}")
+        self.max_run_mb = max_run_mb
+        """How big a run dir may grow, in MiB (default :data:`DEFAULT_MAX_RUN_MB`)."""
         self.engine_config = dict(engine_config or {})
         """Settings for engine factories (api key, base URL, model…), resolved at the edge."""
         self.credentials = Credentials.of(refuse_values)
@@ -210,6 +215,7 @@ class Orchestrator:
             "scenario": scenario.raw if scenario is not None else None,
             "scenario_file": scenario.source if scenario is not None else None,
             "max_steps": self.max_steps,
+            "max_run_mb": self.max_run_mb,
             "config": None,
             "cassettes": "cassettes" in self.engine_config,
             **self.origin,

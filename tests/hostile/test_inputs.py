@@ -3,6 +3,7 @@ hang, nothing written outside the runs dir (SPEC §12)."""
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 from collections.abc import Callable
@@ -237,3 +238,41 @@ def test_params_too_big_or_not_json_are_refused_where_they_enter(
     assert big.code == 2
     big.one_line_error("the params are 300020 bytes; at most 262144")
     assert not (big.cwd / "runs").exists()
+
+
+def test_a_run_dir_past_its_size_limit_ends_the_run_cleanly(
+    swarm: Callable[..., Outcome],
+) -> None:
+    from swarm_runtime.contracts.check import validate_run_dir
+
+    from swarm_runtime.flow.registry import FlowRegistry
+    from tests.conftest import SHIPPED_FLOWS
+
+    project = swarm("--help").cwd
+    # Every reply 200 KB: each transcript carries it, and the history of the ones before.
+    steps = [s.id for s in FlowRegistry(SHIPPED_FLOWS).get("stepwise-demo").steps]
+    reply = "'" + "x" * 200_000 + "'"
+    (project / "s.yaml").write_text("".join(f"{step}:\n  text: {reply}\n" for step in steps))
+    result = swarm(
+        "run",
+        "stepwise-demo",
+        "--scenario",
+        "s.yaml",
+        "--runs-dir",
+        "runs",
+        "--max-steps",
+        "100000",
+        "--max-run-mb",
+        "2",
+    )
+    assert result.code == 1
+    assert "past its limit of 2 MiB" in result.err and "--max-run-mb" in result.err
+    (run_dir,) = (project / "runs").iterdir()
+    size = sum(p.stat().st_size for p in run_dir.rglob("*") if p.is_file())
+    assert 2 << 20 < size < 5 << 20  # ended at the first step boundary past the limit
+    assert validate_run_dir(run_dir) == []  # and cleanly: run_completed, meta agreeing
+    kinds = [
+        json.loads(line)["kind"] for line in (run_dir / "events.jsonl").read_text().splitlines()
+    ]
+    assert "step_error" not in kinds and kinds[-1] == "run_completed"
+    assert kinds.count("step_end") < len(steps)  # the flow was not run to its end
