@@ -96,6 +96,12 @@ def add_parser(commands: Any) -> None:
         default="auto",
         help="per-step lines: on a terminal (auto), always, or never",
     )
+    _add_limits(parser)
+    parser.set_defaults(handler=handle)
+
+
+def _add_limits(parser: argparse.ArgumentParser) -> None:
+    """``--max-steps`` and ``--max-run-mb``: how far a run may go before it ends failed."""
     parser.add_argument(
         "--max-steps",
         type=_positive_int,
@@ -110,7 +116,6 @@ def add_parser(commands: Any) -> None:
         help="how big the run dir may grow, in MiB, before the run ends failed "
         "(default: max_run_mb in runtime.yaml, else 1024)",
     )
-    parser.set_defaults(handler=handle)
 
 
 def _positive_int(text: str) -> int:

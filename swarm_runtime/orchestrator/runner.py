@@ -215,7 +215,8 @@ class Orchestrator:
             "scenario": scenario.raw if scenario is not None else None,
             "scenario_file": scenario.source if scenario is not None else None,
             "max_steps": self.max_steps,
-            "max_run_mb": self.max_run_mb,
+            # Only when set, so spec.json (and the goldens made of it) stay as they were.
+            **({"max_run_mb": self.max_run_mb} if self.max_run_mb is not None else {}),
             "config": None,
             "cassettes": "cassettes" in self.engine_config,
             **self.origin,

@@ -244,7 +244,6 @@ def test_a_run_dir_past_its_size_limit_ends_the_run_cleanly(
     swarm: Callable[..., Outcome],
 ) -> None:
     from swarm_runtime.contracts.check import validate_run_dir
-
     from swarm_runtime.flow.registry import FlowRegistry
     from tests.conftest import SHIPPED_FLOWS
 
