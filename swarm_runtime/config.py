@@ -288,9 +288,12 @@ def engine_config(settings: Settings, env: Mapping[str, str]) -> dict[str, Any]:
         "api_key": env.get("ANTHROPIC_API_KEY") or None,
         "base_url": env.get("ANTHROPIC_BASE_URL") or file_env.get("ANTHROPIC_BASE_URL") or None,
     }
-    for key in ("provider", "model", "prices"):
+    for key in ("provider", "model"):
         if claude.get(key) is not None:
             config[key] = str(claude[key])
+    prices = claude.get("prices")
+    if prices is not None:  # a mapping of models, or the path of a JSON file of one
+        config["prices"] = prices if isinstance(prices, dict) else str(prices)
     if claude.get("stream") is not None:
         if not isinstance(claude["stream"], bool):
             raise ConfigError(

@@ -25,8 +25,8 @@ from swarm_runtime.engines.base import (
     StepResult,
     truncate_output,
 )
+from swarm_runtime.engines.prices import estimate_cost, load_prices
 from swarm_runtime.engines.process import ProcessEnd, run_process
-from swarm_runtime.engines.sdk import estimate_cost, load_prices
 from swarm_runtime.engines.streams import ClaudeStream, GeminiStream, StreamReport
 
 __all__ = [
@@ -371,7 +371,7 @@ def build_cli_engine(
         "timeout_s": float(settings.get("timeout_s") or DEFAULT_TIMEOUT_S),
         "grace_s": float(settings.get("grace_s") or DEFAULT_GRACE_S),
         "extra_args": tuple(settings.get("cli_args") or ()),
-        "prices": load_prices(Path(config["prices"])) if config.get("prices") else None,
+        "prices": load_prices(config.get("prices")),
         "engine_id": engine_id,
         "engine_short": "gemini" if gemini else "claude",
     }

@@ -11,8 +11,6 @@ The anthropic package is imported only when this engine is built.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 from swarm_runtime.engines.base import (
@@ -25,6 +23,7 @@ from swarm_runtime.engines.base import (
     truncate_output,
 )
 from swarm_runtime.engines.deadline import CallDeadline, call_deadline, deadline_hooks
+from swarm_runtime.engines.prices import estimate_cost, load_prices
 from swarm_runtime.engines.status import code_for_status
 from swarm_runtime.errors import ConfigError
 
@@ -33,32 +32,10 @@ __all__ = [
     "DEFAULT_MODEL",
     "SdkEngine",
     "build_sdk_engine",
-    "estimate_cost",
-    "load_prices",
 ]
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
 DEFAULT_MAX_TOKENS = 4096
-
-
-def load_prices(path: Path | None = None) -> dict[str, dict[str, float]]:
-    """The price table shipped with the package, or ``path`` when given."""
-    source = path or Path(__file__).resolve().parent.parent / "data" / "prices.json"
-    try:
-        raw = json.loads(source.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"price table {source}: cannot read: {exc}") from None
-    return {k: v for k, v in raw.items() if not k.startswith("_") and isinstance(v, dict)}
-
-
-def estimate_cost(
-    prices: dict[str, dict[str, float]], model: str, tokens: TokenUsage
-) -> float | None:
-    """USD for ``tokens`` of ``model``; None when the model is not in the table."""
-    price = prices.get(model)
-    if price is None:
-        return None
-    return round((tokens.prompt * price["input"] + tokens.completion * price["output"]) / 1e6, 8)
 
 
 ERROR_TYPE_STATUS = {
@@ -315,7 +292,7 @@ def build_sdk_engine(
         model=str(config.get("model") or DEFAULT_MODEL),
         max_tokens=int(config.get("max_tokens") or DEFAULT_MAX_TOKENS),
         provider=provider,
-        prices=load_prices(Path(config["prices"])) if config.get("prices") else None,
+        prices=load_prices(config.get("prices")),
         engine_id=engine_id,
         engine_short=engine_short,
         timeout_s=timeout_s,
