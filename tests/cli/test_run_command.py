@@ -236,7 +236,10 @@ def test_sdk_run_of_a_model_without_a_price_shows_an_unknown_cost(
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_BASE_URL", anthropic_server.url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-fake-cli-test")
-    result = cli("run", "stepwise-demo", "--mode", "sdk")  # the default model has no price
+    config = Path.cwd() / "swarm" / "config" / "runtime.yaml"
+    config.parent.mkdir(parents=True)
+    config.write_text("engines:\n  claude:\n    model: claude-without-a-price\n")
+    result = cli("run", "stepwise-demo", "--mode", "sdk")
     assert result.code == 0, result.err
     total = next(line for line in result.out.splitlines() if line.startswith("total"))
     assert "\u2014" in total and "0.0000" not in total
