@@ -24,6 +24,7 @@ from pytest_swarm.summary import TOTALS_KEY, SwarmTotals
 __all__ = [
     "pytest_addhooks",
     "pytest_addoption",
+    "pytest_assertrepr_compare",
     "pytest_collection_modifyitems",
     "pytest_configure",
     "pytest_report_header",
@@ -74,6 +75,23 @@ def pytest_configure(config: pytest.Config) -> None:
         from pytest_swarm import contract_suite
 
         config.args[:] = [str(Path(contract_suite.__file__).parent)]
+
+
+def pytest_assertrepr_compare(
+    config: pytest.Config, op: str, left: object, right: object
+) -> list[str] | None:
+    """``assert record.status == "succeeded"`` on a run that did not: say why, whole."""
+    from pytest_swarm.run_record import RunStatus
+
+    for side in (left, right):
+        if isinstance(side, RunStatus) and side != "succeeded" and side.record is not None:
+            record = side.record
+            return [
+                f"{str(left)!r} {op} {str(right)!r}",
+                f"run {record.run_id} {side}: {record.cause()}",
+                f"run dir: {record.path}",
+            ]
+    return None
 
 
 def pytest_report_header(config: pytest.Config) -> str:

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from swarm_runtime.engines.base import StepResult
     from swarm_runtime.flow.registry import FlowRegistry
 
-__all__ = ["RunRecord", "StepKey"]
+__all__ = ["RunRecord", "RunStatus", "StepKey"]
 
 StepKey = tuple[str, str]
 """``(flow_key, step_id)``."""
@@ -24,6 +24,29 @@ def _execution_order(path: Path) -> tuple[int, int]:
     if "~" in stem:
         return (0, int(stem.rsplit("~", 1)[1]))
     return (1, 0)
+
+
+class RunStatus(str):
+    """A run's status: the word itself (compared, printed, serialised as such).
+
+    Its repr carries the cause when the run did not succeed.
+    """
+
+    record: RunRecord | None
+
+    def __new__(cls, value: str, record: RunRecord | None = None) -> RunStatus:
+        status = super().__new__(cls, value)
+        status.record = record
+        return status
+
+    def __repr__(self) -> str:
+        word = str.__repr__(self)
+        if self == "succeeded" or self.record is None:
+            return word
+        return f"{word} ({self.record.cause()})"
+
+    def __reduce__(self) -> Any:
+        return (str, (str(self),))  # a copy, or pickled, is the plain word
 
 
 class RunRecord:
@@ -51,7 +74,57 @@ class RunRecord:
         """Extra volatile keys added through the ``pytest_swarm_normalize`` hook."""
 
     def __repr__(self) -> str:
-        return f"RunRecord({self.run_id!r}, status={self.status!r}, path={str(self.path)!r})"
+        """The status and, for a run that did not succeed, why: the failing step first.
+
+        pytest shows this under a failed ``assert record.status == "succeeded"`` (cut in
+        the middle past 240 characters, so the step and result code come first).
+        """
+        try:
+            status = self.status
+        except (OSError, ValueError):
+            return f"RunRecord({self.run_id!r}, meta.json unreadable, path={str(self.path)!r})"
+        if status == "succeeded":
+            return f"RunRecord({self.run_id!r}, status='succeeded', path={str(self.path)!r})"
+        return f"RunRecord({self.run_id!r}, status={status!r}: {self.cause()})"
+
+    def cause(self) -> str:
+        """Why the run did not succeed, in one line.
+
+        The failing step, its result code and attempt, the error, and the last ``log``
+        lines (retries and warnings).
+        """
+        try:
+            events = self.event_dicts
+        except (OSError, ValueError) as exc:
+            return f"its event log cannot be read ({exc})"
+        failed = next((e for e in reversed(events) if e.get("kind") == "step_error"), None)
+        parts: list[str] = []
+        if failed is not None:
+            key = (str(failed.get("flow_key")), str(failed.get("step_id")))
+            receipt = self.receipts.get(key, {})
+            code = receipt.get("result_code") or "error"
+            attempt = receipt.get("attempt")
+            tries = f", attempt {attempt} of {receipt.get('max_attempts')}" if attempt else ""
+            payload = failed.get("payload") or {}
+            parts.append(f"failed at {key[0]}/{key[1]} ({code}{tries}): {payload.get('error')}")
+        else:
+            parts.append(str(self.summary.get("error") or "no step failed; see the event log"))
+        logs = [e for e in events if e.get("kind") == "log"][-2:]
+        for event in logs:
+            payload = event.get("payload") or {}
+            message = payload.get("message")
+            error = payload.get("error")
+            parts.append(f"log: {message}" + (f" ({error})" if error else ""))
+        return "; ".join(parts)
+
+    def raise_for_status(self) -> RunRecord:
+        """Return the record of a run that succeeded; raise AssertionError saying why not."""
+        if self.status != "succeeded":
+            __tracebackhide__ = True
+            raise AssertionError(
+                f"run {self.run_id} {self.status}: {self.cause()}\n  run dir: {self.path}"
+            )
+        return self
 
     # -- run level --------------------------------------------------------------------
 
@@ -67,9 +140,13 @@ class RunRecord:
         return self.path.name
 
     @property
-    def status(self) -> str:
-        """succeeded, failed or stopped (from meta.json)."""
-        return str(self.summary.get("status"))
+    def status(self) -> RunStatus:
+        """succeeded, failed or stopped (from meta.json), a plain string to compare.
+
+        Its repr says why a run did not succeed, so a failed ``assert record.status ==
+        "succeeded"`` shows the cause in pytest's report.
+        """
+        return RunStatus(str(self.summary.get("status")), self)
 
     @cached_property
     def spec(self) -> dict[str, Any]:

@@ -94,3 +94,35 @@ def test_params_past_their_bounds_fail_the_test_naming_the_param(
         consecutive=False,
     )
     assert not list(swarm_pytester.path.rglob("spec.json"))  # refused before any run dir
+
+
+def test_a_plain_status_assert_on_a_failed_run_shows_its_cause(
+    swarm_pytester: pytest.Pytester,
+) -> None:
+    swarm_pytester.makepyfile(
+        """
+        def test_it(flow_runner):
+            record = flow_runner(
+                "signal",
+                scenario={"frame_problem": {"result_code": "retryable",
+                                            "error": "cannot reach the Anthropic API"}},
+            )
+            assert record.status == "succeeded"
+
+        def test_raise_for_status(flow_runner):
+            flow_runner("signal", scenario={"frame_problem": {"result_code": "fatal",
+                                                              "error": "model down"}}
+                        ).raise_for_status()
+        """
+    )
+    result = swarm_pytester.runpytest()
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*AssertionError: assert 'failed' == 'succeeded'",
+            "*run run-* failed: failed at signal/frame_problem (retryable, attempt 3 of 3): "
+            "still failing after 3 attempt(s): cannot reach the Anthropic API*",
+            "*AssertionError: run run-* failed: failed at signal/frame_problem (fatal*model down*",
+        ],
+        consecutive=False,
+    )
