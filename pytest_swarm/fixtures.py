@@ -347,8 +347,10 @@ def flow_runner(
     diverged = any(c.divergences for c in swarm_cassette.used)
     problems = [] if diverged else swarm_cassette.unplayed()
     for cassettes in swarm_cassette.used:
-        if not cassettes.record:
-            totals.count("cassettes_played", len(cassettes.played))
+        if not cassettes.record:  # asked for and there: a call with no cassette is a miss
+            there = sum(path.is_file() for path in cassettes.played)
+            totals.count("cassettes_played", there)
+            totals.count("cassettes_missing", len(cassettes.played) - there)
         elif passed:  # a recording a failed test made is dropped, not counted
             totals.count("cassettes_recorded", len(cassettes.played))
     totals.count("cassettes_unplayed", len(problems))

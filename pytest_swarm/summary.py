@@ -20,6 +20,7 @@ COUNTERS = (
     "cassettes_played",
     "cassettes_recorded",
     "cassettes_unplayed",
+    "cassettes_missing",
 )
 """Whole-number totals, added up across pytest-xdist workers as they are."""
 
@@ -39,6 +40,7 @@ class SwarmTotals:
     cassettes_played: int
     cassettes_recorded: int
     cassettes_unplayed: int
+    cassettes_missing: int
 
     def __init__(self) -> None:
         for name in COUNTERS:
@@ -96,7 +98,12 @@ class SwarmTotals:
             f"mode {mode}: {get['runs']} run(s), {get['steps']} step(s), {get['tokens']} "
             f"token(s), {cost}"
         ]
-        if get["goldens_compared"] or get["goldens_updated"] or self.goldens_removed:
+        if (
+            get["goldens_compared"]
+            or get["goldens_updated"]
+            or get["goldens_drifted"]
+            or self.goldens_removed
+        ):
             removed = (
                 f", {len(self.goldens_removed)} no test produces removed "
                 f"({', '.join(self.goldens_removed)})"
@@ -107,10 +114,14 @@ class SwarmTotals:
                 f"goldens: {get['goldens_compared']} compared, {get['goldens_updated']} updated, "
                 f"{get['goldens_drifted']} drifted{removed}"
             )
-        if get["cassettes_played"] or get["cassettes_recorded"] or get["cassettes_unplayed"]:
+        if mode in ("replay", "record") or any(
+            get[name] for name in COUNTERS if name.startswith("cassettes_")
+        ):
+            missing = get["cassettes_missing"]
             out.append(
                 f"cassettes: {get['cassettes_played']} played, {get['cassettes_recorded']} "
                 f"recorded, {get['cassettes_unplayed']} unplayed"
+                + (f", {missing} missing (calls with no recording)" if missing else "")
             )
         return out
 

@@ -52,3 +52,23 @@ def test_no_section_when_no_run_was_made(swarm_pytester: pytest.Pytester) -> Non
     swarm_pytester.makepyfile("def test_plain():\n    pass\n")
     result = swarm_pytester.runpytest()
     assert "- swarm -" not in result.stdout.str()
+
+
+def test_the_summary_counts_a_lone_drifted_golden_and_no_cassette_as_played(
+    swarm_pytester: pytest.Pytester,
+) -> None:
+    swarm_pytester.makepyfile(
+        """
+        def test_golden(flow_runner, swarm_golden):
+            swarm_golden(flow_runner("signal"), "signal")
+        """
+    )
+    swarm_pytester.runpytest("--snapshot-update").assert_outcomes(passed=1)
+    flow = swarm_pytester.path / "flows" / "signal.yaml"
+    flow.write_text(flow.read_text().replace("role: ", "role: Now ", 1))
+    drifted = swarm_pytester.runpytest()
+    drifted.assert_outcomes(failed=1)
+    drifted.stdout.fnmatch_lines(["goldens: 0 compared, 0 updated, 1 drifted*"])
+    replayed = swarm_pytester.runpytest("--swarm-mode=replay")  # there are no cassettes
+    replayed.assert_outcomes(failed=1)
+    replayed.stdout.fnmatch_lines(["cassettes: 0 played, 0 recorded, 0 unplayed, 1 missing*"])
