@@ -420,7 +420,7 @@ def swarm_golden(request: pytest.FixtureRequest, swarm_options: SwarmOptions) ->
         from pytest_swarm.golden import SwarmGolden
     except ImportError as exc:  # syrupy is an optional dependency
         pytest.fail(
-            f"swarm_golden needs syrupy ({exc}); pip install 'swarm-stepwise[test]'",
+            f"swarm_golden needs syrupy ({exc}); pip install 'swarm-stepwise[pytest]'",
             pytrace=False,
         )
     snapshot = request.getfixturevalue("snapshot")

@@ -149,9 +149,31 @@ def resolve(config: pytest.Config, env: Mapping[str, str] | None = None) -> Swar
     return SwarmOptions(values, sources, contract=bool(config.getoption("swarm_contract")))
 
 
+_NEEDS = {"sdk": ("anthropic",), "record": ("anthropic", "vcr"), "replay": ("anthropic", "vcr")}
+"""The packages each mode imports (by module name; vcrpy's module is ``vcr``)."""
+
+
+def _importable(module: str) -> bool:
+    import importlib
+
+    try:
+        importlib.import_module(module)  # the mode imports it in any case, at its first run
+    except ImportError:
+        return False
+    return True
+
+
 def check_credentials(options: SwarmOptions) -> None:
-    """Stop at start-up when a live mode lacks what it needs, saying what to set."""
+    """Stop at start-up when a mode lacks what it needs, saying what to set or install."""
     mode = options.mode
+    missing = [name for name in _NEEDS.get(mode, ()) if not _importable(name)]
+    if missing:
+        names = " and ".join("vcrpy" if name == "vcr" else name for name in missing)
+        raise pytest.UsageError(
+            f"swarm: mode {mode} (from {options.sources['mode']}) needs {names}: pip install "
+            "'swarm-stepwise[pytest]' (everything the plugin needs to record, replay and "
+            "compare goldens)"
+        )
     if mode in ("sdk", "record"):
         # As for `swarm run --mode sdk`: a key, or the URL of an Anthropic-compatible server.
         if os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_BASE_URL"):

@@ -125,7 +125,8 @@ def require_vcrpy() -> Any:
         import vcr  # type: ignore[import-untyped]
     except ImportError:
         raise ConfigError(
-            "record and replay modes need vcrpy: pip install 'swarm-stepwise[replay]' "
+            "record and replay modes need vcrpy: pip install 'swarm-stepwise[replay]' (under "
+            "pytest: 'swarm-stepwise[pytest]', which brings pytest and syrupy too) "
             "(or use --swarm-mode=stub / --mode stub, which needs nothing)"
         ) from None
     return vcr
