@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from swarm_runtime.flow.registry import FlowRegistry
 
 __all__ = [
+    "STUB_ONLY",
     "FlowRunner",
     "IsolatedRunsEnv",
     "StubScenario",
@@ -29,6 +30,7 @@ __all__ = [
     "flow_runner",
     "flows_dir_error",
     "isolated_runs_env",
+    "skip_stub_only",
     "stub_scenario",
     "swarm_cassette",
     "swarm_contract",
@@ -185,12 +187,33 @@ class StubScenario:
                 )
 
 
+STUB_ONLY = "scripts the stub (stub_scenario): runs in stub mode only"
+"""The start of the reason a test that scripts the stub is skipped in other modes."""
+
+
+def skip_stub_only(mode: str) -> None:
+    """Skip a test that scripts the stub: a recording or a live model is not scripted."""
+    __tracebackhide__ = True
+    pytest.skip(f"{STUB_ONLY}; the mode is {mode}")
+
+
 @pytest.fixture
-def stub_scenario() -> Iterator[StubScenario]:
-    """``stub_scenario(mapping_or_path)`` scripts the stub for this test's runs."""
+def _swarm_stub_holder() -> Iterator[StubScenario]:
     holder = StubScenario()
     yield holder
     holder.check_used()
+
+
+@pytest.fixture
+def stub_scenario(_swarm_stub_holder: StubScenario, swarm_mode: str) -> StubScenario:
+    """``stub_scenario(mapping_or_path)`` scripts the stub for this test's runs.
+
+    A test that asks for it is stub-only by nature: in the other modes it is skipped at
+    setup, with the reason, and counted in the summary.
+    """
+    if swarm_mode != "stub":
+        skip_stub_only(swarm_mode)
+    return _swarm_stub_holder
 
 
 class FlowRunner:
@@ -231,6 +254,8 @@ class FlowRunner:
     ) -> RunRecord:
         """Run flows (default: the ``swarm_flow`` marker's, else every flow in order)."""
         if scenario is not None:
+            if self.engine.mode != "stub":
+                skip_stub_only(self.engine.mode)
             self.scenario(scenario)
         return self._run(flow_keys, self.engine.mode, start_step, end_step, params)
 
@@ -321,7 +346,7 @@ def flow_runner(
     swarm_engine: SwarmEngine,
     swarm_flows: FlowRegistry,
     isolated_runs_env: IsolatedRunsEnv,
-    stub_scenario: StubScenario,
+    _swarm_stub_holder: StubScenario,
     _swarm_settings: Settings,
     swarm_cassette: SwarmCassette,
 ) -> Iterator[FlowRunner]:
@@ -333,7 +358,7 @@ def flow_runner(
         engine=swarm_engine,
         flows=swarm_flows,
         runs_dir=swarm_options.runs_dir or isolated_runs_env.runs_dir,
-        scenario=stub_scenario,
+        scenario=_swarm_stub_holder,
         default_flow=marker.args[0] if marker else None,
         on_run=lambda record: totals.add_run(record.summary),
         settings=_swarm_settings,

@@ -113,7 +113,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.stash[MARKER_ERRORS] = found
             continue
         marker = item.get_closest_marker("swarm_modes")
-        if marker is not None and options.mode not in marker.args:
+        # What replays must be recordable: a test meant for replay runs in record mode too.
+        allowed = (*marker.args, "record") if marker and "replay" in marker.args else ()
+        if marker is not None and options.mode not in (*marker.args, *allowed):
             item.add_marker(
                 pytest.mark.skip(
                     reason=f"runs only in swarm mode(s) {', '.join(marker.args)}; "
@@ -145,8 +147,15 @@ class _SkipWatcher:
         self.totals = totals
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Count a skip that is not a swarm_modes skip."""
-        if report.skipped and "runs only in swarm mode" not in str(report.longrepr):
+        """Count a skip that is not a swarm_modes skip, and the stub-only ones."""
+        from pytest_swarm.fixtures import STUB_ONLY
+
+        if not report.skipped:
+            return
+        why = str(report.longrepr)
+        if STUB_ONLY in why:
+            self.totals.stub_only_skipped += 1
+        elif "runs only in swarm mode" not in why:
             self.totals.unexplained_skips += 1
 
 
@@ -198,7 +207,7 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     """The ``swarm`` section: mode, runs, steps, tokens, cost."""
     totals = config.stash.get(TOTALS_KEY, None)
-    if totals is None or not totals.runs:
+    if totals is None or not (totals.runs or totals.stub_only_skipped):
         return
     terminalreporter.write_sep("-", "swarm")
     for line in totals.lines(config.stash[OPTIONS_KEY].mode):

@@ -28,7 +28,14 @@ COUNTERS = (
 class SwarmTotals:
     """Runs, steps, tokens, cost, goldens and cassettes of this session's tests."""
 
-    __slots__ = ("cost_usd", "goldens_removed", "scenarios", "unexplained_skips", *COUNTERS)
+    __slots__ = (
+        "cost_usd",
+        "goldens_removed",
+        "scenarios",
+        "stub_only_skipped",
+        "unexplained_skips",
+        *COUNTERS,
+    )
 
     runs: int
     steps: int
@@ -52,6 +59,8 @@ class SwarmTotals:
         self.goldens_removed: list[str] = []
         self.unexplained_skips = 0
         """Tests skipped for a reason other than their swarm modes (controller only)."""
+        self.stub_only_skipped = 0
+        """Tests skipped because they script the stub (controller only: it sees every report)."""
 
     def count(self, name: str, amount: int = 1) -> None:
         """Add to a counter (``goldens_compared``, …), or note ``scenario:<name>`` as used."""
@@ -122,6 +131,11 @@ class SwarmTotals:
                 f"cassettes: {get['cassettes_played']} played, {get['cassettes_recorded']} "
                 f"recorded, {get['cassettes_unplayed']} unplayed"
                 + (f", {missing} missing (calls with no recording)" if missing else "")
+            )
+        if self.stub_only_skipped:
+            out.append(
+                f"stub-only: {self.stub_only_skipped} test(s) skipped (they script the stub; "
+                "run them with --swarm-mode=stub)"
             )
         return out
 

@@ -88,3 +88,32 @@ def test_a_scenario_mistake_is_one_message_without_a_traceback(
     assert out.count("swarm: start_step=nope: no such step") == 1
     assert "During handling of the above exception" not in out
     assert "Traceback" not in out and "scenario.py" not in out
+
+
+def test_a_test_that_scripts_the_stub_is_skipped_in_other_modes_and_counted(
+    swarm_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    swarm_pytester.makepyfile(
+        """
+        def test_fixture(flow_runner, stub_scenario):
+            stub_scenario({"critique_requirements": {"handoff": {"status": "VERIFIED"}}})
+            flow_runner("signal")
+
+        def test_keyword(flow_runner):
+            flow_runner("signal", scenario={"frame_problem": {"text": "x"}})
+        """
+    )
+    swarm_pytester.runpytest().assert_outcomes(passed=2)
+    for mode in ("replay", "record"):
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")  # never reached
+        result = swarm_pytester.runpytest(f"--swarm-mode={mode}", "-rs")
+        result.assert_outcomes(skipped=2)  # never failed at teardown for unused entries
+        result.stdout.fnmatch_lines(
+            [
+                "stub-only: 2 test(s) skipped (they script the stub; run them with "
+                "--swarm-mode=stub)",
+                f"SKIPPED*scripts the stub (stub_scenario): runs in stub mode only; the mode is "
+                f"{mode}",
+            ],
+            consecutive=False,
+        )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 
@@ -84,3 +86,21 @@ def test_invalid_marker_under_xdist_is_reported_not_an_internal_error(
     result.assert_outcomes(passed=1, errors=1)
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
     result.stdout.fnmatch_lines(["*swarm_modes takes one or more of*'stubb'*"])
+
+
+def test_a_test_meant_for_replay_can_be_recorded_then_replayed(
+    swarm_pytester: pytest.Pytester, anthropic_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    swarm_pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.swarm_modes("replay", "sdk")
+        def test_replayed(flow_runner):
+            assert flow_runner("stepwise-demo").status == "succeeded"
+        """
+    )
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", anthropic_server.url)
+    swarm_pytester.runpytest("--swarm-mode=record").assert_outcomes(passed=1)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL")
+    swarm_pytester.runpytest("--swarm-mode=replay").assert_outcomes(passed=1)
