@@ -299,43 +299,15 @@ def assert_step_results(record: RunRecord) -> None:
     _fail("step results", record, problems)
 
 
-def _skeleton(record: RunRecord) -> list[tuple[Any, ...]]:
-    return [(e.get("kind"), e.get("flow_key"), e.get("step_id")) for e in record.event_dicts]
-
-
 def assert_mode_parity(record: RunRecord, reference: RunRecord) -> None:
-    """Same files, same receipt fields and the same event skeleton as ``reference`` (the stub)."""
-    problems: list[str] = []
-    mine, theirs = set(record.files()), set(reference.files())
-    for name in sorted(theirs - mine):
-        problems.append(f"{name}: missing (the {reference.mode} run has it)")
-    for name in sorted(mine - theirs):
-        problems.append(f"{name}: extra (the {reference.mode} run has no such file)")
-    optional = {"cassette", "cost", "timing", "context_truncation", "handoff"}
-    for key, receipt in record.receipts.items():
-        other = reference.receipts.get(key)
-        if other is None:
-            continue
-        fields = set(receipt) - optional
-        want = set(other) - optional
-        if fields != want:
-            problems.append(
-                f"{key[0]}/receipts/{key[1]}-{receipt.get('agent_key')}.json: step "
-                f"'{key[0]}/{key[1]}': fields differ: extra {sorted(fields - want)}, "
-                f"missing {sorted(want - fields)}"
-            )
-    a, b = _skeleton(record), _skeleton(reference)
-    for number, (mine_event, their_event) in enumerate(zip(a, b, strict=False), start=1):
-        if mine_event != their_event:
-            problems.append(
-                f"events.jsonl:{number}: step '{mine_event[1]}/{mine_event[2]}': "
-                f"{mine_event[0]} where the {reference.mode} run has {their_event[0]} of "
-                f"'{their_event[1]}/{their_event[2]}'"
-            )
-            break
-    if len(a) != len(b):
-        problems.append(f"events.jsonl: {len(a)} events, the {reference.mode} run has {len(b)}")
-    _fail("mode parity", record, problems)
+    """What every mode shares with ``reference`` (the stub's run of the same flows).
+
+    The run's own files, each executed step's files and receipt fields, the event grammar,
+    and the routes of the steps a scenario scripts; see :mod:`pytest_swarm.parity`.
+    """
+    from pytest_swarm.parity import parity_problems
+
+    _fail("mode parity", record, parity_problems(record, reference))
 
 
 def assert_run(record: RunRecord, *, reference: RunRecord | None = None) -> None:
