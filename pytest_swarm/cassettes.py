@@ -55,9 +55,13 @@ def check_cassette_name(name: object, where: str) -> str:
 class SwarmCassette:
     """The cassette directory of one test (the ``swarm_cassette`` fixture)."""
 
-    def __init__(self, root: Path, nodeid: str, *, name: str | None = None) -> None:
+    def __init__(
+        self, root: Path, nodeid: str, *, name: str | None = None, rerecord: str = ""
+    ) -> None:
         self.root = Path(root)
         self.nodeid = nodeid
+        self.rerecord = rerecord or f"pytest --swarm-mode=record '{nodeid}'"
+        """The command that records this test again (see :mod:`pytest_swarm.commands`)."""
         self.name = name or cassette_name(nodeid)
         self.used: list[Cassettes] = []
 
@@ -83,8 +87,8 @@ class SwarmCassette:
             name=name,
             record=record,
             rerecord_command=(
-                f"pytest --swarm-mode=record '{self.nodeid}' (with ANTHROPIC_API_KEY, or "
-                "ANTHROPIC_BASE_URL for a local Anthropic-compatible server)"
+                f"{self.rerecord}\n(with ANTHROPIC_API_KEY set, or ANTHROPIC_BASE_URL for a "
+                "local Anthropic-compatible server)"
             ),
         )
         self.used.append(cassettes)

@@ -382,8 +382,7 @@ def flow_runner(
     if problems:
         pytest.fail(
             "swarm: recorded calls were never played (the test no longer makes them); "
-            f"re-record with: pytest --swarm-mode=record '{request.node.nodeid}'\n  "
-            + "\n  ".join(problems),
+            f"re-record with: {swarm_cassette.rerecord}\n  " + "\n  ".join(problems),
             pytrace=False,
         )
 
@@ -391,11 +390,17 @@ def flow_runner(
 @pytest.fixture
 def swarm_cassette(request: pytest.FixtureRequest, swarm_options: SwarmOptions) -> SwarmCassette:
     """The test's cassette directory; ``swarm_cassette.use("name")`` names another."""
+    from pytest_swarm.commands import pytest_command
+
     marker = request.node.get_closest_marker("swarm_cassette")
     return SwarmCassette(
         swarm_options.cassette_dir,
         request.node.nodeid,
         name=marker.args[0] if marker and marker.args else None,
+        # A new recording makes a new golden: a test that compares one updates it too.
+        rerecord=pytest_command(
+            request.node, mode="record", update_goldens="swarm_golden" in request.fixturenames
+        ),
     )
 
 
@@ -448,6 +453,8 @@ def swarm_golden(request: pytest.FixtureRequest, swarm_options: SwarmOptions) ->
             f"swarm_golden needs syrupy ({exc}); pip install 'swarm-stepwise[pytest]'",
             pytrace=False,
         )
+    from pytest_swarm.commands import pytest_command
+
     snapshot = request.getfixturevalue("snapshot")
     totals = request.config.stash[TOTALS_KEY]
     return SwarmGolden(
@@ -456,4 +463,5 @@ def swarm_golden(request: pytest.FixtureRequest, swarm_options: SwarmOptions) ->
         request.config.hook,
         mode=swarm_options.mode,
         count=totals.count,
+        update_command=pytest_command(request.node, mode=swarm_options.mode, update_goldens=True),
     )

@@ -153,8 +153,11 @@ class SwarmGolden:
         hook: Any,
         mode: str = "stub",
         count: Any = None,
+        update_command: str = "pytest --snapshot-update",
     ) -> None:
         self.snapshot = snapshot
+        self.update_command = update_command
+        """What writes (or accepts) this test's golden, verbatim."""
         self.golden_root = Path(golden_root)
         self.hook = hook
         self.mode = mode
@@ -213,14 +216,14 @@ class SwarmGolden:
             return
         if not stored:
             raise AssertionError(
-                f"no golden for scenario '{scenario}' in {target}; run "
-                "'pytest --snapshot-update' to create it, then review and commit it"
+                f"no golden for scenario '{scenario}' in {target}; create it with\n  "
+                f"{self.update_command}\nthen review and commit it"
             )
         changes = [c for c in diff_runs(stored, current) if c.path in mismatched]
         report = markdown_report(changes, old_label=f"golden/{scenario}", new_label="this run")
         raise AssertionError(
             f"golden drift in scenario '{scenario}': {len(changes)} file(s) differ from "
-            f"{target}\n(accept with 'pytest --snapshot-update' after review)\n\n{report}"
+            f"{target}; after review, accept it with:\n  {self.update_command}\n\n{report}"
         )
 
 

@@ -73,7 +73,14 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_SkipWatcher(config.stash[TOTALS_KEY]), "swarm-skips")
     if options.contract:
         from pytest_swarm import contract_suite
+        from pytest_swarm.commands import CONTRACT_FILE
 
+        # Tests of the suite named as the plugin prints them (test_contract.py::test_x[flow])
+        # are picked out of the whole suite, so their node ids (and cassette dirs) are the
+        # ones a run of the whole suite gives them.
+        config.stash[CONTRACT_PICKED] = [
+            arg for arg in config.args if arg.startswith(f"{CONTRACT_FILE}::")
+        ]
         config.args[:] = [str(Path(contract_suite.__file__).parent)]
 
 
@@ -100,11 +107,17 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 
 MARKER_ERRORS = pytest.StashKey[list[str]]()
+CONTRACT_PICKED = pytest.StashKey[list[str]]()
+"""The contract suite's tests named on the command line (none: the whole suite)."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Check swarm markers' arguments, and skip tests not meant for the current mode."""
     options = config.stash[OPTIONS_KEY]
+    picked = config.stash.get(CONTRACT_PICKED, None)
+    if picked:
+        config.hook.pytest_deselected(items=[i for i in items if i.nodeid not in picked])
+        items[:] = [i for i in items if i.nodeid in picked]
     for item in items:
         found = marker_errors(item, options)
         if found:

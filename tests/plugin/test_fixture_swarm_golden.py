@@ -43,7 +43,13 @@ def test_missing_golden_fails_until_snapshot_update(swarm_pytester: pytest.Pytes
     swarm_pytester.makepyfile(GOLDEN_TESTS)
     first = swarm_pytester.runpytest()
     first.assert_outcomes(failed=2)
-    first.stdout.fnmatch_lines(["*no golden for scenario 'signal'*pytest --snapshot-update*"])
+    first.stdout.fnmatch_lines(
+        [
+            "*no golden for scenario 'signal'*create it with",
+            "*pytest --swarm-mode=stub --snapshot-update 'test_missing_golden_fails_until_"
+            "snapshot_update.py::test_golden[[]signal[]]'",
+        ]
+    )
     swarm_pytester.runpytest("--snapshot-update").assert_outcomes(passed=2)
     swarm_pytester.runpytest().assert_outcomes(passed=2)
     assert (swarm_pytester.path / "golden" / "signal" / "events.jsonl").is_file()
