@@ -372,6 +372,7 @@ def flow_runner(
     diverged = any(c.divergences for c in swarm_cassette.used)
     problems = [] if diverged else swarm_cassette.unplayed()
     for cassettes in swarm_cassette.used:
+        totals.cassette_dirs.add(cassettes.name)  # what no test used is reported at the end
         if not cassettes.record:  # asked for and there: a call with no cassette is a miss
             there = sum(path.is_file() for path in cassettes.played)
             totals.count("cassettes_played", there)

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from syrupy.data import Snapshot, SnapshotCollection
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
+from pytest_swarm.golden_names import REPLAY_SUFFIX, golden_scenario
+
 if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
     from syrupy.location import PyTestLocation
@@ -28,7 +30,6 @@ __all__ = [
     "SwarmGolden",
     "golden_extension",
     "golden_scenario",
-    "prune_unused_goldens",
 ]
 
 
@@ -124,19 +125,6 @@ def golden_extension(golden_root: Path, scenario: str) -> type[GoldenRunExtensio
     )
 
 
-REPLAY_SUFFIX = ".replay"
-"""Goldens of recorded runs live beside the stub's: ``golden/<scenario>.replay/``."""
-
-
-def golden_scenario(scenario: str, mode: str) -> str:
-    """Where a scenario's golden lives in ``mode``: one golden per mode family.
-
-    A stub run and a recorded run of the same flows differ (mode, model, tokens,
-    cassettes), so each family has its own; live modes have none (see ``SwarmGolden``).
-    """
-    return scenario + REPLAY_SUFFIX if mode in ("replay", "record") else scenario
-
-
 class SwarmGolden:
     """``swarm_golden(record, scenario)`` compares a run with its golden.
 
@@ -225,26 +213,3 @@ class SwarmGolden:
             f"golden drift in scenario '{scenario}': {len(changes)} file(s) differ from "
             f"{target}; after review, accept it with:\n  {self.update_command}\n\n{report}"
         )
-
-
-def prune_unused_goldens(golden_root: Path, used: set[str], mode: str) -> list[str]:
-    """Delete the golden runs of ``mode``'s family that no test of this session compared.
-
-    Called after a whole-suite ``--snapshot-update`` only. A golden run is a directory with
-    a ``spec.json``; those of the other mode family (``<name>.replay`` against the stub's)
-    are left alone, and so is everything else in the golden dir (cassettes, READMEs).
-    """
-    import shutil
-
-    if mode in ("sdk", "cli") or not golden_root.is_dir():
-        return []
-    replay_family = mode in ("replay", "record")
-    removed = []
-    for path in sorted(golden_root.iterdir()):
-        if not (path / "spec.json").is_file() or path.name in used:
-            continue
-        if path.name.endswith(REPLAY_SUFFIX) != replay_family:
-            continue
-        shutil.rmtree(path)
-        removed.append(path.name)
-    return removed

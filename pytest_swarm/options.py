@@ -110,6 +110,18 @@ def add_options(parser: pytest.Parser) -> None:
             default=None,
         )
     group.addoption(
+        "--swarm-warn-unused",
+        action="store_true",
+        default=False,
+        help="only warn about goldens and cassette dirs no test used (default: fail)",
+    )
+    group.addoption(
+        "--swarm-prune-cassettes",
+        action="store_true",
+        default=False,
+        help="after the whole suite in record or replay mode, delete cassette dirs no test used",
+    )
+    group.addoption(
         "--swarm-contract",
         action="store_true",
         default=False,

@@ -180,18 +180,30 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         workeroutput["swarm_totals"] = config.stash[TOTALS_KEY].as_dict()
         return
     totals = config.stash[TOTALS_KEY]
-    options = config.stash[OPTIONS_KEY]
-    if (
-        config.getoption("--snapshot-update", default=False)
-        and session.testsfailed == 0
-        and totals.unexplained_skips == 0
-        and _whole_suite(config)
-    ):
-        from pytest_swarm.golden import prune_unused_goldens
+    if totals.unexplained_skips == 0 and _whole_suite(config):
+        _settle_unused(session, totals, config.stash[OPTIONS_KEY])
 
-        totals.goldens_removed = prune_unused_goldens(
-            options.golden_dir, totals.scenarios, options.mode
-        )
+
+def _settle_unused(session: pytest.Session, totals: SwarmTotals, options: Any) -> None:
+    """Remove what no test used where asked to; fail the session on the rest (§10.6)."""
+    from pytest_swarm.unused import remove, unused_cassette_dirs, unused_goldens
+
+    config = session.config
+    goldens = unused_goldens(options.golden_dir, totals.scenarios, options.mode)
+    cassettes: list[str] = []
+    if options.mode in ("replay", "record"):
+        cassettes = unused_cassette_dirs(options.cassette_dir, totals.cassette_dirs)
+    updating = config.getoption("--snapshot-update", default=False)
+    if goldens and updating and session.testsfailed == 0:
+        totals.goldens_removed = remove(options.golden_dir, goldens)
+        goldens = []
+    if cassettes and config.getoption("swarm_prune_cassettes"):
+        totals.cassettes_removed = remove(options.cassette_dir, cassettes)
+        cassettes = []
+    totals.unused_goldens, totals.unused_cassettes = goldens, cassettes
+    failing = (goldens or cassettes) and not config.getoption("swarm_warn_unused")
+    if failing and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def _whole_suite(config: pytest.Config) -> bool:
@@ -220,7 +232,9 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     """The ``swarm`` section: mode, runs, steps, tokens, cost."""
     totals = config.stash.get(TOTALS_KEY, None)
-    if totals is None or not (totals.runs or totals.stub_only_skipped):
+    if totals is None or not (
+        totals.runs or totals.stub_only_skipped or totals.unused_goldens or totals.unused_cassettes
+    ):
         return
     terminalreporter.write_sep("-", "swarm")
     for line in totals.lines(config.stash[OPTIONS_KEY].mode):

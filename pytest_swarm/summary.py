@@ -29,9 +29,13 @@ class SwarmTotals:
     """Runs, steps, tokens, cost, goldens and cassettes of this session's tests."""
 
     __slots__ = (
+        "cassette_dirs",
+        "cassettes_removed",
         "cost_usd",
         "goldens_removed",
         "scenarios",
+        "unused_cassettes",
+        "unused_goldens",
         "stub_only_skipped",
         "unexplained_skips",
         *COUNTERS,
@@ -57,6 +61,12 @@ class SwarmTotals:
         self.scenarios: set[str] = set()
         """Golden scenarios compared in this session (for --snapshot-update's clean-up)."""
         self.goldens_removed: list[str] = []
+        self.cassette_dirs: set[str] = set()
+        """Cassette dirs (relative to the cassette dir) this session's tests used."""
+        self.cassettes_removed: list[str] = []
+        self.unused_goldens: list[str] = []
+        """Goldens of the mode's family no test used, left in place (controller only)."""
+        self.unused_cassettes: list[str] = []
         self.unexplained_skips = 0
         """Tests skipped for a reason other than their swarm modes (controller only)."""
         self.stub_only_skipped = 0
@@ -87,6 +97,7 @@ class SwarmTotals:
         return {
             "cost_usd": self.cost_usd,
             "scenarios": sorted(self.scenarios),
+            "cassette_dirs": sorted(self.cassette_dirs),
             **{name: getattr(self, name) for name in COUNTERS},
         }
 
@@ -96,6 +107,7 @@ class SwarmTotals:
             self.count(name, int(other.get(name, 0)))
         self.cost_usd += float(other.get("cost_usd", 0.0))
         self.scenarios.update(other.get("scenarios", ()))
+        self.cassette_dirs.update(other.get("cassette_dirs", ()))
 
     def lines(self, mode: str) -> list[str]:
         """The summary lines: runs, then goldens and cassettes when any were used."""
@@ -132,12 +144,35 @@ class SwarmTotals:
                 f"recorded, {get['cassettes_unplayed']} unplayed"
                 + (f", {missing} missing (calls with no recording)" if missing else "")
             )
+        if self.cassettes_removed:
+            out.append(
+                f"cassettes: {len(self.cassettes_removed)} dir(s) no test used removed "
+                f"({', '.join(self.cassettes_removed)})"
+            )
+        if self.unused_goldens or self.unused_cassettes:
+            out.extend(self.unused_lines())
         if self.stub_only_skipped:
             out.append(
                 f"stub-only: {self.stub_only_skipped} test(s) skipped (they script the stub; "
                 "run them with --swarm-mode=stub)"
             )
         return out
+
+    def unused_lines(self) -> list[str]:
+        """What no test used, and how to remove it."""
+        lines = []
+        if self.unused_goldens:
+            lines.append(
+                f"unused: {len(self.unused_goldens)} golden(s) no test compared: "
+                f"{', '.join(self.unused_goldens)} (pytest --snapshot-update removes them)"
+            )
+        if self.unused_cassettes:
+            lines.append(
+                f"unused: {len(self.unused_cassettes)} cassette dir(s) no test recorded or "
+                f"played: {', '.join(self.unused_cassettes)} (pytest --swarm-prune-cassettes "
+                "removes them)"
+            )
+        return lines
 
 
 TOTALS_KEY = pytest.StashKey[SwarmTotals]()
