@@ -76,16 +76,25 @@ class SwarmCassette:
             raise RuntimeError("swarm_cassette.use() must come before the test's first run")
         self.name = check_cassette_name(name, "swarm_cassette.use()")
 
-    def for_run(self, *, record: bool) -> Cassettes:
-        """The cassettes of the test's next run."""
+    def for_run(self, record_mode: str) -> Cassettes:
+        """The cassettes of the test's next run, for ``record_mode`` (see the options).
+
+        ``once`` records a run whose directory holds no cassette yet and replays the
+        others; ``new_episodes`` replays the calls that have one and records the rest.
+        """
         from swarm_runtime.engines.cassette import Cassettes
 
         number = len(self.used) + 1
         name = self.name if number == 1 else f"{self.name}@{number}"
+        directory = self.root / name
+        record = record_mode in ("all", "new_episodes") or (
+            record_mode == "once" and not (directory.is_dir() and any(directory.rglob("*.yaml")))
+        )
         cassettes = Cassettes(
-            self.root / name,
+            directory,
             name=name,
             record=record,
+            episodes=record_mode == "new_episodes",
             rerecord_command=(
                 f"{self.rerecord}\n(with ANTHROPIC_API_KEY set, or ANTHROPIC_BASE_URL for a "
                 "local Anthropic-compatible server)"

@@ -285,10 +285,12 @@ class FlowRunner:
         overrides: dict[str, Any] = {}
         if reference:  # every engine's stub, gemini-step's too (whatever SWARM_GEMINI_STUB says)
             overrides["gemini"] = {"mode": "stub"}
+        replaying = False
         if mode in ("replay", "record"):
-            cassettes = self.cassette.for_run(record=mode == "record")
+            cassettes = self.cassette.for_run(self.options.record_mode)
             overrides["cassettes"] = cassettes
-            if mode == "replay":  # never reaches a server: vcrpy answers, or refuses
+            replaying = not cassettes.record
+            if replaying:  # never reaches a server: the cassettes answer, or refuse
                 overrides.update(api_key="replay-needs-no-key", base_url="http://127.0.0.1:9")
         try:
             default = (self.default_flow,) if self.default_flow else tuple(self.flows.order())
@@ -306,7 +308,7 @@ class FlowRunner:
                 result_observer=lambda flow, result: results.append((flow, result)),
                 engine_overrides=overrides,
                 # A replayed retry is logged and counted as recorded, without the wait.
-                sleep=_no_wait if mode == "replay" else None,
+                sleep=_no_wait if replaying else None,
             )
             spec = RunSpec(
                 flows=keys,

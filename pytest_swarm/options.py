@@ -21,6 +21,7 @@ __all__ = [
     "MODES",
     "OPTIONS",
     "OPTIONS_KEY",
+    "RECORD_MODES",
     "Option",
     "SwarmOptions",
     "add_options",
@@ -54,6 +55,21 @@ OPTIONS = (
     Option("golden_dir", "SWARM_GOLDEN_DIR", "golden", "golden runs directory"),
     Option("cassette_dir", "SWARM_CASSETTE_DIR", "golden/cassettes", "cassettes directory"),
     Option(
+        "record_mode",
+        "SWARM_RECORD_MODE",
+        "",
+        "what record and replay do with cassettes: none (replay only), once (record the "
+        "tests that have none, replay the rest), new_episodes (record the calls that have "
+        "none), all (record everything again); default: all in record mode, none in replay",
+    ),
+    Option(
+        "block_network",
+        "SWARM_BLOCK_NETWORK",
+        "auto",
+        "refuse connections off this machine during each test: yes, no, or auto (yes in "
+        "replay and with --swarm-record-mode=none)",
+    ),
+    Option(
         "runs_dir",
         "SWARM_PYTEST_RUNS_DIR",  # not the CLI's SWARM_RUNS_DIR: tests keep their runs apart
         "",
@@ -66,11 +82,13 @@ class SwarmOptions:
     """Resolved option values with the source of each (``cli``, ``env``, ``ini``, ``default``)."""
 
     __slots__ = (
+        "block_network",
         "cassette_dir",
         "contract",
         "flows_dir",
         "golden_dir",
         "mode",
+        "record_mode",
         "runs_dir",
         "sources",
     )
@@ -83,13 +101,19 @@ class SwarmOptions:
         self.golden_dir = Path(values["golden_dir"])
         self.cassette_dir = Path(values["cassette_dir"])
         self.runs_dir = Path(values["runs_dir"]) if values["runs_dir"] else None
+        self.record_mode = values["record_mode"]
+        """none, once, new_episodes or all (set from the mode when not given)."""
+        self.block_network = values["block_network"] == "yes"
         self.sources = dict(sources)
         self.contract = contract
 
     def describe(self) -> str:
         """One line for the pytest report header."""
-        return f"swarm: mode={self.mode} ({self.sources['mode']}), flows={self.flows_dir}" + (
-            ", contract suite" if self.contract else ""
+        record = f", record mode {self.record_mode}" if self.mode in ("record", "replay") else ""
+        blocked = ", network blocked" if self.block_network else ""
+        return (
+            f"swarm: mode={self.mode} ({self.sources['mode']}){record}{blocked}, "
+            f"flows={self.flows_dir}" + (", contract suite" if self.contract else "")
         )
 
 
@@ -150,6 +174,8 @@ def resolve(config: pytest.Config, env: Mapping[str, str] | None = None) -> Swar
             f"swarm: mode {values['mode']!r} from {sources['mode']} is not one of "
             f"{', '.join(MODES)}"
         )
+    _record_mode(values, sources)
+    _block_network(values, sources)
     for name in ("flows_dir", "golden_dir", "cassette_dir", "runs_dir"):
         if values[name] and sources[name] == f"ini swarm_{name}":
             base = config.inipath.parent if config.inipath else config.rootpath
@@ -163,6 +189,42 @@ def resolve(config: pytest.Config, env: Mapping[str, str] | None = None) -> Swar
 
 _NEEDS = {"sdk": ("anthropic",), "record": ("anthropic", "vcr"), "replay": ("anthropic", "vcr")}
 """The packages each mode imports (by module name; vcrpy's module is ``vcr``)."""
+
+
+RECORD_MODES = ("none", "once", "new_episodes", "all")
+
+
+def _record_mode(values: dict[str, str], sources: dict[str, str]) -> None:
+    """The record mode, and the mode it means: none replays, the others record."""
+    record_mode = values["record_mode"]
+    if not record_mode:
+        values["record_mode"] = "all" if values["mode"] == "record" else "none"
+        return
+    if record_mode not in RECORD_MODES:
+        raise pytest.UsageError(
+            f"swarm: record mode {record_mode!r} from {sources['record_mode']} is not one of "
+            f"{', '.join(RECORD_MODES)}"
+        )
+    wanted = "replay" if record_mode == "none" else "record"
+    if sources["mode"] == "default":
+        values["mode"], sources["mode"] = wanted, sources["record_mode"]
+    elif values["mode"] != wanted:
+        raise pytest.UsageError(
+            f"swarm: record mode {record_mode} (from {sources['record_mode']}) goes with "
+            f"--swarm-mode={wanted}, not {values['mode']} (from {sources['mode']}); give one "
+            "of them alone"
+        )
+
+
+def _block_network(values: dict[str, str], sources: dict[str, str]) -> None:
+    value = values["block_network"]
+    if value not in ("auto", "yes", "no"):
+        raise pytest.UsageError(
+            f"swarm: block network {value!r} from {sources['block_network']} is not one of "
+            "auto, yes, no"
+        )
+    if value == "auto":
+        values["block_network"] = "yes" if values["mode"] == "replay" else "no"
 
 
 def _importable(module: str) -> bool:

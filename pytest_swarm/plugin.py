@@ -28,7 +28,9 @@ __all__ = [
     "pytest_collection_modifyitems",
     "pytest_configure",
     "pytest_report_header",
+    "pytest_runtest_call",
     "pytest_runtest_makereport",
+    "pytest_runtest_protocol",
     "pytest_runtest_setup",
     "pytest_sessionfinish",
     "pytest_terminal_summary",
@@ -142,6 +144,32 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     errors = item.stash.get(MARKER_ERRORS, None)
     if errors:
         pytest.fail("invalid swarm marker:\n  " + "\n  ".join(errors), pytrace=False)
+
+
+NETWORK_GUARD = pytest.StashKey[Any]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    """Block the network for the whole test (setup to teardown) when asked to."""
+    if not item.config.stash[OPTIONS_KEY].block_network:
+        return (yield)
+    from pytest_swarm.network import NetworkGuard
+
+    with NetworkGuard() as guard:
+        item.stash[NETWORK_GUARD] = guard
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    """Fail a test that tried to leave the machine with a blocked network, saying where."""
+    guard = item.stash.get(NETWORK_GUARD, None)
+    try:
+        return (yield)
+    finally:
+        if guard is not None and guard.attempts:
+            pytest.fail(guard.message(item.nodeid), pytrace=False)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -54,17 +54,28 @@ class Cassettes:
     directory until :meth:`commit` puts it in place of the old one.
     """
 
-    def __init__(self, directory: Path, *, name: str, record: bool, rerecord_command: str):
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        name: str,
+        record: bool,
+        rerecord_command: str,
+        episodes: bool = False,
+    ):
         self.directory = Path(directory)
         self.name = name
         self.record = record
+        self.episodes = record and episodes
+        """New episodes: calls with a cassette replay it, the others are recorded beside
+        it, straight into the directory (nothing is replaced, nothing staged)."""
         self.rerecord_command = rerecord_command
         # A symlinked directory is the directory it names: a recording is staged beside
         # that one and replaces it, and the link stays (replacing the link would leave its
         # target holding stale cassettes, and the link behind as ".name.old").
         self.real = Path(os.path.realpath(self.directory))
         self.root = self.real.with_name(f".{self.real.name}.recording")
-        if record:
+        if record and not self.episodes:
             shutil.rmtree(self.root, ignore_errors=True)  # a staging dir an earlier crash left
         else:
             self.root = self.directory
@@ -104,7 +115,7 @@ class Cassettes:
 
     def commit(self) -> None:
         """Put what was recorded in place of the old cassettes, whole."""
-        if not self.record or not self.root.is_dir():
+        if not self.record or self.episodes or not self.root.is_dir():
             return
         old = self.real.with_name(f".{self.real.name}.old")
         shutil.rmtree(old, ignore_errors=True)
@@ -115,7 +126,7 @@ class Cassettes:
 
     def discard(self) -> None:
         """Drop a recording that is not to be kept (the old cassettes stay)."""
-        if self.record:
+        if self.record and not self.episodes:
             shutil.rmtree(self.root, ignore_errors=True)
 
 
@@ -219,7 +230,9 @@ class CassetteSdkEngine(SdkEngine):
         self._current: Path | None = None
         self.credentials = credentials if credentials is not None else Credentials.from_env()
         self._vcr = require_vcrpy().VCR(
-            record_mode="all" if cassettes.record else "none",
+            record_mode=(
+                "new_episodes" if cassettes.episodes else "all" if cassettes.record else "none"
+            ),
             match_on=("method", "path", "json_body"),
             before_record_request=self._before_request,
             before_record_response=self._before_response,

@@ -1,0 +1,105 @@
+"""--swarm-record-mode {none,once,new_episodes,all} and --swarm-block-network."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+TESTS = """
+def test_first(flow_runner):
+    assert flow_runner("stepwise-demo").status == "succeeded"
+
+def test_second(flow_runner):
+    assert flow_runner("stepwise-demo", ask="another request").status == "succeeded"
+"""
+
+
+@pytest.fixture
+def project(swarm_pytester: pytest.Pytester) -> pytest.Pytester:
+    swarm_pytester.makepyfile(test_suite=TESTS)
+    return swarm_pytester
+
+
+def _cassettes(project: pytest.Pytester, test: str) -> list[Any]:
+    return sorted((project.path / "golden" / "cassettes" / "test_suite" / test).rglob("*.yaml"))
+
+
+def test_once_records_only_the_tests_that_have_no_cassette(
+    project: pytest.Pytester, anthropic_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", anthropic_server.url)
+    project.runpytest("--swarm-mode=record", "-k", "first").assert_outcomes(passed=1)
+    first = {p: p.read_bytes() for p in _cassettes(project, "test_first")}
+    calls = len(anthropic_server.requests)
+    once = project.runpytest("--swarm-record-mode=once")
+    once.assert_outcomes(passed=2)
+    once.stdout.fnmatch_lines(["swarm: mode=record (--swarm-record-mode), record mode once*"])
+    assert len(anthropic_server.requests) - calls == len(_cassettes(project, "test_second"))
+    assert {p: p.read_bytes() for p in _cassettes(project, "test_first")} == first  # replayed
+    monkeypatch.delenv("ANTHROPIC_BASE_URL")
+    project.runpytest("--swarm-record-mode=none").assert_outcomes(passed=2)
+
+
+def test_new_episodes_records_only_the_calls_that_have_no_cassette(
+    project: pytest.Pytester, anthropic_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", anthropic_server.url)
+    project.runpytest("--swarm-mode=record", "-k", "first").assert_outcomes(passed=1)
+    gone = _cassettes(project, "test_first")[0]
+    gone.unlink()
+    calls = len(anthropic_server.requests)
+    project.runpytest("--swarm-record-mode=new_episodes", "-k", "first").assert_outcomes(passed=1)
+    assert len(anthropic_server.requests) - calls == 1  # the one missing call, and no other
+    assert gone.is_file()
+    monkeypatch.delenv("ANTHROPIC_BASE_URL")
+    project.runpytest("--swarm-mode=replay", "-k", "first").assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--swarm-mode=stub", "--swarm-record-mode=once"], "goes with --swarm-mode=record"),
+        (["--swarm-mode=replay", "--swarm-record-mode=all"], "goes with --swarm-mode=record"),
+        (["--swarm-record-mode=sometimes"], "is not one of none, once, new_episodes, all"),
+        (["--swarm-block-network=maybe"], "is not one of auto, yes, no"),
+    ],
+)
+def test_record_and_network_options_that_do_not_fit_are_usage_errors(
+    project: pytest.Pytester, args: list[str], said: str
+) -> None:
+    result = project.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{said}*"])
+
+
+BLOCKED = """
+import socket
+
+def test_leaves_the_machine():
+    socket.create_connection(("192.0.2.1", 443), timeout=1)  # TEST-NET-1: never routed
+
+def test_stays_on_loopback():
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        socket.create_connection(server.getsockname(), timeout=1).close()
+"""
+
+
+def test_replay_blocks_connections_off_the_machine_for_the_whole_test(
+    swarm_pytester: pytest.Pytester,
+) -> None:
+    swarm_pytester.makepyfile(test_net=BLOCKED)
+    result = swarm_pytester.runpytest("--swarm-mode=replay")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_leaves_the_machine tried to connect to 192.0.2.1:443 while the network is "
+            "blocked*--swarm-block-network=no*"
+        ]
+    )
+    result.stdout.fnmatch_lines(["swarm: mode=replay*network blocked*"])
+    # Off in stub mode (unless asked for): the guard is not there.
+    stub = swarm_pytester.runpytest("-k", "loopback", "--swarm-block-network=yes")
+    stub.assert_outcomes(passed=1)
