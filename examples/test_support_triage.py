@@ -2,10 +2,12 @@
 
 Run from this folder (its pytest.ini points the plugin at ./flows):
 
-    pytest                       # stub mode: no network, deterministic
+    pytest                           # stub mode: no network, deterministic
+    pytest --swarm-mode=replay       # the recorded SDK calls in golden/cassettes, no network
+    pytest --swarm-mode=record --snapshot-update   # record again (ANTHROPIC_API_KEY set)
 
-The same tests run unchanged in the other modes (--swarm-mode=replay against recorded SDK
-calls, sdk live) once those engines are installed.
+Tests that script the stub (stub_scenario, flow_runner(scenario=...)) run in stub mode
+only; the others run unchanged in every mode (pip install 'swarm-stepwise[pytest]').
 """
 
 import pytest
@@ -15,6 +17,19 @@ def test_the_whole_flow_honours_the_contract(flow_runner, swarm_contract):
     record = flow_runner("support-triage", ticket="I was charged twice in March.")
     assert record.status == "succeeded"
     swarm_contract.assert_run(record)  # receipts, transcripts, events, routing, notes
+
+
+@pytest.mark.parametrize("ticket", ["I was charged twice in March.", "My parcel never came."])
+def test_every_ticket_ends_with_a_closed_case(flow_runner, ticket):
+    record = flow_runner("support-triage", ticket=ticket)
+    assert record.status == "succeeded"
+    assert record.steps_executed()[-1] == ("support-triage", "close_case")
+
+
+def test_the_triage_run_matches_its_golden(flow_runner, swarm_golden):
+    record = flow_runner("support-triage", ticket="Please refund me.")
+    assert record.status == "succeeded"
+    swarm_golden(record, "support-triage")  # golden/support-triage (.replay when recorded)
 
 
 def test_reviewer_rejections_loop_until_the_limit(flow_runner, stub_scenario):

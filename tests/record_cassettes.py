@@ -3,7 +3,8 @@
     .venv/bin/python tests/record_cassettes.py
 
 Starts the loopback server of tests/fakes, then runs the contract suite and the sdk
-goldens in record mode against it. To record against the real API instead, run
+goldens in record mode against it, and the user example under examples/ (its cassettes
+go to examples/golden/cassettes). To record against the real API instead, run
 `pytest tests/contract tests/golden --swarm-mode=record --snapshot-update` with
 ANTHROPIC_API_KEY set (and no ANTHROPIC_BASE_URL).
 """
@@ -28,14 +29,10 @@ def main() -> int:
         env["ANTHROPIC_BASE_URL"] = server.url
         env["ANTHROPIC_API_KEY"] = "sk-ant-local-recording-not-a-key"
         cassettes = REPO / "golden" / "cassettes"
-        return subprocess.call(
+        pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly"]
+        code = subprocess.call(
             [
-                sys.executable,
-                "-m",
-                "pytest",
-                "-q",
-                "-p",
-                "no:randomly",
+                *pytest,
                 "--swarm-mode=record",
                 "--snapshot-update",
                 "tests/contract",
@@ -45,6 +42,10 @@ def main() -> int:
             cwd=REPO,
             env=env,
         )
+        example = subprocess.call(
+            [*pytest, "--swarm-mode=record", "--snapshot-update"], cwd=REPO / "examples", env=env
+        )
+        return code or example
     finally:
         server.stop()
 
