@@ -17,7 +17,7 @@ import pytest
 
 from pytest_swarm.options import OPTIONS, OPTIONS_KEY
 
-__all__ = ["CONTRACT_FILE", "pytest_command"]
+__all__ = ["CONTRACT_FILE", "command_for", "node_of", "pytest_command"]
 
 CONTRACT_FILE = "test_contract.py"
 """How a printed command names the packaged contract suite's file (``--swarm-contract``)."""
@@ -25,22 +25,30 @@ CONTRACT_FILE = "test_contract.py"
 
 def pytest_command(item: pytest.Item, *, mode: str, update_goldens: bool = False) -> str:
     """``pytest --swarm-mode=MODE [options] [--snapshot-update] 'NODE'`` for ``item``."""
-    config = item.config
+    return command_for(item.config, [node_of(item)], mode=mode, update_goldens=update_goldens)
+
+
+def command_for(config: pytest.Config, nodes: list[str], *, mode: str, update_goldens: bool) -> str:
+    """The command that runs ``nodes`` (from :func:`node_of`) in ``mode``."""
     options = config.stash[OPTIONS_KEY]
     words = ["pytest"]
     if options.contract:
         words.append("--swarm-contract")
     words.append(f"--swarm-mode={mode}")
     for option in OPTIONS:
-        if option.name != "mode" and options.sources.get(option.name) == option.flag:
-            words.append(f"{option.flag}={getattr(options, option.name)}")
+        if option.name in ("mode", "record_mode"):
+            continue  # the mode is the command's own
+        if options.sources.get(option.name) == option.flag:
+            value = getattr(options, option.name)
+            shown = ("yes" if value else "no") if isinstance(value, bool) else value
+            words.append(f"{option.flag}={shown}")
     if update_goldens:
         words.append("--snapshot-update")
-    words.append(_node(item))
-    return " ".join(shlex.quote(word) for word in words)
+    return " ".join(shlex.quote(word) for word in [*words, *nodes])
 
 
-def _node(item: pytest.Item) -> str:
+def node_of(item: pytest.Item) -> str:
+    """The test as a command line names it, from where pytest ran (or in the suite)."""
     path, _, rest = item.nodeid.partition("::")
     if item.config.stash[OPTIONS_KEY].contract:
         return f"{CONTRACT_FILE}::{rest}"

@@ -232,6 +232,7 @@ class FlowRunner:
         settings: Settings,
         cassette: SwarmCassette,
         nodeid: str = "",
+        on_miss: Callable[[], None] = lambda: None,
     ) -> None:
         self.options = options
         self.settings = settings
@@ -243,6 +244,8 @@ class FlowRunner:
         self.on_run = on_run
         self.nodeid = nodeid
         self.cassette = cassette
+        self.on_miss = on_miss
+        """Told when a replay finds its recording stale: the test is to be recorded again."""
 
     def __call__(
         self,
@@ -331,6 +334,7 @@ class FlowRunner:
             _refuse_credentials_in(record.path)
         if cassettes is not None and cassettes.divergences:
             self.on_run(record)
+            self.on_miss()
             __tracebackhide__ = True
             pytest.fail(
                 "swarm: the replay diverged from the recording\n\n"
@@ -353,8 +357,11 @@ def flow_runner(
     swarm_cassette: SwarmCassette,
 ) -> Iterator[FlowRunner]:
     """Run flows in the current mode and get a :class:`RunRecord` back."""
+    from pytest_swarm.commands import node_of
+
     marker = request.node.get_closest_marker("swarm_flow")
     totals = request.config.stash[TOTALS_KEY]
+    node, golden = node_of(request.node), "swarm_golden" in request.fixturenames
     runner = FlowRunner(
         options=swarm_options,
         engine=swarm_engine,
@@ -366,6 +373,7 @@ def flow_runner(
         settings=_swarm_settings,
         cassette=swarm_cassette,
         nodeid=request.node.nodeid,
+        on_miss=lambda: totals.rerecord.update({node: golden}),
     )
     yield runner
     passed = request.node.stash.get(CALL_PASSED, False)
@@ -383,6 +391,7 @@ def flow_runner(
             totals.count("cassettes_recorded", len(cassettes.played))
     totals.count("cassettes_unplayed", len(problems))
     if problems:
+        totals.rerecord[node] = golden
         pytest.fail(
             "swarm: recorded calls were never played (the test no longer makes them); "
             f"re-record with: {swarm_cassette.rerecord}\n  " + "\n  ".join(problems),

@@ -261,9 +261,26 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     """The ``swarm`` section: mode, runs, steps, tokens, cost."""
     totals = config.stash.get(TOTALS_KEY, None)
     if totals is None or not (
-        totals.runs or totals.stub_only_skipped or totals.unused_goldens or totals.unused_cassettes
+        totals.runs
+        or totals.stub_only_skipped
+        or totals.unused_goldens
+        or totals.unused_cassettes
+        or totals.rerecord
     ):
         return
     terminalreporter.write_sep("-", "swarm")
     for line in totals.lines(config.stash[OPTIONS_KEY].mode):
         terminalreporter.write_line(line)
+    if totals.rerecord:
+        from pytest_swarm.commands import command_for
+
+        command = command_for(
+            config,
+            sorted(totals.rerecord),
+            mode="record",
+            update_goldens=any(totals.rerecord.values()),
+        )
+        terminalreporter.write_line(
+            f"re-record the {len(totals.rerecord)} test(s) whose recordings no longer match "
+            f"(with ANTHROPIC_API_KEY set): {command}"
+        )

@@ -29,6 +29,7 @@ class SwarmTotals:
     """Runs, steps, tokens, cost, goldens and cassettes of this session's tests."""
 
     __slots__ = (
+        "rerecord",
         "cassette_dirs",
         "cassettes_removed",
         "cost_usd",
@@ -61,6 +62,9 @@ class SwarmTotals:
         self.scenarios: set[str] = set()
         """Golden scenarios compared in this session (for --snapshot-update's clean-up)."""
         self.goldens_removed: list[str] = []
+        self.rerecord: dict[str, bool] = {}
+        """Tests whose recordings no longer match (node as a command names it) and whether
+        each compares a golden: one command at the end records them all again."""
         self.cassette_dirs: set[str] = set()
         """Cassette dirs (relative to the cassette dir) this session's tests used."""
         self.cassettes_removed: list[str] = []
@@ -98,6 +102,7 @@ class SwarmTotals:
             "cost_usd": self.cost_usd,
             "scenarios": sorted(self.scenarios),
             "cassette_dirs": sorted(self.cassette_dirs),
+            "rerecord": dict(self.rerecord),
             **{name: getattr(self, name) for name in COUNTERS},
         }
 
@@ -108,6 +113,7 @@ class SwarmTotals:
         self.cost_usd += float(other.get("cost_usd", 0.0))
         self.scenarios.update(other.get("scenarios", ()))
         self.cassette_dirs.update(other.get("cassette_dirs", ()))
+        self.rerecord.update(other.get("rerecord", {}))
 
     def lines(self, mode: str) -> list[str]:
         """The summary lines: runs, then goldens and cassettes when any were used."""

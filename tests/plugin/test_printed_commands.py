@@ -145,3 +145,22 @@ def test_a_contract_suite_test_is_re_recorded_by_the_printed_command(
     node = command.rsplit(" ", 1)[1].strip("'")
     again = _pytest(project, "--swarm-contract", "--swarm-mode=replay", node)
     assert again.returncode == 0, again.stdout
+
+
+def test_one_printed_command_re_records_every_stale_test_of_a_session(
+    project: pytest.Pytester, server: AnthropicServer
+) -> None:
+    project.makepyfile(
+        test_more="def test_plain(flow_runner):\n    assert flow_runner('triage').status == "
+        "'succeeded'\n"
+    )
+    recorded = _pytest(project, "--swarm-mode=record", "--snapshot-update", server=server)
+    assert recorded.returncode == 0, recorded.stdout
+    flow = project.path / "flows" / "triage.yaml"
+    flow.write_text(flow.read_text().replace("role: ", "role: Now ", 1))
+    replay = _pytest(project, "--swarm-mode=replay", "-n", "2")
+    assert replay.returncode == 1
+    command = _printed(replay.stdout, "(with ANTHROPIC_API_KEY set):")
+    assert "test_more.py::test_plain" in command and "--snapshot-update" in command
+    assert "2 passed" in _shell(project, command, server)
+    assert _pytest(project, "--swarm-mode=replay").returncode == 0
