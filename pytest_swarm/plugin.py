@@ -189,7 +189,7 @@ class _SkipWatcher:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Count a skip that is not a swarm_modes skip, and the stub-only ones."""
-        from pytest_swarm.fixtures import STUB_ONLY
+        from pytest_swarm.runner import STUB_ONLY
 
         if not report.skipped:
             return

@@ -46,7 +46,9 @@ def test_precedence(
 def test_mode_in_report_header(swarm_pytester: pytest.Pytester) -> None:
     swarm_pytester.makepyfile(SHOW_MODE)
     result = swarm_pytester.runpytest("--swarm-mode=replay")
-    result.stdout.fnmatch_lines(["swarm: mode=replay (--swarm-mode), flows=*flows*"])
+    result.stdout.fnmatch_lines(
+        ["swarm: mode=replay (--swarm-mode), record mode none, network blocked, flows=*flows*"]
+    )
 
 
 @pytest.mark.parametrize("source", ["cli", "env", "ini"])

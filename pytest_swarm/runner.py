@@ -1,0 +1,232 @@
+"""The objects behind the plugin's fixtures.
+
+The engine choice, the stub scenario, and the flow runner that runs flows in the current
+mode and hands back a :class:`RunRecord`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_swarm.cassettes import SwarmCassette
+from pytest_swarm.options import SwarmOptions
+from pytest_swarm.run_record import RunRecord
+
+if TYPE_CHECKING:
+    from swarm_runtime.config import Settings
+    from swarm_runtime.engines.base import StepResult
+    from swarm_runtime.engines.registry import EngineRegistry
+    from swarm_runtime.engines.scenario import Scenario
+    from swarm_runtime.flow.registry import FlowRegistry
+
+__all__ = ["STUB_ONLY", "FlowRunner", "StubScenario", "SwarmEngine", "skip_stub_only"]
+
+
+class SwarmEngine:
+    """The engine registry (with engines from ``pytest_swarm_register_engines``) and mode."""
+
+    def __init__(self, registry: EngineRegistry, mode: str, engine_id: str = "claude-step"):
+        self.registry = registry
+        self.mode = mode
+        self.engine_id = engine_id
+
+    def __repr__(self) -> str:
+        return f"SwarmEngine({self.engine_id!r}, mode={self.mode!r}, ids={self.registry.ids()})"
+
+
+class StubScenario:
+    """Sets the stub scenario (SPEC §5.5) for later ``flow_runner`` calls in the test."""
+
+    def __init__(self) -> None:
+        self.scenario: Scenario | None = None
+        self.strict = True
+        self.ran = False
+
+    def __call__(self, scenario: Mapping[str, Any] | str | Path, *, strict: bool = True) -> None:
+        """Use ``scenario`` (a mapping or a YAML file); ``strict=False`` allows unused entries."""
+        from swarm_runtime.engines.scenario import Scenario
+        from swarm_runtime.errors import ScenarioError
+
+        __tracebackhide__ = True
+        problem = None
+        try:
+            if isinstance(scenario, str | Path):
+                self.scenario = Scenario.from_file(scenario)
+            else:
+                self.scenario = Scenario.from_mapping(scenario, source="stub_scenario(...)")
+        except ScenarioError as exc:
+            problem = str(exc)
+        if problem is not None:  # failed outside the except: one message, no chained twin
+            pytest.fail(f"swarm: {problem}", pytrace=False)
+        self.strict = strict
+
+    def check_used(self) -> None:
+        """Fail when a scripted step never ran: a scenario that tests nothing."""
+        if self.scenario is not None and self.strict and self.ran:
+            unused = self.scenario.unused()
+            if unused:
+                pytest.fail(
+                    f"stub_scenario: entries never used by any run in this test: "
+                    f"{', '.join(unused)}; remove them or pass strict=False",
+                    pytrace=False,
+                )
+
+
+STUB_ONLY = "scripts the stub (stub_scenario): runs in stub mode only"
+"""The start of the reason a test that scripts the stub is skipped in other modes."""
+
+
+def skip_stub_only(mode: str) -> None:
+    """Skip a test that scripts the stub: a recording or a live model is not scripted."""
+    __tracebackhide__ = True
+    pytest.skip(f"{STUB_ONLY}; the mode is {mode}")
+
+
+class FlowRunner:
+    """``flow_runner(*flow_keys, scenario=None, start_step=None, end_step=None, **params)``."""
+
+    def __init__(
+        self,
+        *,
+        options: SwarmOptions,
+        engine: SwarmEngine,
+        flows: FlowRegistry,
+        runs_dir: Path,
+        scenario: StubScenario,
+        default_flow: str | None,
+        on_run: Callable[[RunRecord], None],
+        settings: Settings,
+        cassette: SwarmCassette,
+        nodeid: str = "",
+        on_miss: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.options = options
+        self.settings = settings
+        self.engine = engine
+        self.flows = flows
+        self.runs_dir = runs_dir
+        self.scenario = scenario
+        self.default_flow = default_flow
+        self.on_run = on_run
+        self.nodeid = nodeid
+        self.cassette = cassette
+        self.on_miss = on_miss
+        """Told when a replay finds its recording stale: the test is to be recorded again."""
+
+    def __call__(
+        self,
+        *flow_keys: str,
+        scenario: Mapping[str, Any] | str | Path | None = None,
+        start_step: str | None = None,
+        end_step: str | None = None,
+        **params: Any,
+    ) -> RunRecord:
+        """Run flows (default: the ``swarm_flow`` marker's, else every flow in order)."""
+        if scenario is not None:
+            if self.engine.mode != "stub":
+                skip_stub_only(self.engine.mode)
+            self.scenario(scenario)
+        return self._run(flow_keys, self.engine.mode, start_step, end_step, params)
+
+    def stub(self, *flow_keys: str, **params: Any) -> RunRecord:
+        """The same flows in stub mode, as the reference for mode parity."""
+        return self._run(flow_keys, "stub", None, None, params, reference=True)
+
+    def _run(
+        self,
+        flow_keys: tuple[str, ...],
+        mode: str,
+        start_step: str | None,
+        end_step: str | None,
+        params: dict[str, Any],
+        *,
+        reference: bool = False,
+    ) -> RunRecord:
+        import os
+
+        from swarm_runtime.errors import SwarmUsageError
+        from swarm_runtime.orchestrator.assembly import build_orchestrator
+        from swarm_runtime.orchestrator.runner import RunSpec
+
+        results: list[tuple[str, StepResult]] = []
+        problem: str | None = None
+        cassettes = None
+        overrides: dict[str, Any] = {}
+        if reference:  # every engine's stub, gemini-step's too (whatever SWARM_GEMINI_STUB says)
+            overrides["gemini"] = {"mode": "stub"}
+        replaying = False
+        if mode in ("replay", "record"):
+            cassettes = self.cassette.for_run(self.options.record_mode)
+            overrides["cassettes"] = cassettes
+            replaying = not cassettes.record
+            if replaying:  # never reaches a server: the cassettes answer, or refuse
+                overrides.update(api_key="replay-needs-no-key", base_url="http://127.0.0.1:9")
+        try:
+            default = (self.default_flow,) if self.default_flow else tuple(self.flows.order())
+            keys = flow_keys or default
+            orchestrator = build_orchestrator(
+                self.settings,
+                self.flows,
+                env=os.environ,
+                runs_dir=self.runs_dir,
+                engines=self.engine.registry,
+                engine_id=self.engine.engine_id,
+                # A recorded or replayed call is an sdk call; only its HTTP differs (§3.1).
+                mode="sdk" if mode in ("replay", "record") else mode,
+                scenario=self.scenario.scenario,
+                result_observer=lambda flow, result: results.append((flow, result)),
+                engine_overrides=overrides,
+                # A replayed retry is logged and counted as recorded, without the wait.
+                sleep=_no_wait if replaying else None,
+            )
+            spec = RunSpec(
+                flows=keys,
+                params=params,
+                initiator="pytest",
+                start_step=start_step,
+                end_step=end_step,
+            )
+            outcome = orchestrator.run(spec)
+        except SwarmUsageError as exc:
+            # What the test asked for is wrong (flow, slice, scenario, mode): say it plainly,
+            # once (failing inside the except would print the error twice, chained).
+            problem = str(exc).replace("--from ", "start_step=").replace("--to ", "end_step=")
+        if problem is not None:
+            __tracebackhide__ = True
+            pytest.fail(f"swarm: {problem}", pytrace=False)
+        self.scenario.ran = self.scenario.ran or self.scenario.scenario is not None
+        record = RunRecord(outcome.path, flows=self.flows, results=results, mode=mode)
+        if mode != "stub":
+            _refuse_credentials_in(record.path)
+        if cassettes is not None and cassettes.divergences:
+            self.on_run(record)
+            self.on_miss()
+            __tracebackhide__ = True
+            pytest.fail(
+                "swarm: the replay diverged from the recording\n\n"
+                + "\n\n".join(cassettes.divergences),
+                pytrace=False,
+            )
+        self.on_run(record)
+        return record
+
+
+def _no_wait(_seconds: float) -> None:
+    """The retry wait of a replay: the recording already holds what came after it."""
+
+
+def _refuse_credentials_in(run_dir: Path) -> None:
+    """Fail when a run file holds the value of a credential from the environment."""
+    from swarm_runtime.credentials import credential_values, find_credentials
+
+    secrets = credential_values()
+    for path in sorted(p for p in run_dir.rglob("*") if p.is_file()):
+        found = find_credentials(path.read_text(encoding="utf-8", errors="replace"), secrets)
+        if found:
+            pytest.fail(
+                f"swarm: {path} holds a credential's value ({', '.join(found)})", pytrace=False
+            )
