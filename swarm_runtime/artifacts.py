@@ -1,8 +1,9 @@
 """Checking a run's artifacts (SPEC §7.4): re-hash every local pointer a receipt lists.
 
-A pointer's ``file://`` URI names a file inside the run directory when it was written. A
-run directory may have moved since (copied, renamed): the part of the path after the
-run's id is then looked up in the directory where the run is now.
+A local pointer's ``uri`` is a path relative to the run directory, so a run dir that was
+moved, copied or archived verifies where it is now. An older run's absolute ``file://``
+URI is read as the part of its path below the run's id, looked up in the run dir as it is
+now (never the original place, which a copy must not lean on).
 """
 
 from __future__ import annotations
@@ -38,11 +39,11 @@ class ArtifactCheck(Record):
 
 
 def _local_path(uri: str, root: Path) -> Path | None:
+    if "://" not in uri:
+        return root / uri  # relative to the run dir (checked to stay inside it below)
     path = Path(unquote(urlparse(uri).path))
-    if path.exists():
-        return path
     parts = path.parts
-    if root.name in parts:  # the run dir moved: keep the part below its id
+    if root.name in parts:  # below the run's id, wherever the run dir is now
         return root.joinpath(*parts[parts.index(root.name) + 1 :])
     return path
 
@@ -70,8 +71,8 @@ def _check(rel: str, ref: object, root: Path) -> ArtifactCheck:
     uri = ref.get("uri")
     if ref.get("kind") != "pointer" or not isinstance(uri, str):
         return ArtifactCheck(rel, name, "ok", "inline")
-    if not uri.startswith("file://"):
-        return ArtifactCheck(rel, name, "not local", uri.split("/", 3)[2] if "//" in uri else uri)
+    if "://" in uri and not uri.startswith("file://"):
+        return ArtifactCheck(rel, name, "not local", uri.split("/", 3)[2])
     path = _local_path(uri, root)
     if path is None or not path.resolve().is_relative_to(root):
         return ArtifactCheck(rel, name, "outside", f"{uri} is not inside the run dir")

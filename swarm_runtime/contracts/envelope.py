@@ -14,7 +14,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 from swarm_runtime.contracts.base import Timestamp
@@ -140,6 +147,19 @@ class InlineArtifact(_Envelope):
         return self
 
 
+def _artifact_uri(uri: str) -> str:
+    """A run-relative path without ``..``, or a ``file://``, ``gs://`` or ``s3://`` URI."""
+    if uri.startswith(("gs://", "s3://", "file://")) and len(uri.split("://", 1)[1]) > 0:
+        return uri
+    parts = uri.split("/")
+    if not uri or uri.startswith("/") or ":" in parts[0] or ".." in parts or "" in parts:
+        raise ValueError(
+            f"{uri!r} is not a path inside the run dir (relative, no '..') nor a "
+            "gs://, s3:// or file:// URI"
+        )
+    return uri
+
+
 class PointerArtifact(_Envelope):
     """An artifact stored elsewhere: a file in the run dir, or an object in a bucket."""
 
@@ -147,8 +167,10 @@ class PointerArtifact(_Envelope):
     """Discriminator."""
     name: str
     """What the artifact is called."""
-    uri: Annotated[str, Field(pattern=r"^(file|gs|s3)://.+")]
-    """file:// (inside the run dir), gs:// or s3://."""
+    uri: Annotated[str, AfterValidator(_artifact_uri)]
+    """A path relative to the run dir for a file inside it (so a moved or copied run dir
+    still verifies), or ``gs://`` / ``s3://``; an absolute ``file://`` URI of an older run
+    is still read."""
     content_type: str
     """Its media type."""
     size_bytes: int = Field(ge=0)

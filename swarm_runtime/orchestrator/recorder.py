@@ -322,7 +322,8 @@ class RunRecorder:
                 {
                     "kind": "pointer",
                     "name": name,
-                    "uri": path.as_uri(),
+                    # Relative to the run dir: a run dir moved, copied or archived verifies.
+                    "uri": path.relative_to(self.layout.root).as_posix(),
                     "contentType": str(artifact.get("content_type") or "text/plain"),
                     "sizeBytes": len(data),
                     "sha256": _digest(data),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -68,7 +69,7 @@ def test_artifacts_are_written_listed_and_verified(tmp_path: Path) -> None:
         (run_dir / "signal/receipts/frame_problem-problem-framer.json").read_text()
     )
     (ref,) = receipt["artifacts"]
-    assert ref["kind"] == "pointer" and ref["uri"] == artifact.resolve().as_uri()
+    assert ref["kind"] == "pointer" and ref["uri"] == "signal/artifacts/problem.md"
     assert ref["sizeBytes"] == artifact.stat().st_size and len(ref["sha256"]) == 64
     assert set(receipt["timing"]) == {
         "startedAt",
@@ -83,6 +84,13 @@ def test_artifacts_are_written_listed_and_verified(tmp_path: Path) -> None:
     verified = _swarm(tmp_path, "runs", "verify", str(run_dir))
     assert verified.returncode == 0, verified.stderr
     assert "problem.md: ok" in verified.stdout and "1 artifact(s) verified" in verified.stdout
+
+    # A copy of the run dir elsewhere verifies on its own, the original still in place.
+    copy = tmp_path / "archive" / run_dir.name
+    shutil.copytree(run_dir, copy)
+    copied = _swarm(tmp_path, "runs", "verify", str(copy))
+    assert copied.returncode == 0, copied.stdout + copied.stderr
+    assert "problem.md: ok" in copied.stdout
 
     data = bytearray(artifact.read_bytes())
     data[2] ^= 0x01  # one changed byte
