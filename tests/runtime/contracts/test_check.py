@@ -149,3 +149,41 @@ def test_validate_survives_foreign_shapes_and_reports_everything(tmp_path: Path)
     # Our words and the line; the json module's reason in the parentheses is not asserted.
     assert any(v.startswith("events.jsonl:7: not valid JSON (") for v in found), found
     assert any("no run_completed" in v for v in found), found
+
+
+def test_each_attempt_of_a_run_ends_with_exactly_one_run_completed(tmp_path: Path) -> None:
+    """A stopped attempt has its run_completed, the resumed one its own (SPEC §3.3, 4)."""
+    from pytest_swarm import assertions
+    from pytest_swarm.run_record import RunRecord
+    from swarm_runtime.flow.registry import FlowRegistry
+    from swarm_runtime.orchestrator.runner import Orchestrator, RunSpec
+    from swarm_runtime.storage.store import read_event_log
+    from tests.conftest import SHIPPED_FLOWS
+
+    registry = FlowRegistry(SHIPPED_FLOWS)
+    orchestrator = Orchestrator(registry, runs_dir=tmp_path / "runs", sleep=lambda _s: None)
+    stop_after_first = {"n": 0}
+
+    def observe(event: dict[str, object]) -> None:
+        if event["kind"] == "route_decision" and not stop_after_first["n"]:
+            stop_after_first["n"] = 1
+            orchestrator.control.request("stop", "stopped by the test")
+
+    orchestrator.observer = observe
+    stopped = orchestrator.run(RunSpec(flows=("signal",)))
+    assert stopped.status == "stopped"
+    resumed = Orchestrator(registry, runs_dir=tmp_path / "runs").resume(stopped.path)
+    assert resumed.status == "succeeded"
+    events = read_event_log(stopped.path / "events.jsonl").events
+    assert [e["kind"] for e in events].count("run_completed") == 2  # one per attempt
+    assert validate_run_dir(stopped.path) == []
+    assertions.assert_event_sequence(RunRecord(stopped.path, flows=registry))
+    # Two in one attempt are one too many, for validate and the contract suite alike.
+    path = stopped.path / "events.jsonl"
+    lines = path.read_text().splitlines()
+    last = json.loads(lines[-1])
+    lines.append(json.dumps({**last, "seq": last["seq"] + 1}))
+    path.write_text("\n".join(lines) + "\n")
+    assert any("run_completed" in str(v) for v in validate_run_dir(stopped.path))
+    with pytest.raises(AssertionError, match="run_completed"):
+        assertions.assert_event_sequence(RunRecord(stopped.path, flows=registry))
