@@ -23,6 +23,7 @@ from typing import Any
 
 from swarm_runtime.errors import ConfigError, RunControlError
 from swarm_runtime.orchestrator.plan import RunOutcome, RunSpec
+from swarm_runtime.orchestrator.resumer import orchestrator_for_run
 from swarm_runtime.orchestrator.runner import Orchestrator
 from swarm_runtime.record import Record, replace
 
@@ -38,6 +39,8 @@ __all__ = [
 
 OrchestratorFactory = Callable[[Callable[[float], None]], Orchestrator]
 """Builds a fresh orchestrator for one run, given the sleep its engines must use."""
+ResumeFactory = Callable[[Path, Callable[[float], None]], Orchestrator]
+"""Builds the orchestrator that resumes the run dir given, with that sleep."""
 
 BACKENDS = {"claude-step-orchestrator": "claude-step", "gemini-step-orchestrator": "gemini-step"}
 """The built-in backends and the engine each runs steps with."""
@@ -53,10 +56,23 @@ class _Worker(Record):
 class Backend:
     """Starts runs of one engine in worker threads, and reads and controls them."""
 
-    def __init__(self, backend_id: str, runs_dir: Path, factory: OrchestratorFactory) -> None:
+    def __init__(
+        self,
+        backend_id: str,
+        runs_dir: Path,
+        factory: OrchestratorFactory,
+        env: Mapping[str, str] | None = None,
+        resume: ResumeFactory | None = None,
+    ) -> None:
         self.backend_id = backend_id
         self.runs_dir = Path(runs_dir)
         self._factory = factory
+        environ: Mapping[str, str] = os.environ if env is None else env
+        self._resume: ResumeFactory = resume or (
+            lambda run_dir, sleep: orchestrator_for_run(run_dir, env=environ, sleep=sleep)
+        )
+        """Builds a resumed run's orchestrator: as the run was made (its spec.json), through
+        the one resume; a backend may pass its own to wrap what it injects (the sleep)."""
         self._workers: dict[str, _Worker] = {}
         self._lock = threading.Lock()
 
@@ -81,17 +97,23 @@ class Backend:
                 # lock): a resume asked for at that instant waits for it, not fails.
                 previous.thread.join(30)
         self._launch(
-            lambda orchestrator: orchestrator.prepare_resume(run_dir, external_input=external_input)
+            lambda orchestrator: orchestrator.prepare_resume(
+                run_dir, external_input=external_input
+            ),
+            # As the run was made (its spec.json), not as this service makes new runs.
+            factory=lambda sleep: self._resume(run_dir, sleep),
         )
 
-    def _launch(self, prepare: Callable[[Orchestrator], Any]) -> str:
+    def _launch(
+        self, prepare: Callable[[Orchestrator], Any], factory: OrchestratorFactory | None = None
+    ) -> str:
         cancelled = threading.Event()
 
         def sleep(seconds: float) -> None:  # engines and retries wait here; cancel wakes it
             if cancelled.wait(seconds):
                 raise KeyboardInterrupt  # turned into an abort of the step by the run
 
-        orchestrator = self._factory(sleep)
+        orchestrator = (factory or self._factory)(sleep)
         prepared = prepare(orchestrator)  # errors (a bad flow, a live run) raise here
         result: list[RunOutcome | BaseException] = []
 
@@ -270,7 +292,7 @@ def _builtin(
             settings, flows, env=env, engine_id=BACKENDS[backend_id], sleep=sleep, **options
         )
 
-    return Backend(backend_id, settings.runs_dir, factory)
+    return Backend(backend_id, settings.runs_dir, factory, env=env)
 
 
 def reset_backends() -> None:

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.cli.common import EXIT_OK, path_arg
-from swarm_runtime.errors import RunControlError, SwarmUsageError
 
 if TYPE_CHECKING:
     from swarm_runtime.orchestrator.runner import Orchestrator
@@ -80,64 +79,17 @@ def handle_resume(args: argparse.Namespace) -> int:
 
 
 def _orchestrator_for(run_dir: Path, args: argparse.Namespace) -> Orchestrator:
-    """The orchestrator ``spec.json`` describes, with the flags' overrides."""
+    """The orchestrator ``spec.json`` describes, with the flags' overrides (the one resume)."""
     from swarm_runtime.cli.render import ProgressPrinter
-    from swarm_runtime.config import resolve_settings
-    from swarm_runtime.engines.scenario import Scenario
-    from swarm_runtime.flow.registry import FlowRegistry
-    from swarm_runtime.orchestrator.assembly import build_orchestrator
-    from swarm_runtime.orchestrator.resume import read_run_spec
+    from swarm_runtime.orchestrator.resumer import ResumeChoices, orchestrator_for_run
 
-    _, doc = read_run_spec(run_dir)
-    origin: dict[str, Any] = doc.get("origin") or {}
-    if origin.get("cassettes"):
-        raise RunControlError(
-            f"run {run_dir.name} recorded or replayed cassettes; such a run is not resumed "
-            "(a resumed recording would be incomplete) - run it again"
-        )
-    mode = _override("--mode", args.mode, str(doc.get("mode") or "stub"))
-    if mode in ("record", "replay"):
-        raise SwarmUsageError(f"--mode {mode}: a run is resumed in stub, sdk or cli mode")
-    flows_dir = _override("--flows-dir", args.flows_dir, origin.get("flows_dir"))
-    if flows_dir is None or not Path(flows_dir).is_dir():
-        raise SwarmUsageError(
-            f"the flows dir of run {run_dir.name} ({flows_dir}) is not there; pass --flows-dir DIR"
-        )
-    scenario = None
-    if args.scenario is not None:
-        print(f"swarm: --scenario {args.scenario} replaces the run's scenario", file=sys.stderr)
-        scenario = Scenario.from_file(args.scenario)
-    elif origin.get("scenario") is not None:
-        source = str(origin.get("scenario_file") or f"{run_dir / 'spec.json'}: origin.scenario")
-        scenario = Scenario.from_mapping(origin["scenario"], source=source)
-    elif origin.get("scenario_file") and Path(str(origin["scenario_file"])).is_file():
-        scenario = Scenario.from_file(str(origin["scenario_file"]))
-    config = args.config or (Path(origin["config"]) if origin.get("config") else None)
-    settings = resolve_settings(
-        env=os.environ,
-        mode=mode,
-        runs_dir=run_dir.parent,
-        flows_dir=Path(flows_dir),
-        config_path=config,
-    )
     show = args.progress == "always" or (args.progress == "auto" and sys.stdout.isatty())
-    return build_orchestrator(
-        settings,
-        FlowRegistry(Path(flows_dir)),
+    return orchestrator_for_run(
+        run_dir,
         env=os.environ,
-        runs_dir=run_dir.parent,
-        engine_id=str(doc.get("engine") or "claude-step"),
-        scenario=scenario,
+        choices=ResumeChoices(
+            mode=args.mode, flows_dir=args.flows_dir, scenario=args.scenario, config=args.config
+        ),
         observer=ProgressPrinter(sys.stdout) if show else None,
-        max_steps=origin.get("max_steps"),
-        max_run_mb=origin.get("max_run_mb"),
+        notice=lambda message: print(f"swarm: {message}", file=sys.stderr),
     )
-
-
-def _override(flag: str, given: Any, recorded: Any) -> Any:
-    """The flag's value when given (saying so if it differs from the run's), else the run's."""
-    if given is None:
-        return recorded
-    if recorded is not None and str(given) != str(recorded):
-        print(f"swarm: {flag} {given} overrides the run's {recorded}", file=sys.stderr)
-    return given

@@ -107,11 +107,6 @@ class RunActions:
 
         run_dir = self.files.run_dir(run_id)
         _, spec = read_run_spec(run_dir)
-        origin: dict[str, Any] = spec.get("origin") or {}
-        if origin.get("cassettes"):
-            raise RunControlError(
-                f"run {run_id} recorded or replayed cassettes; such a run is not resumed"
-            )
         mode = str(spec.get("mode") or "stub")
         if mode not in MODES:
             raise RunControlError(

@@ -100,6 +100,7 @@ def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[Gate]:
     from swarm_runtime.engines.scenario import Scenario
     from swarm_runtime.flow.registry import FlowRegistry
     from swarm_runtime.orchestrator.assembly import build_orchestrator
+    from swarm_runtime.orchestrator.resumer import orchestrator_for_run
 
     held = Gate()
 
@@ -115,6 +116,10 @@ def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[Gate]:
             settings.runs_dir,
             lambda sleep: build_orchestrator(
                 settings, flows, env={}, scenario=scenario, sleep=held.sleep_for(sleep)
+            ),
+            # Resumed the one way (spec.json gives the flows dir and the scenario), held too.
+            resume=lambda run_dir, sleep: orchestrator_for_run(
+                run_dir, env={}, sleep=held.sleep_for(sleep)
             ),
         )
 

@@ -1,0 +1,110 @@
+"""The one way a run is resumed: an orchestrator built as the run's ``spec.json`` says.
+
+``swarm resume``, the run service and Flow Studio all resume through
+:func:`orchestrator_for_run`: the run's mode, engine, flows dir, stub scenario, step and
+size limits and config come from ``spec.json`` (its ``origin``), so a run resumed from any
+of them goes on exactly as it began. A caller may override the mode, flows dir, scenario
+or config (``swarm resume --mode …``); each override is announced through ``notice``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from swarm_runtime.errors import RunControlError, SwarmUsageError
+from swarm_runtime.orchestrator.recorder import EventObserver
+from swarm_runtime.orchestrator.resume import read_run_spec
+from swarm_runtime.orchestrator.runner import Orchestrator
+from swarm_runtime.record import Record
+
+__all__ = ["ResumeChoices", "orchestrator_for_run"]
+
+RESUMED_MODES = ("stub", "sdk", "cli")
+
+
+class ResumeChoices(Record):
+    """What a caller may choose instead of the run's own (None: the run's)."""
+
+    mode: str | None = None
+    flows_dir: Path | None = None
+    scenario: Path | None = None
+    config: Path | None = None
+
+
+def orchestrator_for_run(
+    run_dir: Path,
+    *,
+    env: Mapping[str, str],
+    choices: ResumeChoices | None = None,
+    sleep: Callable[[float], None] | None = None,
+    observer: EventObserver | None = None,
+    notice: Callable[[str], None] = lambda _message: None,
+) -> Orchestrator:
+    """The orchestrator that resumes the run at ``run_dir`` as it was made."""
+    from swarm_runtime.config import resolve_settings
+    from swarm_runtime.engines.scenario import Scenario
+    from swarm_runtime.flow.registry import FlowRegistry
+    from swarm_runtime.orchestrator.assembly import build_orchestrator
+
+    chosen = choices or ResumeChoices()
+    _, doc = read_run_spec(run_dir)
+    origin: dict[str, Any] = doc.get("origin") or {}
+    if origin.get("cassettes"):
+        raise RunControlError(
+            f"run {run_dir.name} recorded or replayed cassettes; such a run is not resumed "
+            "(a resumed recording would be incomplete) - run it again"
+        )
+    mode = _override("--mode", chosen.mode, str(doc.get("mode") or "stub"), notice)
+    if mode not in RESUMED_MODES:
+        raise SwarmUsageError(f"--mode {mode}: a run is resumed in {', '.join(RESUMED_MODES)} mode")
+    flows_dir = _override("--flows-dir", chosen.flows_dir, origin.get("flows_dir"), notice)
+    if flows_dir is None or not Path(flows_dir).is_dir():
+        raise SwarmUsageError(
+            f"the flows dir of run {run_dir.name} ({flows_dir}) is not there; pass --flows-dir DIR"
+        )
+    config = chosen.config or (Path(origin["config"]) if origin.get("config") else None)
+    settings = resolve_settings(
+        env=env, mode=mode, runs_dir=run_dir.parent, flows_dir=Path(flows_dir), config_path=config
+    )
+    return build_orchestrator(
+        settings,
+        FlowRegistry(Path(flows_dir)),
+        env=env,
+        runs_dir=run_dir.parent,
+        engine_id=str(doc.get("engine") or "claude-step"),
+        scenario=_scenario(run_dir, origin, chosen.scenario, notice, Scenario),
+        observer=observer,
+        max_steps=origin.get("max_steps"),
+        max_run_mb=origin.get("max_run_mb"),
+        sleep=sleep,
+    )
+
+
+def _scenario(
+    run_dir: Path,
+    origin: dict[str, Any],
+    chosen: Path | None,
+    notice: Callable[[str], None],
+    scenario_type: Any,
+) -> Any:
+    """The run's stub scenario (kept whole in spec.json), or the one chosen instead."""
+    if chosen is not None:
+        notice(f"--scenario {chosen} replaces the run's scenario")
+        return scenario_type.from_file(chosen)
+    if origin.get("scenario") is not None:
+        source = str(origin.get("scenario_file") or f"{run_dir / 'spec.json'}: origin.scenario")
+        return scenario_type.from_mapping(origin["scenario"], source=source)
+    if origin.get("scenario_file") and Path(str(origin["scenario_file"])).is_file():
+        return scenario_type.from_file(str(origin["scenario_file"]))
+    return None
+
+
+def _override(flag: str, given: Any, recorded: Any, notice: Callable[[str], None]) -> Any:
+    """The chosen value when given (announced if it differs from the run's), else the run's."""
+    if given is None:
+        return recorded
+    if recorded is not None and str(given) != str(recorded):
+        notice(f"{flag} {given} overrides the run's {recorded}")
+    return given
