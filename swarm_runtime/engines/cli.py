@@ -226,9 +226,21 @@ class CliEngine(StepEngine):
             provider=self.provider,
             mode="cli",
             transcript=tuple(report.transcript),
-            cost_usd=report.cost_usd if report.cost_usd is not None else 0.0,
+            cost_usd=self._spent(report),
             cassette=self.cassette_for(ctx),
         )
+
+    def _spent(self, report: StreamReport) -> float | None:
+        """A failed call's cost: the CLI's own, an estimate of its tokens, or unknown.
+
+        Nothing was spent when no token was; a call that did use tokens never counts as
+        free (None when its model has no price).
+        """
+        if report.cost_usd is not None:
+            return report.cost_usd
+        if not report.tokens.total:
+            return 0.0
+        return estimate_cost(self.prices, report.model or self.model or "unknown", report.tokens)
 
     def close(self) -> None:
         """Remove the scratch directory."""
@@ -356,7 +368,11 @@ def build_cli_engine(
     engine_class: Callable[..., CliEngine] | None = None,
     **extra: Any,
 ) -> CliEngine:
-    """The CLI engine of ``engine_id`` from resolved settings (see ``config.cli_config``)."""
+    """The CLI engine of ``engine_id`` from resolved settings.
+
+    ``config`` is :func:`swarm_runtime.config.engine_config`'s: the ``claude_cli`` or
+    ``gemini`` section (executable, model, timeout_s, cli_args, env), the base URL, prices.
+    """
     gemini = engine_id == "gemini-step"
     settings = dict(config.get("gemini" if gemini else "claude_cli") or {})
     env = dict(config.get("process_env") or {})
@@ -369,7 +385,6 @@ def build_cli_engine(
         "env": env,
         "model": settings.get("model"),
         "timeout_s": float(settings.get("timeout_s") or DEFAULT_TIMEOUT_S),
-        "grace_s": float(settings.get("grace_s") or DEFAULT_GRACE_S),
         "extra_args": tuple(settings.get("cli_args") or ()),
         "prices": load_prices(config.get("prices")),
         "engine_id": engine_id,

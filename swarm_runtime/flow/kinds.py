@@ -3,8 +3,10 @@
 An entry says which routing keys the kind takes and which it needs, where a step of that
 kind may go next (for validation), which handoff fields its step declares and what each
 value does (for the prompt and for the stub), and how ``swarm flows show`` describes it.
-Deciding the route at run time is the kind's function in
-:mod:`swarm_runtime.orchestrator.routing`. A new kind is one entry here plus that function.
+how a graph draws its edges (the studio). Deciding the route at run time is the kind's
+function in :mod:`swarm_runtime.orchestrator.routing` (``ROUTERS``), and its name is one
+value of :data:`swarm_runtime.flow.spec.RoutingKind`: a new kind is one entry here, that
+function and that name, and ``tests/runtime/flow/test_kinds.py`` holds the three together.
 """
 
 from __future__ import annotations
@@ -59,6 +61,9 @@ class RoutingKind(Record):
     """What the stub declares on execution ``n`` (0-based), from the step's handoff fields."""
     describe: Callable[[RoutingSpec], str]
     """One line for ``swarm flows show``."""
+    edges: Callable[[RoutingSpec, str | None], list[tuple[str, str, str]]]
+    """``(to step, edge kind, label)`` of each edge a graph draws out of a step, given the
+    step that follows it in the list."""
 
 
 def _onward(routing: RoutingSpec, following: str | None) -> list[tuple[str, str]]:
@@ -167,6 +172,33 @@ def _branch_describe(routing: RoutingSpec) -> str:
     return text + (f", default->{routing.default}" if routing.default else "")
 
 
+def _linear_edges(routing: RoutingSpec, following: str | None) -> list[tuple[str, str, str]]:
+    forward = routing.next or following
+    return [(forward, "linear", "")] if forward is not None else []
+
+
+def _microloop_edges(routing: RoutingSpec, following: str | None) -> list[tuple[str, str, str]]:
+    field = routing.loop_condition_field or "status"
+    success = "|".join(routing.loop_success_values) or "?"
+    edges = []
+    if routing.loop_target is not None:
+        label = f"{field}≠{success} (max {routing.max_iterations})"
+        edges.append((routing.loop_target, "loop", label))
+    forward = routing.next or following
+    if forward is not None:
+        edges.append((forward, "linear", f"{field}={success}"))
+    return edges
+
+
+def _branch_edges(routing: RoutingSpec, _following: str | None) -> list[tuple[str, str, str]]:
+    edges = [
+        (target, "branch", f"{routing.branch_field}={value}") for value, target in routing.branches
+    ]
+    if routing.default is not None:
+        edges.append((routing.default, "branch", "default"))
+    return edges
+
+
 KINDS: dict[str, RoutingKind] = {
     "linear": RoutingKind(
         name="linear",
@@ -176,6 +208,7 @@ KINDS: dict[str, RoutingKind] = {
         handoff=lambda _routing, _onward: (),
         stub_handoff=_first_values,
         describe=_linear_describe,
+        edges=_linear_edges,
     ),
     "microloop": RoutingKind(
         name="microloop",
@@ -191,6 +224,7 @@ KINDS: dict[str, RoutingKind] = {
         handoff=_microloop_handoff,
         stub_handoff=_microloop_stub,
         describe=_microloop_describe,
+        edges=_microloop_edges,
     ),
     "branch": RoutingKind(
         name="branch",
@@ -200,6 +234,7 @@ KINDS: dict[str, RoutingKind] = {
         handoff=_branch_handoff,
         stub_handoff=_first_values,
         describe=_branch_describe,
+        edges=_branch_edges,
     ),
 }
 """Every routing kind, by the name a flow file gives in ``routing.kind``."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from swarm_runtime.flow.kinds import KINDS
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
 
 __all__ = ["flow_graph", "run_graphs", "step_states"]
@@ -48,33 +49,8 @@ def flow_graph(flow: FlowSpec) -> Graph:
 
 
 def _edges(step: StepSpec, following: str | None) -> list[dict[str, Any]]:
-    routing = step.routing
-    forward = routing.next or following
-    if routing.kind == "branch":
-        branch_edges = [
-            _edge(step.id, target, "branch", f"{routing.branch_field}={value}")
-            for value, target in routing.branches
-        ]
-        if routing.default is not None:
-            branch_edges.append(_edge(step.id, routing.default, "branch", "default"))
-        return branch_edges
-    edges: list[dict[str, Any]] = []
-    if routing.kind == "microloop":
-        field_name = routing.loop_condition_field or "status"
-        success = "|".join(routing.loop_success_values) or "?"
-        if routing.loop_target is not None:
-            edges.append(
-                _edge(
-                    step.id,
-                    routing.loop_target,
-                    "loop",
-                    f"{field_name}≠{success} (max {routing.max_iterations})",
-                )
-            )
-        if forward is not None:
-            edges.append(_edge(step.id, forward, "linear", f"{field_name}={success}"))
-        return edges
-    return [_edge(step.id, forward, "linear", "")] if forward is not None else []
+    drawn = KINDS[step.routing.kind].edges(step.routing, following)
+    return [_edge(step.id, target, kind, label) for target, kind, label in drawn]
 
 
 def _edge(source: str, target: str, kind: str, label: str) -> dict[str, Any]:

@@ -7,8 +7,12 @@ from swarm_runtime.flow.spec import RoutingSpec
 from swarm_runtime.orchestrator.routing import ROUTERS
 
 
-def test_every_kind_in_the_table_has_a_router_and_no_router_lacks_a_kind() -> None:
-    assert set(KINDS) == set(ROUTERS) == {"linear", "microloop", "branch"}
+def test_every_kind_in_the_table_has_a_router_and_a_name_and_nothing_else_does() -> None:
+    from typing import get_args
+
+    from swarm_runtime.flow.spec import RoutingKind
+
+    assert set(KINDS) == set(ROUTERS) == set(get_args(RoutingKind))
 
 
 def test_a_kind_takes_only_routing_keys_and_needs_only_keys_it_takes() -> None:
