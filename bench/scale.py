@@ -1,13 +1,19 @@
-"""Is a step as cheap in a long run as in a short one, in time and memory? (SPEC §6.2, §13)
+"""Is a step as cheap in a long run, or a big flow, as in a short one? (SPEC §6.2, §13)
 
 Once the history budget is full, every step's prompt holds the same amount of history
-however long the run has been, and nothing a run keeps in memory should grow with its
-length. This script runs ``swarm run`` of a two-step microloop that goes round until its
-``max_iterations`` (a scenario keeps the critic unsatisfied) for 200, 2 000 and 10 000
-steps, each run in a fresh process, the lengths in rotating order, and prints the median
-time per step and the median peak RSS of each length, with the ratios of the longer runs
-to the 200-step run. Targets: the 10 000-step run's time per step and peak RSS are each
-<= 1.3x the 200-step run's.
+however long the run has been, and nothing a run keeps in memory, or writes per step,
+should grow with the run's length or the flow's size. Two shapes, each a ``swarm run`` in
+a fresh process, the lengths in rotating order:
+
+* ``--shape loop`` (flat in run length): a two-step microloop that goes round until its
+  ``max_iterations`` (a scenario keeps the critic unsatisfied);
+* ``--shape linear`` (flat in flow size): a flow of N distinct steps, one after another
+  (a ``runtime.yaml`` with a small history budget fills the budget early, as the long
+  replies do in the loop).
+
+It prints the median time per step and the median peak RSS of each length, with the
+ratios of the longer runs to the first. Targets: 4 000 steps cost <= 1.3x per step and in
+peak RSS what 400 steps do, in both shapes.
 
 Each child process imports the command first, then times ``swarm run`` from the call of
 its ``main()`` to its return, and reads its own peak RSS (``VmHWM``) when it is done. The
@@ -38,7 +44,7 @@ import tempfile
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-LENGTHS = (200, 2_000, 10_000)
+LENGTHS = (400, 4_000)
 TARGET = 1.3
 REPLY = ("A long review of the draft. " * 215)[:6_000]
 
@@ -82,10 +88,24 @@ print("\n" + json.dumps({"code": code, "seconds": elapsed, "hwm_kib": hwm}))
 """
 
 
-def _flows(root: Path, steps: int) -> Path:
+LINEAR_STEP = """\
+  - id: s{n}
+    agents: [worker]
+    role: "Do part {n}."
+    teaching_notes: {{inputs: [i], outputs: [o], emphasizes: [e], constraints: [c]}}
+"""
+SMALL_BUDGET = "history: {total_chars: 4000, recent_chars: 2000, older_chars: 400}\n"
+
+
+def _flows(root: Path, steps: int, shape: str) -> Path:
     flows = root / f"flows-{steps}"
     flows.mkdir()
-    (flows / "loop.yaml").write_text(FLOW.replace("MAX", str(steps // 2)), encoding="utf-8")
+    if shape == "loop":
+        (flows / "loop.yaml").write_text(FLOW.replace("MAX", str(steps // 2)), encoding="utf-8")
+    else:
+        body = "".join(LINEAR_STEP.format(n=n) for n in range(steps))
+        head = 'key: line\ntitle: "A line"\ndescription: "Distinct steps."\nsteps:\n'
+        (flows / "line.yaml").write_text(head + body, encoding="utf-8")
     return flows
 
 
@@ -143,8 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--lengths",
         default=",".join(map(str, LENGTHS)),
-        help="run lengths in steps, the first is the reference (200,2000,10000)",
+        help="run lengths in steps, the first is the reference (400,4000)",
     )
+    parser.add_argument("--shape", choices=("loop", "linear"), default="loop")
     args = parser.parse_args(argv)
     lengths = [int(n) for n in args.lengths.split(",")]
     if min(lengths) <= BASE or args.rounds < 1:
@@ -158,8 +179,13 @@ def main(argv: list[str] | None = None) -> int:
     env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), env.get("PYTHONPATH", "")]).rstrip(":")
     try:
         for steps in {BASE, *lengths}:
-            _flows(root, steps)
+            _flows(root, steps, args.shape)
         scenario = _scenario(root)
+        if args.shape == "linear":
+            config = root / "swarm" / "config" / "runtime.yaml"
+            config.parent.mkdir(parents=True)
+            config.write_text(SMALL_BUDGET, encoding="utf-8")
+            scenario.write_text("{}", encoding="utf-8")
         run_once(root, lengths[0], scenario, env)  # warm-up: page cache, bytecode
         per_step: dict[int, list[float]] = {n: [] for n in lengths}
         rss: dict[int, list[float]] = {n: [] for n in lengths}
@@ -170,7 +196,9 @@ def main(argv: list[str] | None = None) -> int:
                 seconds, mib = run_once(root, steps, scenario, env)
                 per_step[steps].append((seconds - base) / (steps - BASE))
                 rss[steps].append(mib)
-        print(f"python {sys.version.split()[0]}, runs in {root}, {args.rounds} rounds")
+        print(
+            f"python {sys.version.split()[0]}, {args.shape}, runs in {root}, {args.rounds} rounds"
+        )
         ref = lengths[0]
         for steps in lengths:
             time_ratio = statistics.median(per_step[steps]) / statistics.median(per_step[ref])

@@ -3,16 +3,19 @@
 A checkpoint is written atomically after every completed step, *before* that step's
 ``step_end`` and ``route_decision`` are appended: it carries those two events, so a kill
 between the checkpoint and the log leaves nothing a resume cannot finish. It holds where
-the run goes next, the loop counters, per-step execution counts, the totals, the next
-``seq``, and the number and digest of the history items (``history.jsonl``) the prompts
-of the next steps are built from. A step that answered ``blocked`` is saved the same
-way, with the step still open.
+the run goes next, the open loops' counters, the totals (of the run and of each flow),
+the next ``seq``, and the number and digest of the history items (``history.jsonl``) the
+prompts of the next steps are built from. A step that answered ``blocked`` is saved the
+same way, with the step still open.
+
+Its size does not grow with the flow or the run: how often each step has run is not in
+it, but counted from the ``step_start`` events the log holds up to the checkpoint
+(:func:`executions_in`), once, when the run is resumed.
 """
 
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,17 +23,15 @@ from swarm_runtime.errors import RunControlError
 from swarm_runtime.orchestrator.loops import LoopCounters
 from swarm_runtime.orchestrator.state import RunState, Totals
 from swarm_runtime.record import Record, field
-from swarm_runtime.storage.store import dump_json, json_escape, quoted
 from swarm_runtime.versions import SCHEMA_VERSION
 
 __all__ = [
     "BlockedStep",
     "Checkpoint",
-    "CheckpointText",
     "Position",
+    "executions_in",
     "restore_totals",
     "totals_document",
-    "totals_json",
 ]
 
 
@@ -79,20 +80,6 @@ def totals_document(totals: Totals) -> dict[str, Any]:
     }
 
 
-def totals_json(totals: Totals) -> str:
-    """``dump_json(totals_document(totals))`` without its newline, laid out directly."""
-    cost = totals.cost_usd
-    if type(cost) is not float or cost - cost != 0:  # not a finite float: the encoder's
-        return dump_json(totals_document(totals))[:-1]
-    return (
-        f'{{"completion_tokens": {totals.completion_tokens:d}, "cost_usd": {cost!r}, '
-        f'"duration_ms": {totals.duration_ms:d}, "executed": {totals.executed:d}, '
-        f'"loops": {totals.loops:d}, "prompt_tokens": {totals.prompt_tokens:d}, '
-        f'"steps_completed": {totals.steps_completed:d}, '
-        f'"steps_without_cost": {totals.steps_without_cost:d}}}'
-    )
-
-
 def restore_totals(doc: Any) -> Totals:
     """A :class:`Totals` from :func:`totals_document`'s output."""
     totals = Totals()
@@ -112,7 +99,6 @@ class Checkpoint(Record):
     run_id: str
     next_seq: int
     position: Position
-    executions: dict[tuple[str, str], int]
     loops: dict[tuple[str, str], int]
     totals: dict[str, Any]
     flow_totals: dict[str, dict[str, Any]]
@@ -138,7 +124,6 @@ class Checkpoint(Record):
             "run_id": run_id,
             "next_seq": state.seq + 1 + len(pending),
             "position": {"flow_index": position.flow_index, "step_id": position.step_id},
-            "executions": {f"{f}/{s}": n for (f, s), n in state.executions.items()},
             "loops": state.loops.as_dict(),
             "totals": totals_document(state.totals),
             "flow_totals": {key: totals_document(t) for key, t in state.flow_totals.items()},
@@ -170,7 +155,6 @@ class Checkpoint(Record):
                     _count(position, "flow_index", "position."),
                     _text(position, "step_id", "position.", optional=True),
                 ),
-                executions=_counts(doc, "executions"),
                 loops=_counts(doc, "loops"),
                 totals=_totals(doc["totals"], "totals"),
                 flow_totals={
@@ -189,108 +173,34 @@ class Checkpoint(Record):
                 "left as it is"
             ) from None
 
-    def restore(self, state: RunState) -> None:
-        """Put the counters of this checkpoint into a fresh ``state`` (history aside)."""
-        state.seq = self.next_seq - 1 - len(self.pending_events)
-        state.executions = dict(self.executions)
+    @property
+    def base_seq(self) -> int:
+        """The last event the checkpoint counts, its pending events aside."""
+        return self.next_seq - 1 - len(self.pending_events)
+
+    def restore(self, state: RunState, events: Sequence[dict[str, Any]]) -> None:
+        """Put the counters of this checkpoint into a fresh ``state`` (history aside).
+
+        ``events``: the log, for how often each step ran up to the checkpoint.
+        """
+        state.seq = self.base_seq
+        state.executions = executions_in(events, self.base_seq)
         state.loops = LoopCounters(self.loops)
         state.totals = restore_totals(self.totals)
         state.flow_totals = {key: restore_totals(doc) for key, doc in self.flow_totals.items()}
 
 
-class CheckpointText:
-    """The text of a run's checkpoints, made from the parts that changed since the last one.
-
-    A checkpoint is written after every step and its execution counts and flow totals
-    grow with the run, while a step changes one count and one flow's totals: re-encoding
-    them all is most of what writing a checkpoint costs. :meth:`text` gives exactly the
-    bytes ``dump_json(Checkpoint.capture(...))`` would, re-encoding only what changed, and
-    takes the pending events as the lines already encoded for ``events.jsonl``.
-    """
-
-    def __init__(self) -> None:
-        self._counts: dict[tuple[str, str], int] = {}
-        self._names: list[str] = []
-        """The ``flow/step`` keys, sorted as the encoder sorts them."""
-        self._ordered: list[str] = []
-        """``"flow/step": n`` of each key, in the same order."""
-        self._source: dict[tuple[str, str], int] | None = None
-        self._executions = "{}"
-        self._flow_pieces: list[str] = []
-        self._flow_place: dict[str, int] = {}
-        self._flows_source: dict[str, Totals] | None = None
-        self._schema = dump_json(SCHEMA_VERSION)[:-1]
-
-    def _executions_text(self, state: RunState) -> str:
-        counts, executions = self._counts, state.executions
-        changed, state.executions_changed = state.executions_changed, []
-        new = sum(key not in counts for key in changed)
-        if executions is not self._source or len(counts) + new != len(executions):
-            self._source = executions  # counts set whole (a resume): start over
-            counts.clear()
-            self._names, self._ordered = [], []
-            changed = sorted(executions)
-        if not changed:
-            return self._executions
-        names, ordered = self._names, self._ordered
-        for key in changed:
-            n = counts[key] = executions[key]
-            name = f"{key[0]}/{key[1]}"
-            piece = f"{quoted(name)}: {n}"
-            at = bisect_left(names, name)  # the encoder's order: sorted keys
-            if at < len(names) and names[at] == name:
-                ordered[at] = piece
-            else:
-                names.insert(at, name)
-                ordered.insert(at, piece)
-        self._executions = "{" + ", ".join(ordered) + "}"
-        return self._executions
-
-    def _flows_text(self, flow_totals: dict[str, Totals], current: str | None) -> str:
-        # Between two checkpoints only the running flow's totals change.
-        if flow_totals is not self._flows_source or len(self._flow_place) != len(flow_totals):
-            self._flows_source = flow_totals
-            names = sorted(flow_totals)
-            self._flow_place = {name: index for index, name in enumerate(names)}
-            self._flow_pieces = [self._flow_piece(name, flow_totals[name]) for name in names]
-        elif current is not None and current in self._flow_place:
-            piece = self._flow_piece(current, flow_totals[current])
-            self._flow_pieces[self._flow_place[current]] = piece
-        return "{" + ", ".join(self._flow_pieces) + "}"
-
-    @staticmethod
-    def _flow_piece(key: str, totals: Totals) -> str:
-        return f"{quoted(key)}: {totals_json(totals)}"
-
-    def text(
-        self,
-        state: RunState,
-        run_id: str,
-        position: Position,
-        *,
-        history: tuple[int, str],
-        pending: Sequence[str],
-        flow: str | None,
-    ) -> str:
-        """``checkpoint.json`` after a step of ``flow``; ``pending``: its encoded events.
-
-        The same bytes as ``dump_json(Checkpoint.capture(...))``, given that between two
-        calls only ``flow``'s totals changed (as between two steps of a run).
-        """
-        loops = state.loops.as_dict()
-        step_id = position.step_id
-        events = ", ".join([line[:-1] for line in pending])  # each ends in its newline
-        return (
-            f'{{"blocked": null, "executions": {self._executions_text(state)}, '
-            f'"flow_totals": {self._flows_text(state.flow_totals, flow)}, '
-            f'"history": {{"items": {int(history[0])}, "sha256": "{json_escape(history[1])}"}}, '
-            f'"loops": {dump_json(loops)[:-1] if loops else "{}"}, '
-            f'"next_seq": {state.seq + 1 + len(pending)}, "pending_events": [{events}], '
-            f'"position": {{"flow_index": {int(position.flow_index)}, "step_id": '
-            f"{'null' if step_id is None else quoted(step_id)}}}, "
-            f'"run_id": {quoted(run_id)}, "schema_version": {self._schema}, '
-            f'"totals": {totals_json(state.totals)}}}\n'
-        )
+def executions_in(events: Sequence[dict[str, Any]], until_seq: int) -> dict[tuple[str, str], int]:
+    """How often each ``(flow, step)`` started in the events up to ``until_seq``."""
+    counts: dict[tuple[str, str], int] = {}
+    for event in events:
+        seq = event.get("seq")
+        if not isinstance(seq, int) or seq > until_seq:
+            break
+        if event.get("kind") == "step_start":
+            key = (str(event.get("flow_key")), str(event.get("step_id")))
+            counts[key] = counts.get(key, 0) + 1
+    return counts
 
 
 def _mapping(doc: dict[str, Any], name: str) -> dict[str, Any]:

@@ -50,10 +50,6 @@ def _problem(
         flow = plan[position.flow_index].flow
         if position.step_id not in flows[flow.key]:
             return _unknown_step("position.step_id", flow.key, position.step_id, flows)
-    for (flow_key, step_id), _ in checkpoint.executions.items():
-        problem = _known("executions", flow_key, step_id, flows)
-        if problem:
-            return problem
     for (flow_key, loop), _ in checkpoint.loops.items():
         problem = _known("loops", flow_key, loop.partition(":")[0], flows)
         if problem:

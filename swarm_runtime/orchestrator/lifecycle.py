@@ -13,12 +13,7 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.errors import StorageError
-from swarm_runtime.orchestrator.checkpoint import (
-    BlockedStep,
-    Checkpoint,
-    CheckpointText,
-    Position,
-)
+from swarm_runtime.orchestrator.checkpoint import BlockedStep, Checkpoint, Position
 from swarm_runtime.orchestrator.control import Blocked, Interrupted
 from swarm_runtime.orchestrator.plan import (
     DEFAULT_MAX_RUN_MB,
@@ -67,7 +62,6 @@ class RunLifecycle:
         self.flow_index = 0
         self.failure: Exception | None = None
         """What made the run fail, when it was an exception (a write error, an engine bug)."""
-        self._checkpoint_text = CheckpointText()
         owner.control.control_file = recorder.layout.control
         self.steps = StepRunner(
             recorder=recorder,
@@ -226,13 +220,12 @@ class RunLifecycle:
         recorder = self.recorder
         lines = [recorder.encode(event) for event in pending]
         recorder.write_checkpoint(
-            self._checkpoint_text.text(
+            Checkpoint.capture(
                 self.state,
                 recorder.run_id,
                 position,
                 history=recorder.history_mark,
-                pending=lines,
-                flow=self.flows[self.flow_index],
+                pending=pending,
             )
         )
         return lines

@@ -334,7 +334,7 @@ class RunRecorder:
     def write_checkpoint(self, document: dict[str, Any] | str) -> None:
         """Rewrite ``checkpoint.json`` atomically (compact: it is rewritten every step).
 
-        ``document``: the checkpoint, or its text (:class:`CheckpointText`).
+        ``document``: the checkpoint (:meth:`Checkpoint.capture`), or its text.
         """
         text = document if isinstance(document, str) else dump_json(document)
         self._write(self._checkpoint_path, text)

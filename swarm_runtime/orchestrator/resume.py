@@ -119,14 +119,7 @@ def reopen_run(
     if not RUN_ID_RE.fullmatch(run_dir.name) or not run_dir.is_dir():
         raise RunControlError(f"{run_dir} is not a run directory (run-YYYYMMDD-HHMMSS-xxxxxx)")
     spec, _ = read_run_spec(run_dir)
-    meta = read_json(run_dir / "meta.json")
-    status = meta.get("status") if isinstance(meta, dict) else None
-    if status in ("succeeded", "failed"):
-        detail = f" ({meta.get('error')})" if isinstance(meta, dict) and meta.get("error") else ""
-        raise RunControlError(
-            f"run {run_dir.name} {status}{detail}; only a paused, stopped or crashed run "
-            "can be resumed - start a new run instead"
-        )
+    _refuse_finished(run_dir, read_json(run_dir / "meta.json"))  # before taking the lock
     state = RunState(budget)
     layout = RunLayout(run_dir.parent, run_dir.name)
     recorder = RunRecorder.reopen(
@@ -138,10 +131,24 @@ def reopen_run(
         observer=observer,
     )
     try:
+        # Read again under the lock: another resumer may have finished the run meanwhile.
+        meta = read_json(run_dir / "meta.json")
+        _refuse_finished(run_dir, meta)
+        status = meta.get("status") if isinstance(meta, dict) else None
         return _mend(layout, spec, plan, recorder, state, status, meta, external_input)
     except BaseException:
         recorder.close()
         raise
+
+
+def _refuse_finished(run_dir: Path, meta: Any) -> None:
+    status = meta.get("status") if isinstance(meta, dict) else None
+    if status in ("succeeded", "failed"):
+        detail = f" ({meta.get('error')})" if isinstance(meta, dict) and meta.get("error") else ""
+        raise RunControlError(
+            f"run {run_dir.name} {status}{detail}; only a paused, stopped or crashed run "
+            "can be resumed - start a new run instead"
+        )
 
 
 def _mend(
@@ -164,7 +171,7 @@ def _mend(
     state.seq = int(events[-1].get("seq", 0)) if events else 0
     if checkpoint is not None:
         check_checkpoint(checkpoint, plan, events, where=str(layout.checkpoint))
-        checkpoint.restore(state)
+        checkpoint.restore(state, events)
         state.seq = int(events[-1].get("seq", 0)) if events else 0
         for event in checkpoint.pending_events:  # written to the checkpoint, not the log
             if event["seq"] > state.seq:

@@ -75,7 +75,6 @@ class RunState:
     __slots__ = (
         "error",
         "executions",
-        "executions_changed",
         "flow_totals",
         "history",
         "loops",
@@ -91,8 +90,6 @@ class RunState:
         """The last event number written; the next event gets ``seq + 1``."""
         self.executions: dict[tuple[str, str], int] = {}
         """How often each (flow, step) has started in this run."""
-        self.executions_changed: list[tuple[str, str]] = []
-        """The counts :meth:`next_iteration` changed since a checkpoint last took them."""
         self.loops = LoopCounters()
         self.totals = Totals()
         self.flow_totals: dict[str, Totals] = {}
@@ -109,5 +106,4 @@ class RunState:
         """Count a new execution of a step; return its 0-based iteration."""
         iteration = self.executions.get((flow_key, step_id), 0)
         self.executions[(flow_key, step_id)] = iteration + 1
-        self.executions_changed.append((flow_key, step_id))
         return iteration

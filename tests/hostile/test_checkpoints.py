@@ -109,9 +109,9 @@ FORGERIES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         ["totals.prompt_tokens is '12'"],
     ),
     (
-        "a negative execution count",
-        lambda d: d["executions"].update({"demo/s1": -2}),
-        ["executions.demo/s1 is -2"],
+        "a negative loop count",
+        lambda d: d["loops"].update({"demo/s1": -2}),
+        ["loops.demo/s1 is -2"],
     ),
     (
         "a forged run_completed",

@@ -21,6 +21,7 @@ from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.golden import normalise_value
 from swarm_runtime.orchestrator.recorder import RunRecorder
 from swarm_runtime.orchestrator.runner import Orchestrator, RunSpec
+from swarm_runtime.storage.lock import RunLock
 from swarm_runtime.storage.store import read_event_log
 
 STEPS = 5  # loopy: author, critic (loops once), author, critic, ship
@@ -168,3 +169,28 @@ def test_stub_outcomes_survive_a_resume(loop_flows: Path, tmp_path: Path) -> Non
 def test_a_finished_run_is_not_resumed(loop_flows: Path, baseline: Path) -> None:
     with pytest.raises(RunControlError, match="succeeded; only a paused, stopped or crashed"):
         _orchestrator(loop_flows, baseline.parent).resume(baseline)
+
+
+def test_a_run_another_resumer_finished_meanwhile_is_not_resumed_again(
+    loop_flows: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two resumers read a crashed run; the first runs it to the end while the second
+    # waits for the lock. Once it holds the lock, the second sees a finished run.
+    run_dir = _crash_run(loop_flows, tmp_path / "runs", monkeypatch, 2, before=False)
+    real_acquire = RunLock.acquire
+    raced = {"done": False}
+
+    def acquire_after_the_other(self: RunLock, *args: Any, **kwargs: Any) -> None:
+        if not raced["done"]:
+            raced["done"] = True
+            other = _orchestrator(loop_flows, tmp_path / "runs").resume(run_dir)
+            assert other.status == "succeeded"
+        real_acquire(self, *args, **kwargs)
+
+    monkeypatch.setattr(RunLock, "acquire", acquire_after_the_other)
+    with pytest.raises(RunControlError, match="succeeded; only a paused, stopped or crashed"):
+        _orchestrator(loop_flows, tmp_path / "runs").resume(run_dir)
+    assert raced["done"]
+    kinds = [e["kind"] for e in read_event_log(run_dir / "events.jsonl").events]
+    assert kinds.count("run_resumed") == 1 and kinds.count("run_completed") == 1
+    assert validate_run_dir(run_dir) == []
