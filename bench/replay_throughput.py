@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
@@ -67,10 +69,8 @@ def main() -> int:
         orchestrator = Orchestrator(
             flows,
             runs_dir=runs,
-            engines=engines,
-            mode="sdk" if mode == "replay" else "stub",
-            engine_config=config,
-            sleep=lambda _s: None,
+            deps=RunDeps(engines=engines, sleep=lambda _s: None),
+            engine=EngineChoice(mode="sdk" if mode == "replay" else "stub", config=config),
         )
         began = time.perf_counter()
         outcome = orchestrator.run(RunSpec(flows=order, initiator="pytest"))

@@ -19,9 +19,11 @@ from pytest_swarm.run_record import RunRecord
 if TYPE_CHECKING:
     from swarm_runtime.config import Settings
     from swarm_runtime.engines.base import StepResult
+    from swarm_runtime.engines.cassette import Cassettes
     from swarm_runtime.engines.registry import EngineRegistry
     from swarm_runtime.engines.scenario import Scenario
     from swarm_runtime.flow.registry import FlowRegistry
+    from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps
 
 __all__ = ["STUB_ONLY", "FlowRunner", "StubScenario", "SwarmEngine", "skip_stub_only"]
 
@@ -154,17 +156,7 @@ class FlowRunner:
 
         results: list[tuple[str, StepResult]] = []
         problem: str | None = None
-        cassettes = None
-        overrides: dict[str, Any] = {}
-        if reference:  # every engine's stub, gemini-step's too (whatever SWARM_GEMINI_STUB says)
-            overrides["gemini"] = {"mode": "stub"}
-        replaying = False
-        if mode in ("replay", "record"):
-            cassettes = self.cassette.for_run(self.options.record_mode)
-            overrides["cassettes"] = cassettes
-            replaying = not cassettes.record
-            if replaying:  # never reaches a server: the cassettes answer, or refuse
-                overrides.update(api_key="replay-needs-no-key", base_url="http://127.0.0.1:9")
+        deps, engine, cassettes = self._engine(mode, results, reference=reference)
         try:
             default = (self.default_flow,) if self.default_flow else tuple(self.flows.order())
             keys = flow_keys or default
@@ -173,15 +165,8 @@ class FlowRunner:
                 self.flows,
                 env=os.environ,
                 runs_dir=self.runs_dir,
-                engines=self.engine.registry,
-                engine_id=self.engine.engine_id,
-                # A recorded or replayed call is an sdk call; only its HTTP differs (§3.1).
-                mode="sdk" if mode in ("replay", "record") else mode,
-                scenario=self.scenario.scenario,
-                result_observer=lambda flow, result: results.append((flow, result)),
-                engine_overrides=overrides,
-                # A replayed retry is logged and counted as recorded, without the wait.
-                sleep=_no_wait if replaying else None,
+                deps=deps,
+                engine=engine,
             )
             spec = RunSpec(
                 flows=keys,
@@ -213,6 +198,39 @@ class FlowRunner:
             )
         self.on_run(record)
         return record
+
+    def _engine(
+        self, mode: str, results: list[tuple[str, StepResult]], *, reference: bool
+    ) -> tuple[RunDeps, EngineChoice, Cassettes | None]:
+        """The mode, resolved: the engine choice, what the run is handed, the cassettes."""
+        from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps
+        from swarm_runtime.timeutil import interruptible_sleep
+
+        cassettes = None
+        overrides: dict[str, Any] = {}
+        if reference:  # every engine's stub, gemini-step's too (whatever SWARM_GEMINI_STUB says)
+            overrides["gemini"] = {"mode": "stub"}
+        replaying = False
+        if mode in ("replay", "record"):
+            cassettes = self.cassette.for_run(self.options.record_mode)
+            overrides["cassettes"] = cassettes
+            replaying = not cassettes.record
+            if replaying:  # never reaches a server: the cassettes answer, or refuse
+                overrides.update(api_key="replay-needs-no-key", base_url="http://127.0.0.1:9")
+        deps = RunDeps(
+            engines=self.engine.registry,
+            result_observer=lambda flow, result: results.append((flow, result)),
+            # A replayed retry is logged and counted as recorded, without the wait.
+            sleep=_no_wait if replaying else interruptible_sleep,
+        )
+        engine = EngineChoice(
+            engine_id=self.engine.engine_id,
+            # A recorded or replayed call is an sdk call; only its HTTP differs (§3.1).
+            mode="sdk" if mode in ("replay", "record") else mode,
+            scenario=self.scenario.scenario,
+            config=overrides,
+        )
+        return deps, engine, cassettes
 
 
 def _no_wait(_seconds: float) -> None:

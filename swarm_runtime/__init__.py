@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from swarm_runtime.lazy import lazy_names as _lazy_names
+from swarm_runtime.versions import PACKAGE_VERSION as _PACKAGE_VERSION
 
 if TYPE_CHECKING:
     from swarm_runtime.engines import (
@@ -69,7 +70,7 @@ __all__ = [
     "load_flow",
     "register_backend",
 ]
-__version__ = "0.1.0"
+__version__ = _PACKAGE_VERSION
 
 _LAZY = {
     "Backend": "swarm_runtime.service",

@@ -279,17 +279,25 @@ def _builtin(
     env: Mapping[str, str],
     **options: Any,
 ) -> Backend:
-    from swarm_runtime.cli.common import default_flows_dir
     from swarm_runtime.config import resolve_settings
-    from swarm_runtime.flow.registry import FlowRegistry
+    from swarm_runtime.flow.registry import FlowRegistry, default_flows_dir
     from swarm_runtime.orchestrator.assembly import build_orchestrator
+    from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps
 
     settings = resolve_settings(env=env, mode=mode, runs_dir=runs_dir, flows_dir=flows_dir)
     flows = FlowRegistry(default_flows_dir(settings.flows_dir))
 
+    scenario = options.pop("scenario", None)
+    if options:
+        raise ConfigError(
+            f"backend {backend_id!r}: unknown option(s) {', '.join(sorted(options))}; "
+            "allowed: scenario"
+        )
+    engine = EngineChoice(engine_id=BACKENDS[backend_id], mode=settings.mode, scenario=scenario)
+
     def factory(sleep: Callable[[float], None]) -> Orchestrator:
         return build_orchestrator(
-            settings, flows, env=env, engine_id=BACKENDS[backend_id], sleep=sleep, **options
+            settings, flows, env=env, deps=RunDeps(sleep=sleep), engine=engine
         )
 
     return Backend(backend_id, settings.runs_dir, factory, env=env)

@@ -1,8 +1,11 @@
-"""The version of the run-file contracts this runtime writes (every document carries it)."""
+"""Versions: of the package, and of the run-file contracts it writes (every document has it)."""
 
 from __future__ import annotations
 
-__all__ = ["SCHEMA_VERSION"]
+__all__ = ["PACKAGE_VERSION", "SCHEMA_VERSION"]
+
+PACKAGE_VERSION = "0.1.0"
+"""The version of swarm-stepwise (``pyproject.toml`` says the same; a test holds them)."""
 
 SCHEMA_VERSION = "1"
 """The version of the run-file contracts written by this runtime."""

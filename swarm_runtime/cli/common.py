@@ -6,10 +6,7 @@ Exit codes (SPEC §11): 0 success, 1 run failed, 2 usage or definition error, 3 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-
-from swarm_runtime.errors import SwarmUsageError
 
 __all__ = [
     "EXIT_FAILED",
@@ -17,7 +14,6 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_USAGE",
-    "default_flows_dir",
     "path_arg",
 ]
 
@@ -35,22 +31,3 @@ def path_arg(text: str) -> Path:
     if not text.strip():
         raise argparse.ArgumentTypeError("an empty path is not allowed; name a directory or file")
     return Path(text)
-
-
-def default_flows_dir(explicit: Path | None) -> Path:
-    """``--flows-dir``, else ``SWARM_FLOWS_DIR``, else ``./flows``, else the packaged flows."""
-    if explicit is not None:
-        return explicit
-    if os.environ.get("SWARM_FLOWS_DIR"):
-        return Path(os.environ["SWARM_FLOWS_DIR"])
-    local = Path("flows")
-    if local.is_dir():
-        return local
-    from swarm_runtime.flow.registry import packaged_flows_dir
-
-    packaged = packaged_flows_dir()
-    if packaged is None:
-        raise SwarmUsageError(
-            "no ./flows directory here; pass --flows-dir DIR or set SWARM_FLOWS_DIR"
-        )
-    return packaged

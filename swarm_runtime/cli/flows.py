@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from swarm_runtime.cli.common import EXIT_OK, EXIT_USAGE, default_flows_dir, path_arg
+from swarm_runtime.cli.common import EXIT_OK, EXIT_USAGE, path_arg
 from swarm_runtime.errors import SwarmUsageError
 
 __all__ = [
@@ -38,7 +38,7 @@ def add_parser(commands: Any) -> None:
 def handle_list(args: argparse.Namespace) -> int:
     """One row per flow: key, steps, title; in run order when flows.yaml exists."""
     from swarm_runtime.cli.render import format_table
-    from swarm_runtime.flow.registry import FlowRegistry
+    from swarm_runtime.flow.registry import FlowRegistry, default_flows_dir
 
     registry = FlowRegistry(default_flows_dir(args.flows_dir))
     order = registry.order()
@@ -57,7 +57,7 @@ def handle_list(args: argparse.Namespace) -> int:
 
 def handle_validate(args: argparse.Namespace) -> int:
     """Print one line per error; exit 2 if there is any."""
-    from swarm_runtime.flow.registry import FlowRegistry
+    from swarm_runtime.flow.registry import FlowRegistry, default_flows_dir
 
     registry = FlowRegistry(default_flows_dir(args.dir or args.flows_dir))
     errors = registry.validate_all()
@@ -74,7 +74,7 @@ def handle_show(args: argparse.Namespace) -> int:
     """The flow's steps with agents and routing."""
     from swarm_runtime.cli.render import format_table
     from swarm_runtime.flow.kinds import KINDS
-    from swarm_runtime.flow.registry import FlowRegistry
+    from swarm_runtime.flow.registry import FlowRegistry, default_flows_dir
 
     flow = FlowRegistry(default_flows_dir(args.flows_dir)).get(args.flow)
     print(f"{flow.key}: {flow.title}\n{flow.description}\n")

@@ -14,7 +14,6 @@ from swarm_runtime.cli.common import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
-    default_flows_dir,
     path_arg,
 )
 
@@ -209,9 +208,11 @@ def _prepare(args: argparse.Namespace) -> tuple[Orchestrator, RunSpec, Cassettes
     from swarm_runtime.config import resolve_settings
     from swarm_runtime.engines.scenario import Scenario
     from swarm_runtime.errors import SwarmUsageError
-    from swarm_runtime.flow.registry import FlowRegistry
+    from swarm_runtime.flow.registry import FlowRegistry, default_flows_dir
     from swarm_runtime.orchestrator.assembly import build_orchestrator
+    from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps, RunLimits
     from swarm_runtime.orchestrator.runner import RunSpec
+    from swarm_runtime.timeutil import interruptible_sleep
 
     settings = resolve_settings(
         env=os.environ,
@@ -240,15 +241,18 @@ def _prepare(args: argparse.Namespace) -> tuple[Orchestrator, RunSpec, Cassettes
         settings,
         registry,
         env=os.environ,
-        engine_id=_BACKENDS[args.backend],
-        # A recorded or replayed call is an sdk call; only its HTTP differs (§3.1).
-        mode="sdk" if cassettes is not None else None,
-        scenario=scenario,
-        observer=ProgressPrinter(sys.stdout) if show else None,
-        max_steps=args.max_steps,
-        max_run_mb=args.max_run_mb,
-        engine_overrides=overrides,
-        sleep=_no_wait if settings.mode == "replay" else None,
+        deps=RunDeps(
+            observer=ProgressPrinter(sys.stdout) if show else None,
+            sleep=_no_wait if settings.mode == "replay" else interruptible_sleep,
+        ),
+        engine=EngineChoice(
+            engine_id=_BACKENDS[args.backend],
+            # A recorded or replayed call is an sdk call; only its HTTP differs (§3.1).
+            mode="sdk" if cassettes is not None else settings.mode,
+            scenario=scenario,
+            config=overrides,
+        ),
+        limits=RunLimits(max_steps=args.max_steps, max_run_mb=args.max_run_mb),
         origin={"config": str(args.config.resolve()) if args.config else None},
     )
     spec = RunSpec(

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from swarm_runtime.cli.common import EXIT_OK, default_flows_dir, path_arg
+from swarm_runtime.cli.common import EXIT_OK, path_arg
 from swarm_runtime.errors import SwarmUsageError
 
 __all__ = ["add_parser", "handle_studio"]
@@ -41,6 +41,7 @@ def add_parser(commands: Any) -> None:
 def handle_studio(args: argparse.Namespace) -> int:
     """Serve until Ctrl-C."""
     from swarm_runtime.config import resolve_settings
+    from swarm_runtime.flow.registry import default_flows_dir
 
     if not 0 <= args.port <= 65535:
         raise SwarmUsageError(f"--port {args.port}: a port is 0 to 65535")

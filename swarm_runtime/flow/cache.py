@@ -28,6 +28,7 @@ from typing import Any
 from swarm_runtime.digest import sha256
 from swarm_runtime.flow.spec import Budget, FlowSpec, RoutingSpec, StepSpec, TeachingNotes
 from swarm_runtime.record import Record
+from swarm_runtime.versions import PACKAGE_VERSION
 
 __all__ = ["FlowCache", "Uncacheable", "cache_root", "decode_flow", "encode_flow"]
 
@@ -157,10 +158,8 @@ class FlowCache:
     def stamp(self) -> str:
         """The version and the loader modules' sizes and mtimes: what the entries depend on."""
         if self._stamp is None:
-            from swarm_runtime import __version__
-
             here = Path(__file__).resolve().parent
-            parts = [f"{__version__}/{FORMAT}"]
+            parts = [f"{PACKAGE_VERSION}/{FORMAT}"]
             for name in _LOADER_MODULES:
                 try:
                     info = os.stat(here / name)

@@ -7,6 +7,7 @@ loader are imported only when a file has to be read as YAML.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from swarm_runtime.errors import FlowDefinitionError, SwarmUsageError
@@ -21,7 +22,7 @@ from swarm_runtime.inputs import (
     read_text_limited,
 )
 
-__all__ = ["ORDER_FILE", "FlowRegistry", "packaged_flows_dir"]
+__all__ = ["ORDER_FILE", "FlowRegistry", "default_flows_dir", "packaged_flows_dir"]
 
 ORDER_FILE = "flows.yaml"
 
@@ -33,6 +34,23 @@ def packaged_flows_dir() -> Path | None:
         if (candidate / ORDER_FILE).is_file():
             return candidate
     return None
+
+
+def default_flows_dir(explicit: Path | None) -> Path:
+    """``--flows-dir``, else ``SWARM_FLOWS_DIR``, else ``./flows``, else the packaged flows."""
+    if explicit is not None:
+        return explicit
+    if os.environ.get("SWARM_FLOWS_DIR"):
+        return Path(os.environ["SWARM_FLOWS_DIR"])
+    local = Path("flows")
+    if local.is_dir():
+        return local
+    packaged = packaged_flows_dir()
+    if packaged is None:
+        raise SwarmUsageError(
+            "no ./flows directory here; pass --flows-dir DIR or set SWARM_FLOWS_DIR"
+        )
+    return packaged
 
 
 class FlowRegistry:

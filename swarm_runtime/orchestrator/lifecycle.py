@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from swarm_runtime.errors import StorageError
 from swarm_runtime.orchestrator.checkpoint import BlockedStep, Checkpoint, Position
 from swarm_runtime.orchestrator.control import Blocked, Interrupted
+from swarm_runtime.orchestrator.deps import RunContext
 from swarm_runtime.orchestrator.plan import (
     DEFAULT_MAX_RUN_MB,
     FlowSlice,
@@ -32,7 +33,6 @@ from swarm_runtime.versions import SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from swarm_runtime.documents import RunSummaryDoc
-    from swarm_runtime.orchestrator.runner import Orchestrator
 
 __all__ = ["RunLifecycle"]
 
@@ -42,63 +42,65 @@ class RunLifecycle:
 
     def __init__(
         self,
-        owner: Orchestrator,
+        context: RunContext,
         spec: RunSpec,
         plan: list[FlowSlice],
         recorder: RunRecorder,
         state: RunState,
     ) -> None:
-        self.o = owner
+        self.context = context
         self.spec = spec
         self.plan = plan
-        self.clock = owner.clock
+        deps, limits = context.deps, context.limits
+        self.clock = deps.clock
         self.state = state
         self.recorder = recorder
         self.flows = [part.flow.key for part in plan]
         """The flows this run runs: those of the spec, less what a slice leaves out."""
-        self.step_budget = owner.max_steps or default_max_steps(plan)
-        self.size_budget = (owner.max_run_mb or DEFAULT_MAX_RUN_MB) << 20
+        self.step_budget = limits.max_steps or default_max_steps(plan)
+        self.size_budget = (limits.max_run_mb or DEFAULT_MAX_RUN_MB) << 20
         self.created_at = format_ts(self.clock())
         self.flow_index = 0
         self.failure: Exception | None = None
         """What made the run fail, when it was an exception (a write error, an engine bug)."""
-        owner.control.control_file = recorder.layout.control
+        context.control.control_file = recorder.layout.control
         self.steps = StepRunner(
             recorder=recorder,
             state=state,
-            control=owner.control,
+            control=context.control,
             settings=StepSettings(
-                clock=owner.clock,
-                sleep=owner.sleep,
-                jitter=owner.jitter,
-                max_attempts=owner.max_attempts,
-                repo_root=owner.repo_root,
-                result_observer=owner.result_observer,
+                clock=deps.clock,
+                sleep=deps.sleep,
+                jitter=deps.jitter,
+                max_attempts=limits.max_attempts,
+                repo_root=context.repo_root,
+                result_observer=deps.result_observer,
             ),
-            prompts=PromptParts(owner.flows, spec.params, owner.flows.system_prompts),
-            engine_for=owner.engine_for,
-            spec=spec.as_document(mode=owner.mode, engine=owner.engine_id),
+            prompts=PromptParts(context.flows, spec.params, context.flows.system_prompts),
+            engine_for=context.engines.engine_for,
+            spec=spec.as_document(mode=context.engine.mode, engine=context.engine.engine_id),
             completed=self._checkpoint,
         )
 
     @classmethod
-    def create(cls, owner: Orchestrator, spec: RunSpec, plan: list[FlowSlice]) -> RunLifecycle:
+    def create(cls, context: RunContext, spec: RunSpec, plan: list[FlowSlice]) -> RunLifecycle:
         """A new run: its directory, lock and ``spec.json``."""
-        state = RunState(owner.history_budget)
+        deps, choice = context.deps, context.engine
+        state = RunState(context.limits.history_budget)
         spec_doc = spec.as_document(
-            mode=owner.mode, engine=owner.engine_id, origin=owner.origin_document()
+            mode=choice.mode, engine=choice.engine_id, origin=context.origin
         )
         recorder = RunRecorder.create(
-            owner.runs_dir,
+            context.runs_dir,
             spec_doc,
             state,
-            clock=owner.clock,
-            rand=owner.rand,
-            durable=owner.durable,
-            credentials=owner.credentials,
-            observer=owner.observer,
+            clock=deps.clock,
+            rand=deps.rand,
+            durable=context.limits.durable,
+            credentials=context.credentials,
+            observer=deps.observer,
         )
-        return cls(owner, spec, plan, recorder, state)
+        return cls(context, spec, plan, recorder, state)
 
     def summary(self, *, completed_at: str | None = None) -> RunSummaryDoc:
         """``meta.json`` as it stands."""
@@ -109,8 +111,8 @@ class RunLifecycle:
             "status": state.status,
             "flows": self.flows,
             "backend": self.spec.backend,
-            "mode": self.o.mode,
-            "engine": self.o.engine_id,
+            "mode": self.context.engine.mode,
+            "engine": self.context.engine.engine_id,
             "created_at": self.created_at,
             "completed_at": completed_at,
             "error": state.error,
@@ -142,7 +144,7 @@ class RunLifecycle:
                 completed = self._complete(interrupted)
         finally:
             self.recorder.close()
-            self.o.close_engines()
+            self.context.engines.close()
         observer_error = self.recorder.observer_error
         return RunOutcome(
             run_id=self.recorder.run_id,
@@ -371,7 +373,7 @@ class RunLifecycle:
         already = flow_totals.duration_ms
         while current is not None:
             if blocked is None:
-                self.o.control.check_boundary()
+                self.context.control.check_boundary()
             if self.state.totals.executed >= self.step_budget and blocked is None:
                 self.state.status = "failed"
                 self.state.error = (

@@ -47,6 +47,8 @@ def orchestrator_for_run(
     from swarm_runtime.engines.scenario import Scenario
     from swarm_runtime.flow.registry import FlowRegistry
     from swarm_runtime.orchestrator.assembly import build_orchestrator
+    from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps, RunLimits
+    from swarm_runtime.timeutil import interruptible_sleep
 
     chosen = choices or ResumeChoices()
     _, doc = read_run_spec(run_dir)
@@ -73,12 +75,13 @@ def orchestrator_for_run(
         FlowRegistry(Path(flows_dir)),
         env=env,
         runs_dir=run_dir.parent,
-        engine_id=str(doc.get("engine") or "claude-step"),
-        scenario=_scenario(run_dir, origin, chosen.scenario, notice, Scenario),
-        observer=observer,
-        max_steps=origin.get("max_steps"),
-        max_run_mb=origin.get("max_run_mb"),
-        sleep=sleep,
+        deps=RunDeps(observer=observer, sleep=sleep or interruptible_sleep),
+        engine=EngineChoice(
+            engine_id=str(doc.get("engine") or "claude-step"),
+            mode=settings.mode,
+            scenario=_scenario(run_dir, origin, chosen.scenario, notice, Scenario),
+        ),
+        limits=RunLimits(max_steps=origin.get("max_steps"), max_run_mb=origin.get("max_run_mb")),
     )
 
 

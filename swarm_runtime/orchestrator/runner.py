@@ -14,30 +14,30 @@ from pathlib import Path
 from typing import Any
 
 from swarm_runtime.credentials import Credentials
-from swarm_runtime.engines.base import StepEngine, StepResult
-from swarm_runtime.engines.registry import EngineOptions, EngineRegistry, default_registry
-from swarm_runtime.engines.scenario import Scenario
-from swarm_runtime.errors import ConfigError, RunControlError
+from swarm_runtime.errors import RunControlError
 from swarm_runtime.flow.registry import FlowRegistry
-from swarm_runtime.flow.spec import FlowSpec, StepSpec
 from swarm_runtime.orchestrator.control import RunControl
-from swarm_runtime.orchestrator.history import HistoryBudget
-from swarm_runtime.orchestrator.lifecycle import RunLifecycle
-from swarm_runtime.orchestrator.plan import (
-    RunOutcome,
-    RunSpec,
-    plan_run,
+from swarm_runtime.orchestrator.deps import (
+    EngineChoice,
+    RunContext,
+    RunDeps,
+    RunLimits,
+    StepEngines,
 )
-from swarm_runtime.orchestrator.recorder import EventObserver
+from swarm_runtime.orchestrator.lifecycle import RunLifecycle
+from swarm_runtime.orchestrator.plan import RunOutcome, RunSpec, plan_run
 from swarm_runtime.orchestrator.resume import read_run_spec, reopen_run
 from swarm_runtime.record import Record
-from swarm_runtime.timeutil import (
-    Clock,
-    interruptible_sleep,
-    system_clock,
-)
 
-__all__ = ["Orchestrator", "PreparedRun", "RunOutcome", "RunSpec"]
+__all__ = [
+    "EngineChoice",
+    "Orchestrator",
+    "PreparedRun",
+    "RunDeps",
+    "RunLimits",
+    "RunOutcome",
+    "RunSpec",
+]
 
 
 class PreparedRun(Record):
@@ -51,9 +51,11 @@ class PreparedRun(Record):
 class Orchestrator:
     """Runs flows from a :class:`FlowRegistry` with engines from an :class:`EngineRegistry`.
 
-    The clock, the id factory, the sleep and the engines are passed in; nothing here reads
-    the environment (:func:`swarm_runtime.orchestrator.assembly.build_orchestrator` builds
-    one from resolved settings).
+    What a run is handed comes in as records: ``deps`` (clock, ids, sleep, engines,
+    observers), ``engine`` (engine id, mode, scenario, strategy, settings) and ``limits``;
+    nothing here reads the environment
+    (:func:`swarm_runtime.orchestrator.assembly.build_orchestrator` builds one from
+    resolved settings).
     """
 
     def __init__(
@@ -61,63 +63,26 @@ class Orchestrator:
         flows: FlowRegistry,
         *,
         runs_dir: Path,
-        engines: EngineRegistry | None = None,
-        engine_id: str = "claude-step",
-        mode: str = "stub",
-        scenario: Scenario | None = None,
-        engine_strategy: dict[str, dict[str, str]] | None = None,
-        clock: Clock = system_clock,
-        rand: Callable[[int], str] | None = None,
-        sleep: Callable[[float], None] | None = None,
-        durable: bool = False,
-        history_budget: HistoryBudget | None = None,
+        deps: RunDeps | None = None,
+        engine: EngineChoice | None = None,
+        limits: RunLimits | None = None,
         repo_root: Path | None = None,
-        observer: EventObserver | None = None,
-        result_observer: Callable[[str, StepResult], None] | None = None,
-        max_steps: int | None = None,
-        max_run_mb: int | None = None,
-        max_attempts: int = 3,
-        jitter: Callable[[], float] | None = None,
-        engine_config: dict[str, Any] | None = None,
         refuse_values: Iterable[str] | Credentials = (),
         origin: dict[str, Any] | None = None,
     ) -> None:
-        if max_steps is not None and (isinstance(max_steps, bool) or max_steps < 1):
-            raise ConfigError(f"max_steps must be a whole number >= 1, got {max_steps!r}")
-        if max_attempts < 1:
-            raise ConfigError(f"max_attempts must be a whole number >= 1, got {max_attempts!r}")
+        self.limits = limits or RunLimits()
+        self.limits.check()
         self.flows = flows
         self.runs_dir = Path(runs_dir)
-        self.engines = engines or default_registry()
-        self.engine_id = engine_id
-        self.mode = mode
-        self.scenario = scenario
-        self.engine_strategy = engine_strategy or {}
-        self.clock = clock
-        self.rand = rand
-        self.sleep: Callable[[float], None] = sleep or interruptible_sleep
-        self.max_attempts = max_attempts
-        """Calls per step execution when the engine answers ``retryable`` (§7.3)."""
-        self.jitter: Callable[[], float] = jitter or _random_fraction
-        self.durable = durable
-        self.history_budget = history_budget or HistoryBudget()
+        self.deps = deps or RunDeps()
+        self.engine = engine or EngineChoice()
         self.repo_root = repo_root or Path.cwd()
-        self.observer = observer
-        self.result_observer = result_observer
-        self.max_steps = max_steps
-        """Step executions a run may make (default: 10 per step of its flows, at least 100)."""
-        if max_run_mb is not None and (isinstance(max_run_mb, bool) or max_run_mb < 1):
-            raise ConfigError(f"max_run_mb must be a whole number >= 1, got {max_run_mb!r}")
-        self.max_run_mb = max_run_mb
-        """How big a run dir may grow, in MiB (default :data:`DEFAULT_MAX_RUN_MB`)."""
-        self.engine_config = dict(engine_config or {})
-        """Settings for engine factories (api key, base URL, model…), resolved at the edge."""
         self.credentials = Credentials.of(refuse_values)
         """Credential values that must never be written (checked before every write)."""
         self.origin = dict(origin or {})
         """How the run was made, beyond its spec (config, cassettes): kept in spec.json."""
         self.control = RunControl()
-        self._engine_cache: dict[str, StepEngine] = {}
+        self.engines = StepEngines(self.engine, self.deps.engines, self.deps.sleep)
 
     def interrupt(self, reason: str = "interrupted (Ctrl-C)") -> bool:
         """Ask the run to stop; call it from a SIGINT handler or another thread.
@@ -157,12 +122,12 @@ class Orchestrator:
         plan = plan_run(
             spec,
             self.flows,
-            engine_strategy=self.engine_strategy,
-            scenario=self.scenario,
-            check_engine=self.engine_for,
+            engine_strategy=self.engine.strategy,
+            scenario=self.engine.scenario,
+            check_engine=self.engines.engine_for,
             credentials=self.credentials,
         )
-        run = RunLifecycle.create(self, spec, plan)
+        run = RunLifecycle.create(self._context(), spec, plan)
         return PreparedRun(run.recorder.run_id, run.recorder.layout.root, run.execute)
 
     def resume(self, run_dir: Path, *, external_input: str | None = None) -> RunOutcome:
@@ -187,68 +152,51 @@ class Orchestrator:
         plan = plan_run(
             spec,
             self.flows,
-            engine_strategy=self.engine_strategy,
-            scenario=self.scenario,
-            check_engine=self.engine_for,
+            engine_strategy=self.engine.strategy,
+            scenario=self.engine.scenario,
+            check_engine=self.engines.engine_for,
             credentials=self.credentials,
         )
         reopened = reopen_run(
             Path(run_dir),
             plan=plan,
-            budget=self.history_budget,
-            clock=self.clock,
-            durable=self.durable,
+            budget=self.limits.history_budget,
+            clock=self.deps.clock,
+            durable=self.limits.durable,
             credentials=self.credentials,
-            observer=self.observer,
+            observer=self.deps.observer,
             external_input=external_input,
         )
-        run = RunLifecycle(self, reopened.spec, plan, reopened.recorder, reopened.state)
+        run = RunLifecycle(self._context(), reopened.spec, plan, reopened.recorder, reopened.state)
         return PreparedRun(
             run.recorder.run_id, run.recorder.layout.root, lambda: run.execute(reopened)
         )
 
+    def _context(self) -> RunContext:
+        return RunContext(
+            flows=self.flows,
+            runs_dir=self.runs_dir,
+            deps=self.deps,
+            engine=self.engine,
+            limits=self.limits,
+            repo_root=self.repo_root,
+            credentials=self.credentials,
+            control=self.control,
+            engines=self.engines,
+            origin=self.origin_document(),
+        )
+
     def origin_document(self) -> dict[str, Any]:
         """``spec.json``'s ``origin``: what ``swarm resume`` needs besides the spec."""
-        scenario = self.scenario
+        scenario, limits = self.engine.scenario, self.limits
         return {
             "flows_dir": str(self.flows.resolved_dir),
             "scenario": scenario.raw if scenario is not None else None,
             "scenario_file": scenario.source if scenario is not None else None,
-            "max_steps": self.max_steps,
+            "max_steps": limits.max_steps,
             # Only when set, so spec.json (and the goldens made of it) stay as they were.
-            **({"max_run_mb": self.max_run_mb} if self.max_run_mb is not None else {}),
+            **({"max_run_mb": limits.max_run_mb} if limits.max_run_mb is not None else {}),
             "config": None,
-            "cassettes": "cassettes" in self.engine_config,
+            "cassettes": "cassettes" in self.engine.config,
             **self.origin,
         }
-
-    def engine_for(self, flow: FlowSpec, step: StepSpec) -> StepEngine:
-        """The engine of a step: its own ``engine:``, the strategy, else the run's."""
-        engine_id = (
-            step.engine or self.engine_strategy.get(flow.key, {}).get(step.id) or self.engine_id
-        )
-        engine = self._engine_cache.get(engine_id)
-        if engine is None:
-            engine = self.engines.create(
-                engine_id,
-                EngineOptions(
-                    mode=self.mode,
-                    scenario=self.scenario,
-                    sleep=self.sleep,
-                    config=self.engine_config,
-                ),
-            )
-            self._engine_cache[engine_id] = engine
-        return engine
-
-    def close_engines(self) -> None:
-        """Close every engine built for the last run."""
-        engines, self._engine_cache = list(self._engine_cache.values()), {}
-        for engine in engines:
-            engine.close()
-
-
-def _random_fraction() -> float:
-    import random  # only when a retry happens: random costs start-up time
-
-    return random.random()

@@ -12,6 +12,7 @@ import pytest
 from pytest_swarm import assertions
 from pytest_swarm.run_record import RunRecord
 from swarm_runtime.flow.registry import FlowRegistry
+from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps
 from swarm_runtime.orchestrator.runner import Orchestrator, RunSpec
 from tests.conftest import SHIPPED_FLOWS
 
@@ -22,7 +23,7 @@ def _record(tmp_path: Path, flows: tuple[str, ...] = ("signal",)) -> RunRecord:
     outcome = Orchestrator(
         registry,
         runs_dir=tmp_path / "runs",
-        result_observer=lambda flow, result: results.append((flow, result)),
+        deps=RunDeps(result_observer=lambda flow, result: results.append((flow, result))),
     ).run(RunSpec(flows=flows))
     return RunRecord(outcome.path, flows=registry, results=results)
 
@@ -191,7 +192,9 @@ def _scripted(tmp_path: Path, scenario: dict[str, Any]) -> RunRecord:
 
     registry = FlowRegistry(SHIPPED_FLOWS)
     outcome = Orchestrator(
-        registry, runs_dir=tmp_path / "runs", scenario=Scenario.from_mapping(scenario)
+        registry,
+        runs_dir=tmp_path / "runs",
+        engine=EngineChoice(scenario=Scenario.from_mapping(scenario)),
     ).run(RunSpec(flows=("signal",)))
     return RunRecord(outcome.path, flows=registry)
 
@@ -262,7 +265,9 @@ def test_history_quoting_a_note_is_not_a_leak(tmp_path: Path) -> None:
     outcome = Orchestrator(
         registry,
         runs_dir=tmp_path / "runs",
-        scenario=Scenario.from_mapping({first.id: {"text": f"Done.\n- {quoted}\n"}}),
+        engine=EngineChoice(
+            scenario=Scenario.from_mapping({first.id: {"text": f"Done.\n- {quoted}\n"}})
+        ),
     ).run(RunSpec(flows=("signal",)))
     assertions.assert_teaching_notes(RunRecord(outcome.path, flows=registry))
 

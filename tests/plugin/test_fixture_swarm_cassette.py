@@ -136,7 +136,7 @@ def test_a_recorded_429_replays_without_waiting_out_its_retry_after(
         """
     )
     slept: list[float] = []  # the orchestrator's sleep, as the runs of this process see it
-    monkeypatch.setattr("swarm_runtime.orchestrator.runner.interruptible_sleep", slept.append)
+    monkeypatch.setattr("swarm_runtime.timeutil.interruptible_sleep", slept.append)
     anthropic_server.script(
         Reply(status=429, headers={"retry-after": "1"}, body=error_body("rate_limit_error", "slow"))
     )

@@ -10,6 +10,7 @@ from typing import Any
 
 from swarm_runtime.engines.scenario import Scenario
 from swarm_runtime.flow.registry import FlowRegistry
+from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps, RunLimits
 from swarm_runtime.orchestrator.runner import Orchestrator, RunOutcome, RunSpec
 from swarm_runtime.storage.store import read_event_log
 
@@ -52,11 +53,16 @@ def run_flows(
     **kwargs: Any,
 ) -> RunOutcome:
     registry = FlowRegistry(flows_dir)
+    deps = {name: kwargs.pop(name) for name in ("clock", "jitter") if name in kwargs}
+    limits = {name: kwargs.pop(name) for name in ("max_steps", "history_budget") if name in kwargs}
     orchestrator = Orchestrator(
         registry,
         runs_dir=runs_dir,
-        scenario=Scenario.from_mapping(scenario) if scenario is not None else None,
-        sleep=kwargs.pop("sleep", lambda _s: None),
+        deps=RunDeps(sleep=kwargs.pop("sleep", lambda _s: None), **deps),
+        engine=EngineChoice(
+            scenario=Scenario.from_mapping(scenario) if scenario is not None else None
+        ),
+        limits=RunLimits(**limits),
         **kwargs,
     )
     return orchestrator.run(RunSpec(flows=flows or tuple(registry.order())))

@@ -100,6 +100,7 @@ def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[Gate]:
     from swarm_runtime.engines.scenario import Scenario
     from swarm_runtime.flow.registry import FlowRegistry
     from swarm_runtime.orchestrator.assembly import build_orchestrator
+    from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps
     from swarm_runtime.orchestrator.resumer import orchestrator_for_run
 
     held = Gate()
@@ -115,7 +116,11 @@ def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[Gate]:
             "gated-step-orchestrator",
             settings.runs_dir,
             lambda sleep: build_orchestrator(
-                settings, flows, env={}, scenario=scenario, sleep=held.sleep_for(sleep)
+                settings,
+                flows,
+                env={},
+                deps=RunDeps(sleep=held.sleep_for(sleep)),
+                engine=EngineChoice(mode=settings.mode, scenario=scenario),
             ),
             # Resumed the one way (spec.json gives the flows dir and the scenario), held too.
             resume=lambda run_dir, sleep: orchestrator_for_run(

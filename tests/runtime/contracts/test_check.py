@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from swarm_runtime.contracts.check import validate_run_dir
+from swarm_runtime.orchestrator.deps import RunDeps
 from swarm_runtime.orchestrator.runner import RunOutcome
 from tests.conftest import SHIPPED_FLOWS, CliResult
 from tests.runtime.helpers import run_flows
@@ -161,7 +162,6 @@ def test_each_attempt_of_a_run_ends_with_exactly_one_run_completed(tmp_path: Pat
     from tests.conftest import SHIPPED_FLOWS
 
     registry = FlowRegistry(SHIPPED_FLOWS)
-    orchestrator = Orchestrator(registry, runs_dir=tmp_path / "runs", sleep=lambda _s: None)
     stop_after_first = {"n": 0}
 
     def observe(event: dict[str, object]) -> None:
@@ -169,7 +169,9 @@ def test_each_attempt_of_a_run_ends_with_exactly_one_run_completed(tmp_path: Pat
             stop_after_first["n"] = 1
             orchestrator.control.request("stop", "stopped by the test")
 
-    orchestrator.observer = observe
+    orchestrator = Orchestrator(
+        registry, runs_dir=tmp_path / "runs", deps=RunDeps(sleep=lambda _s: None, observer=observe)
+    )
     stopped = orchestrator.run(RunSpec(flows=("signal",)))
     assert stopped.status == "stopped"
     resumed = Orchestrator(registry, runs_dir=tmp_path / "runs").resume(stopped.path)

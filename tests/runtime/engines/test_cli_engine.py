@@ -21,6 +21,7 @@ import pytest
 
 from swarm_runtime.contracts.check import validate_run_dir
 from swarm_runtime.flow.registry import FlowRegistry
+from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps
 from swarm_runtime.orchestrator.runner import Orchestrator, RunOutcome, RunSpec
 from tests.runtime.helpers import events_of, receipt, step_yaml, write_flow
 
@@ -53,9 +54,10 @@ def _run(tmp_path: Path, case: str, *, executable: Path | None = None) -> RunOut
     orchestrator = Orchestrator(
         FlowRegistry(flows),
         runs_dir=tmp_path / "runs",
-        mode="cli",
-        engine_config={"process_env": env, "claude_cli": {"executable": str(executable)}},
-        sleep=lambda _s: None,
+        deps=RunDeps(sleep=lambda _s: None),
+        engine=EngineChoice(
+            mode="cli", config={"process_env": env, "claude_cli": {"executable": str(executable)}}
+        ),
     )
     return orchestrator.run(RunSpec(flows=("solo",)))
 

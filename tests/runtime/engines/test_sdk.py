@@ -11,6 +11,7 @@ import pytest
 from swarm_runtime.contracts.check import validate_run_dir
 from swarm_runtime.errors import ConfigError
 from swarm_runtime.flow.registry import FlowRegistry
+from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps
 from swarm_runtime.orchestrator.runner import Orchestrator, RunOutcome, RunSpec
 from tests.conftest import SHIPPED_FLOWS
 from tests.fakes.anthropic_server import AnthropicServer, Reply, error_body
@@ -31,10 +32,10 @@ def _run(
     return Orchestrator(
         FlowRegistry(flows_dir),
         runs_dir=runs,
-        mode="sdk",
-        sleep=(slept if slept is not None else []).append,
-        jitter=lambda: 1.0,
-        engine_config={"api_key": FAKE_KEY, "base_url": server.url, **config},
+        deps=RunDeps(sleep=(slept if slept is not None else []).append, jitter=lambda: 1.0),
+        engine=EngineChoice(
+            mode="sdk", config={"api_key": FAKE_KEY, "base_url": server.url, **config}
+        ),
     ).run(RunSpec(flows=flows))
 
 
@@ -158,7 +159,9 @@ def test_the_key_never_reaches_a_run_file(
 
 
 def test_sdk_mode_without_key_or_base_url_is_a_usage_error(tmp_path: Path) -> None:
-    orchestrator = Orchestrator(FlowRegistry(SHIPPED_FLOWS), runs_dir=tmp_path / "runs", mode="sdk")
+    orchestrator = Orchestrator(
+        FlowRegistry(SHIPPED_FLOWS), runs_dir=tmp_path / "runs", engine=EngineChoice(mode="sdk")
+    )
     with pytest.raises(ConfigError, match="sdk mode needs ANTHROPIC_API_KEY"):
         orchestrator.run(RunSpec(flows=("stepwise-demo",)))
     assert not (tmp_path / "runs").exists()
@@ -179,12 +182,14 @@ def test_a_reply_echoing_a_credential_is_refused_before_writing(
     outcome = Orchestrator(
         FlowRegistry(one_step),
         runs_dir=tmp_path / "runs",
-        mode="sdk",
-        engine_config={
-            "api_key": FAKE_KEY,
-            "base_url": anthropic_server.url,
-            "model": "claude-haiku-4-5",
-        },
+        engine=EngineChoice(
+            mode="sdk",
+            config={
+                "api_key": FAKE_KEY,
+                "base_url": anthropic_server.url,
+                "model": "claude-haiku-4-5",
+            },
+        ),
         refuse_values=(FAKE_KEY,),
     ).run(RunSpec(flows=("one",)))
     assert outcome.status == "failed"
@@ -205,10 +210,11 @@ def test_an_error_body_echoing_the_key_never_reaches_the_event_log(
     outcome = Orchestrator(
         FlowRegistry(one_step),
         runs_dir=tmp_path / "runs",
-        mode="sdk",
-        engine_config={"api_key": FAKE_KEY, "base_url": anthropic_server.url},
+        deps=RunDeps(sleep=lambda _s: None),
+        engine=EngineChoice(
+            mode="sdk", config={"api_key": FAKE_KEY, "base_url": anthropic_server.url}
+        ),
         refuse_values=(FAKE_KEY,),
-        sleep=lambda _s: None,
     ).run(RunSpec(flows=("one",)))
     assert outcome.status == "failed"
     assert "refusing to write a log event to" in (outcome.error or "")
@@ -249,7 +255,10 @@ def test_replay_leaves_the_http_transport_as_it_found_it(tmp_path: Path) -> None
 
     registry.register("claude-step", factory)
     outcome = Orchestrator(
-        FlowRegistry(SHIPPED_FLOWS), runs_dir=tmp_path / "runs", engines=registry, mode="sdk"
+        FlowRegistry(SHIPPED_FLOWS),
+        runs_dir=tmp_path / "runs",
+        deps=RunDeps(engines=registry),
+        engine=EngineChoice(mode="sdk"),
     ).run(RunSpec(flows=("stepwise-demo",), initiator="pytest"))
     assert outcome.status == "succeeded", outcome.error
     assert httpx2.HTTPTransport.handle_request is original
@@ -281,14 +290,15 @@ def test_a_replay_leaves_the_process_free_to_talk_http(
     outcome = Orchestrator(
         FlowRegistry(SHIPPED_FLOWS),
         runs_dir=tmp_path / "runs",
-        engines=default_registry(),
-        mode="sdk",
-        engine_config={
-            "cassettes": cassettes,
-            "api_key": "replay",
-            "base_url": "http://127.0.0.1:9",
-        },
-        result_observer=talk,
+        deps=RunDeps(engines=default_registry(), result_observer=talk),
+        engine=EngineChoice(
+            mode="sdk",
+            config={
+                "cassettes": cassettes,
+                "api_key": "replay",
+                "base_url": "http://127.0.0.1:9",
+            },
+        ),
     ).run(RunSpec(flows=("stepwise-demo",), initiator="pytest"))
     assert outcome.status == "succeeded", outcome.error
     assert statuses and set(statuses) == {200}
@@ -365,13 +375,15 @@ def test_a_damaged_cassette_fails_the_step_naming_it(tmp_path: Path) -> None:
     outcome = Orchestrator(
         FlowRegistry(SHIPPED_FLOWS),
         runs_dir=tmp_path / "runs",
-        engines=default_registry(),
-        mode="sdk",
-        engine_config={
-            "cassettes": cassettes,
-            "api_key": "replay",
-            "base_url": "http://127.0.0.1:9",
-        },
+        deps=RunDeps(engines=default_registry()),
+        engine=EngineChoice(
+            mode="sdk",
+            config={
+                "cassettes": cassettes,
+                "api_key": "replay",
+                "base_url": "http://127.0.0.1:9",
+            },
+        ),
     ).run(RunSpec(flows=("stepwise-demo",), initiator="pytest"))
     assert outcome.status == "failed"
     assert f"cassette {damaged} cannot be read" in (outcome.error or "")

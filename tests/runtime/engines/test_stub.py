@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps
 from tests.runtime.helpers import events_of, run_flows, step_yaml, write_flow
 
 
@@ -37,9 +38,8 @@ def test_a_scripted_delay_past_the_step_deadline_is_a_retryable_timeout(tmp_path
     outcome = Orchestrator(
         FlowRegistry(flows),
         runs_dir=tmp_path / "runs",
-        scenario=Scenario.from_mapping({"wait": {"delay_ms": 600_000}}),
-        sleep=slept.append,
-        jitter=lambda: 1.0,
+        deps=RunDeps(sleep=slept.append, jitter=lambda: 1.0),
+        engine=EngineChoice(scenario=Scenario.from_mapping({"wait": {"delay_ms": 600_000}})),
     ).run(RunSpec(flows=("slow",)))
     assert outcome.status == "failed"
     assert "scripted delay of 600000 ms is past the step's deadline of 0.25 s" in (

@@ -11,6 +11,7 @@ from swarm_runtime.contracts.check import validate_run_dir
 from swarm_runtime.engines.base import StepContext, StepEngine, StepOutcome
 from swarm_runtime.engines.registry import default_registry
 from swarm_runtime.flow.registry import FlowRegistry
+from swarm_runtime.orchestrator.deps import RunDeps
 from swarm_runtime.orchestrator.runner import Orchestrator, RunSpec
 from tests.runtime.helpers import (
     events_of,
@@ -29,7 +30,7 @@ def test_ctrl_c_in_a_step_closes_the_step_and_the_run(loop_flows: Path, tmp_path
     engines = default_registry()
     engines.register("claude-step", lambda _options: _Interrupting(), replace=True)
     orchestrator = Orchestrator(
-        FlowRegistry(loop_flows), runs_dir=tmp_path / "runs", engines=engines
+        FlowRegistry(loop_flows), runs_dir=tmp_path / "runs", deps=RunDeps(engines=engines)
     )
     outcome = orchestrator.run(RunSpec(flows=("loopy",)))
     assert outcome.interrupted and outcome.status == "stopped"
@@ -53,7 +54,9 @@ def test_interrupt_between_steps_stops_at_the_boundary(loop_flows: Path, tmp_pat
         if event["kind"] == "step_end" and event["step_id"] == "author":
             assert holder["o"].interrupt() is False  # not inside an engine call
 
-    orchestrator = Orchestrator(registry, runs_dir=tmp_path / "runs", observer=observer)
+    orchestrator = Orchestrator(
+        registry, runs_dir=tmp_path / "runs", deps=RunDeps(observer=observer)
+    )
     holder["o"] = orchestrator
     outcome = orchestrator.run(RunSpec(flows=("loopy",)))
     assert outcome.interrupted and outcome.status == "stopped"

@@ -10,6 +10,7 @@ import pytest
 
 from swarm_runtime.errors import ConfigError, ScenarioError, SwarmUsageError
 from swarm_runtime.flow.registry import FlowRegistry
+from swarm_runtime.orchestrator.deps import EngineChoice
 from swarm_runtime.orchestrator.runner import Orchestrator, RunSpec
 from tests.conftest import SHIPPED_FLOWS, CliResult
 from tests.runtime.helpers import (
@@ -57,7 +58,9 @@ def test_runs_list_and_show_name_the_sliced_flows(
 def test_unknown_mode_is_refused_before_anything_is_written(
     loop_flows: Path, tmp_path: Path
 ) -> None:
-    orchestrator = Orchestrator(FlowRegistry(loop_flows), runs_dir=tmp_path / "runs", mode="warp")
+    orchestrator = Orchestrator(
+        FlowRegistry(loop_flows), runs_dir=tmp_path / "runs", engine=EngineChoice(mode="warp")
+    )
     with pytest.raises(ConfigError, match="no 'warp' mode"):
         orchestrator.run(RunSpec(flows=("loopy",)))
     assert not (tmp_path / "runs").exists()
@@ -108,11 +111,15 @@ def test_config_mistakes_are_errors(tmp_path: Path) -> None:
     registry = FlowRegistry(SHIPPED_FLOWS)
     with pytest.raises(ConfigError, match="engine_strategy: flow 'signal' has no step 'nope'"):
         Orchestrator(
-            registry, runs_dir=tmp_path / "r", engine_strategy={"signal": {"nope": "claude-step"}}
+            registry,
+            runs_dir=tmp_path / "r",
+            engine=EngineChoice(strategy={"signal": {"nope": "claude-step"}}),
         ).run(RunSpec(flows=("signal",)))
     with pytest.raises(SwarmUsageError, match="no flow 'signl'"):
         Orchestrator(
-            registry, runs_dir=tmp_path / "r", engine_strategy={"signl": {"x": "claude-step"}}
+            registry,
+            runs_dir=tmp_path / "r",
+            engine=EngineChoice(strategy={"signl": {"x": "claude-step"}}),
         ).run(RunSpec(flows=("signal",)))
     with pytest.raises(SwarmUsageError, match="listed more than once"):
         Orchestrator(registry, runs_dir=tmp_path / "r").run(RunSpec(flows=("signal", "signal")))

@@ -22,6 +22,7 @@ from swarm_runtime.errors import (
     SwarmUsageError,
 )
 from swarm_runtime.flow.registry import FlowRegistry
+from swarm_runtime.orchestrator.deps import RunDeps
 from swarm_runtime.orchestrator.runner import Orchestrator, RunSpec
 from tests.conftest import SHIPPED_FLOWS, CliResult
 from tests.runtime.helpers import kinds, step_yaml, write_flow
@@ -74,7 +75,10 @@ def test_a_credential_in_an_event_fails_the_run_without_being_written(tmp_path: 
     engines = EngineRegistry()
     engines.register("claude-step", lambda _options: LeakyToolEngine())
     orchestrator = Orchestrator(
-        _flows(tmp_path), runs_dir=tmp_path / "runs", engines=engines, refuse_values=(SECRET,)
+        _flows(tmp_path),
+        runs_dir=tmp_path / "runs",
+        deps=RunDeps(engines=engines),
+        refuse_values=(SECRET,),
     )
     outcome = orchestrator.run(RunSpec(flows=("one",)))
     assert outcome.status == "failed"
@@ -92,7 +96,7 @@ def test_a_failing_observer_does_not_break_the_run(tmp_path: Path) -> None:
             raise BrokenPipeError("reader went away")
 
     outcome = Orchestrator(
-        FlowRegistry(SHIPPED_FLOWS), runs_dir=tmp_path / "runs", observer=broken
+        FlowRegistry(SHIPPED_FLOWS), runs_dir=tmp_path / "runs", deps=RunDeps(observer=broken)
     ).run(RunSpec(flows=("stepwise-demo",)))
     assert outcome.status == "succeeded"
     assert validate_run_dir(outcome.path) == []

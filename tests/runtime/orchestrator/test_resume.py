@@ -9,6 +9,7 @@ checkpoint (its receipt is written, the checkpoint is not), just after it (the s
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from swarm_runtime.engines.scenario import Scenario
 from swarm_runtime.errors import RunControlError
 from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.golden import normalise_value
+from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps
 from swarm_runtime.orchestrator.recorder import RunRecorder
 from swarm_runtime.orchestrator.runner import Orchestrator, RunSpec
 from swarm_runtime.storage.lock import RunLock
@@ -31,12 +33,17 @@ class _Crash(BaseException):
     """Stands for SIGKILL: no handler of the run catches it."""
 
 
-def _orchestrator(flows: Path, runs: Path, scenario: dict[str, Any] | None = None) -> Orchestrator:
+def _orchestrator(
+    flows: Path,
+    runs: Path,
+    scenario: dict[str, Any] | None = None,
+    observer: Callable[[dict[str, Any]], None] | None = None,
+) -> Orchestrator:
     return Orchestrator(
         FlowRegistry(flows),
         runs_dir=runs,
-        scenario=Scenario.from_mapping(scenario) if scenario else None,
-        sleep=lambda _s: None,
+        deps=RunDeps(sleep=lambda _s: None, observer=observer),
+        engine=EngineChoice(scenario=Scenario.from_mapping(scenario) if scenario else None),
     )
 
 
@@ -150,13 +157,12 @@ def test_stub_outcomes_survive_a_resume(loop_flows: Path, tmp_path: Path) -> Non
     }
     first = _orchestrator(loop_flows, tmp_path / "a", scenario).run(RunSpec(flows=("loopy",)))
     runs = tmp_path / "b"
-    orchestrator = _orchestrator(loop_flows, runs, scenario)
 
     def stop_after_the_first_critic(event: dict[str, Any]) -> None:
         if event["kind"] == "route_decision" and event["step_id"] == "critic":
             orchestrator.control.request("stop")
 
-    orchestrator.observer = stop_after_the_first_critic
+    orchestrator = _orchestrator(loop_flows, runs, scenario, stop_after_the_first_critic)
     stopped = orchestrator.run(RunSpec(flows=("loopy",)))
     assert stopped.status == "stopped"
     resumed = _orchestrator(loop_flows, runs, scenario).resume(stopped.path)

@@ -11,6 +11,7 @@ import pytest
 from swarm_runtime.contracts.check import validate_run_dir
 from swarm_runtime.errors import ConfigError
 from swarm_runtime.flow.registry import FlowRegistry
+from swarm_runtime.orchestrator.deps import RunDeps, RunLimits
 from swarm_runtime.orchestrator.runner import Orchestrator, RunSpec
 from tests.conftest import SHIPPED_FLOWS, StepClock
 from tests.runtime.helpers import kinds, run_flows, step_yaml, write_flow
@@ -19,7 +20,9 @@ from tests.runtime.helpers import kinds, run_flows, step_yaml, write_flow
 @pytest.mark.parametrize("value", [0, -1, True])
 def test_a_step_limit_below_one_is_refused(tmp_path: Path, value: int) -> None:
     with pytest.raises(ConfigError, match=r"max_steps must be a whole number >= 1"):
-        Orchestrator(FlowRegistry(SHIPPED_FLOWS), runs_dir=tmp_path, max_steps=value)
+        Orchestrator(
+            FlowRegistry(SHIPPED_FLOWS), runs_dir=tmp_path, limits=RunLimits(max_steps=value)
+        )
 
 
 def test_sdlc_stub_run_succeeds_and_validates(tmp_path: Path, clock: StepClock) -> None:
@@ -41,7 +44,9 @@ def test_meta_status_says_succeeded_only_at_the_end(tmp_path: Path) -> None:
             seen.append(meta["status"])
 
     registry = FlowRegistry(SHIPPED_FLOWS)
-    Orchestrator(registry, runs_dir=runs, observer=observer).run(RunSpec(flows=("signal", "plan")))
+    Orchestrator(registry, runs_dir=runs, deps=RunDeps(observer=observer)).run(
+        RunSpec(flows=("signal", "plan"))
+    )
     assert seen == ["running", "running"]
 
 

@@ -9,6 +9,7 @@ from swarm_runtime.cli.render import run_table
 from swarm_runtime.engines.base import StepContext, StepEngine, StepOutcome, StepResult, TokenUsage
 from swarm_runtime.engines.registry import EngineRegistry
 from swarm_runtime.flow.registry import FlowRegistry
+from swarm_runtime.orchestrator.deps import RunDeps
 from swarm_runtime.orchestrator.runner import Orchestrator, RunSpec
 from tests.runtime.helpers import step_yaml, write_flow
 
@@ -39,7 +40,9 @@ def _run(tmp_path: Path, prices: dict[str, float]) -> dict[str, object]:
     write_flow(flows, "two", [step_yaml("third")])
     engines = EngineRegistry()
     engines.register("claude-step", lambda _options: PricedEngine(prices))
-    orchestrator = Orchestrator(FlowRegistry(flows), runs_dir=tmp_path / "runs", engines=engines)
+    orchestrator = Orchestrator(
+        FlowRegistry(flows), runs_dir=tmp_path / "runs", deps=RunDeps(engines=engines)
+    )
     outcome = orchestrator.run(RunSpec(flows=("one", "two")))
     assert outcome.status == "succeeded", outcome.error
     meta: dict[str, object] = json.loads((outcome.path / "meta.json").read_text())

@@ -10,6 +10,7 @@ from swarm_runtime.contracts.check import validate_run_dir
 from swarm_runtime.engines.base import StepContext, StepEngine, StepOutcome
 from swarm_runtime.engines.registry import default_registry
 from swarm_runtime.flow.registry import FlowRegistry
+from swarm_runtime.orchestrator.deps import RunDeps
 from swarm_runtime.orchestrator.runner import Orchestrator, RunSpec
 from tests.conftest import SHIPPED_FLOWS
 from tests.runtime.helpers import (
@@ -153,7 +154,7 @@ def test_engine_that_raises_still_completes_the_run(loop_flows: Path, tmp_path: 
     engines = default_registry()
     engines.register("claude-step", lambda _options: _Exploding(), replace=True)
     orchestrator = Orchestrator(
-        FlowRegistry(loop_flows), runs_dir=tmp_path / "runs", engines=engines
+        FlowRegistry(loop_flows), runs_dir=tmp_path / "runs", deps=RunDeps(engines=engines)
     )
     outcome = orchestrator.run(RunSpec(flows=("loopy",)))
     assert outcome.status == "failed"

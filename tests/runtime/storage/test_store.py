@@ -100,14 +100,14 @@ from datetime import datetime, UTC
 from pathlib import Path
 sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
 from swarm_runtime.flow.registry import FlowRegistry
-from swarm_runtime.orchestrator.runner import Orchestrator, RunSpec
+from swarm_runtime.orchestrator.runner import Orchestrator, RunDeps, RunSpec
 from tests.runtime.helpers import write_flow, step_yaml
 flows = Path(sys.argv[1])
 rng = random.Random()
-orch = Orchestrator(FlowRegistry(flows), runs_dir=Path(sys.argv[2]),
+orch = Orchestrator(FlowRegistry(flows), runs_dir=Path(sys.argv[2]), deps=RunDeps(
                     clock=lambda: datetime(2025, 1, 1, tzinfo=UTC),
                     rand=lambda n: rng.choice(["aaaaaa", "bbbbbb", "cccccc", "dddddd", "eeeeee",
-                                               "ffffff", "gggggg", "hhhhhh"]))
+                                               "ffffff", "gggggg", "hhhhhh"])))
 for _ in range(3):
     print(orch.run(RunSpec(flows=("tiny",))).run_id)
 """

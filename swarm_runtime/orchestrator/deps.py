@@ -1,0 +1,141 @@
+"""What a run is given, as three records, and the context one run executes in.
+
+:class:`RunDeps` is what a run is handed rather than finds (the clock, ids, waiting, the
+engine registry, observers): tests pass fakes. :class:`EngineChoice` is which engine runs
+the steps, and how (mode, scenario, per-step strategy, settings resolved at the edge).
+:class:`RunLimits` bounds a run. :class:`RunContext` holds them with the run's flows and
+store for the lifecycle of one run: the lifecycle never reaches back into the
+:class:`~swarm_runtime.orchestrator.runner.Orchestrator` that made it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from swarm_runtime.credentials import Credentials
+from swarm_runtime.engines.base import StepEngine, StepResult
+from swarm_runtime.engines.registry import EngineOptions, EngineRegistry, default_registry
+from swarm_runtime.engines.scenario import Scenario
+from swarm_runtime.errors import ConfigError
+from swarm_runtime.flow.registry import FlowRegistry
+from swarm_runtime.flow.spec import FlowSpec, StepSpec
+from swarm_runtime.orchestrator.control import RunControl
+from swarm_runtime.orchestrator.history import HistoryBudget
+from swarm_runtime.orchestrator.recorder import EventObserver
+from swarm_runtime.record import Record, field
+from swarm_runtime.timeutil import Clock, interruptible_sleep, system_clock
+
+__all__ = ["EngineChoice", "RunContext", "RunDeps", "RunLimits", "StepEngines"]
+
+
+def _random_fraction() -> float:
+    import random  # only when a retry happens: random costs start-up time
+
+    return random.random()
+
+
+class RunDeps(Record):
+    """What a run is handed: time, ids, waiting, engines and who watches it."""
+
+    clock: Clock = system_clock
+    rand: Callable[[int], str] | None = None
+    """Random id suffixes (default: the secrets module's)."""
+    sleep: Callable[[float], None] = interruptible_sleep
+    jitter: Callable[[], float] = _random_fraction
+    """A fraction in [0, 1) that spreads retry waits (SPEC §7.3)."""
+    engines: EngineRegistry = field(default_factory=default_registry)
+    observer: EventObserver | None = None
+    """Sees every event as it is appended (a progress display, a live page)."""
+    result_observer: Callable[[str, StepResult], None] | None = None
+    """Sees every engine result, by the engine's id (the plugin counts calls with it)."""
+
+
+class EngineChoice(Record):
+    """Which engine runs the steps, and how."""
+
+    engine_id: str = "claude-step"
+    mode: str = "stub"
+    scenario: Scenario | None = None
+    strategy: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Per flow, per step: the engine id, where a step names none."""
+    config: dict[str, Any] = field(default_factory=dict)
+    """Settings for engine factories (api key, base URL, model…), resolved at the edge."""
+
+
+class RunLimits(Record):
+    """How far a run may go."""
+
+    max_steps: int | None = None
+    """Step executions a run may make (default: 10 per step of its flows, at least 100)."""
+    max_run_mb: int | None = None
+    """How big a run dir may grow, in MiB (default ``DEFAULT_MAX_RUN_MB``)."""
+    max_attempts: int = 3
+    """Calls per step execution when the engine answers ``retryable`` (§7.3)."""
+    history_budget: HistoryBudget = field(default_factory=HistoryBudget)
+    durable: bool = False
+    """fsync every write (slower; survives a power cut, not just a crash)."""
+
+    def check(self) -> None:
+        """A clear error for a limit that cannot be."""
+        for name in ("max_steps", "max_run_mb"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or value < 1):
+                raise ConfigError(f"{name} must be a whole number >= 1, got {value!r}")
+        if isinstance(self.max_attempts, bool) or self.max_attempts < 1:
+            raise ConfigError(
+                f"max_attempts must be a whole number >= 1, got {self.max_attempts!r}"
+            )
+
+
+class StepEngines:
+    """The engines of one run's steps, built on first use and closed at its end."""
+
+    def __init__(self, choice: EngineChoice, registry: EngineRegistry, sleep: Any) -> None:
+        self.choice = choice
+        self.registry = registry
+        self.sleep: Callable[[float], None] = sleep
+        self._built: dict[str, StepEngine] = {}
+
+    def engine_for(self, flow: FlowSpec, step: StepSpec) -> StepEngine:
+        """The engine of a step: its own ``engine:``, the strategy, else the run's."""
+        choice = self.choice
+        engine_id = (
+            step.engine or choice.strategy.get(flow.key, {}).get(step.id) or choice.engine_id
+        )
+        engine = self._built.get(engine_id)
+        if engine is None:
+            engine = self.registry.create(
+                engine_id,
+                EngineOptions(
+                    mode=choice.mode,
+                    scenario=choice.scenario,
+                    sleep=self.sleep,
+                    config=choice.config,
+                ),
+            )
+            self._built[engine_id] = engine
+        return engine
+
+    def close(self) -> None:
+        """Close every engine built so far."""
+        engines, self._built = list(self._built.values()), {}
+        for engine in engines:
+            engine.close()
+
+
+class RunContext(Record):
+    """Everything one run executes with, in one record: no way back to its maker."""
+
+    flows: FlowRegistry
+    runs_dir: Path
+    deps: RunDeps
+    engine: EngineChoice
+    limits: RunLimits
+    repo_root: Path
+    credentials: Credentials
+    control: RunControl
+    engines: StepEngines
+    origin: dict[str, Any]
+    """``spec.json``'s ``origin``: what ``swarm resume`` needs besides the spec."""
