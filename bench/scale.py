@@ -28,7 +28,7 @@ steps: the runs spend almost all their steps at a full budget.
 It prints; it does not fail (exit 1 only when a run does). Runs go to tmpfs
 (``/dev/shm``) when there is one.
 
-    python bench/scale.py [--rounds N] [--lengths 200,2000,10000]
+    python bench/scale.py [--shape loop|linear] [--rounds N] [--lengths 400,4000]
 """
 
 from __future__ import annotations

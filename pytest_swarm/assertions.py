@@ -13,6 +13,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pytest_swarm.run_record import RunRecord
     from swarm_runtime.flow.registry import FlowRegistry
+    from swarm_runtime.flow.spec import StepSpec
+    from swarm_runtime.orchestrator.loops import LoopCounters
+    from swarm_runtime.orchestrator.routing import Decision
 
 __all__ = [
     "assert_event_sequence",
@@ -130,79 +133,104 @@ def assert_routing(record: RunRecord) -> None:
     and the loop counters replayed from the event log (§4).
     """
     from swarm_runtime.orchestrator.loops import LoopCounters
-    from swarm_runtime.orchestrator.routing import decide
 
     flows = _registry(record)
     problems: list[str] = []
-    events = record.event_dicts
     seen: dict[tuple[str, str], int] = {}
     loops = LoopCounters()
-    for index, event in enumerate(events):
+    for index, event in enumerate(record.event_dicts):
         kind = event.get("kind")
         if kind not in ("step_end", "step_error"):
             continue
-        flow_key, step_id = str(event.get("flow_key")), str(event.get("step_id"))
-        number = seen.get((flow_key, step_id), 0)
-        seen[(flow_key, step_id)] = number + 1
-        if kind == "step_error":
-            continue
-        line = index + 1
-        where = f"events.jsonl:{line}: step '{flow_key}/{step_id}'"
-        runs = record.executions.get((flow_key, step_id), [])
-        if number >= len(runs):
-            problems.append(f"{where}: no receipt for execution {number + 1}")
-            continue
-        receipt = runs[number]
-        nxt = events[index + 1] if index + 1 < len(events) else {}
-        if nxt.get("kind") != "route_decision":
-            problems.append(f"{where}: step_end is not followed by a route_decision")
-            continue
-        flow = flows.get(flow_key)
-        step = flow.step(step_id)
-        executions = loops.executions(flow_key, step)
-        skipped = (event.get("payload") or {}).get("status") == "skipped"
-        try:
-            expected = decide(
-                flow,
-                step,
-                handoff=receipt.get("handoff"),
-                receipt=receipt,
-                executions=executions,
-                linear_only=skipped,
-            )
-        except Exception as exc:  # a routing error should have been a step_error
-            problems.append(f"{where}: routed although routing fails: {exc}")
-            continue
-        got = nxt.get("payload") or {}
-        if str(got.get("reason", "")).startswith("end_step:") and expected.decision != "loop":
-            want_to, want_decision = None, "terminate"
-        else:
-            want_to, want_decision = expected.to_step, expected.decision
-        handoff = receipt.get("handoff")
-        if (got.get("to_step"), got.get("decision")) != (want_to, want_decision):
-            problems.append(
-                f"events.jsonl:{line + 1}: step '{flow_key}/{step_id}': route_decision "
-                f"{got.get('decision')} -> {got.get('to_step')!r}, but {step.routing.kind} "
-                f"routing with handoff {handoff} gives {want_decision} -> {want_to!r} "
-                f"({expected.reason})"
-            )
-        elif got.get("routing_source") != expected.source:
-            problems.append(
-                f"events.jsonl:{line + 1}: step '{flow_key}/{step_id}': routing_source "
-                f"{got.get('routing_source')!r}, expected {expected.source!r}"
-            )
-        routing = receipt.get("routing") or {}
-        if routing.get("decision") != got.get("decision"):
-            problems.append(
-                f"{flow_key}/receipts/{step_id}-{receipt.get('agent_key')}.json: step "
-                f"'{flow_key}/{step_id}': receipt routing.decision {routing.get('decision')!r} "
-                f"differs from its route_decision {got.get('decision')!r}"
-            )
-        loops.after(flow_key, step, str(got.get("decision")), skipped=skipped)
-        went_wrong = _went_elsewhere(events, index + 1, f"{flow_key}/{step_id}")
-        if went_wrong:
-            problems.append(went_wrong)
+        key = (str(event.get("flow_key")), str(event.get("step_id")))
+        number = seen.get(key, 0)
+        seen[key] = number + 1
+        if kind == "step_end":
+            problems.extend(_route_problems(record, flows, loops, index, number))
     _fail("routing", record, problems)
+
+
+def _route_problems(
+    record: RunRecord, flows: FlowRegistry, loops: LoopCounters, index: int, number: int
+) -> list[str]:
+    """What is wrong with the route taken after the step_end at ``index``.
+
+    ``number`` counts the step's earlier executions. The loop counters move past the step
+    once its route could be recomputed, as the run moved them.
+    """
+    from swarm_runtime.orchestrator.routing import decide
+
+    events = record.event_dicts
+    event = events[index]
+    flow_key, step_id = str(event.get("flow_key")), str(event.get("step_id"))
+    where = f"events.jsonl:{index + 1}: step '{flow_key}/{step_id}'"
+    runs = record.executions.get((flow_key, step_id), [])
+    if number >= len(runs):
+        return [f"{where}: no receipt for execution {number + 1}"]
+    receipt = runs[number]
+    nxt = events[index + 1] if index + 1 < len(events) else {}
+    if nxt.get("kind") != "route_decision":
+        return [f"{where}: step_end is not followed by a route_decision"]
+    flow = flows.get(flow_key)
+    step = flow.step(step_id)
+    executions = loops.executions(flow_key, step)
+    skipped = (event.get("payload") or {}).get("status") == "skipped"
+    try:
+        expected = decide(
+            flow,
+            step,
+            handoff=receipt.get("handoff"),
+            receipt=receipt,
+            executions=executions,
+            linear_only=skipped,
+        )
+    except Exception as exc:  # a routing error should have been a step_error
+        return [f"{where}: routed although routing fails: {exc}"]
+    got = nxt.get("payload") or {}
+    problems = _decision_problems(got, expected, receipt, step, flow_key, index + 2)
+    loops.after(flow_key, step, str(got.get("decision")), skipped=skipped)
+    went_wrong = _went_elsewhere(events, index + 1, f"{flow_key}/{step_id}")
+    if went_wrong:
+        problems.append(went_wrong)
+    return problems
+
+
+def _decision_problems(
+    got: dict[str, Any],
+    expected: Decision,
+    receipt: dict[str, Any],
+    step: StepSpec,
+    flow_key: str,
+    line: int,
+) -> list[str]:
+    """How the route_decision on ``line`` differs from ``expected``, and from its receipt."""
+    step_id = step.id
+    problems: list[str] = []
+    if str(got.get("reason", "")).startswith("end_step:") and expected.decision != "loop":
+        want_to, want_decision = None, "terminate"
+    else:
+        want_to, want_decision = expected.to_step, expected.decision
+    handoff = receipt.get("handoff")
+    if (got.get("to_step"), got.get("decision")) != (want_to, want_decision):
+        problems.append(
+            f"events.jsonl:{line}: step '{flow_key}/{step_id}': route_decision "
+            f"{got.get('decision')} -> {got.get('to_step')!r}, but {step.routing.kind} "
+            f"routing with handoff {handoff} gives {want_decision} -> {want_to!r} "
+            f"({expected.reason})"
+        )
+    elif got.get("routing_source") != expected.source:
+        problems.append(
+            f"events.jsonl:{line}: step '{flow_key}/{step_id}': routing_source "
+            f"{got.get('routing_source')!r}, expected {expected.source!r}"
+        )
+    routing = receipt.get("routing") or {}
+    if routing.get("decision") != got.get("decision"):
+        problems.append(
+            f"{flow_key}/receipts/{step_id}-{receipt.get('agent_key')}.json: step "
+            f"'{flow_key}/{step_id}': receipt routing.decision {routing.get('decision')!r} "
+            f"differs from its route_decision {got.get('decision')!r}"
+        )
+    return problems
 
 
 def _went_elsewhere(events: list[dict[str, Any]], index: int, where: str) -> str | None:

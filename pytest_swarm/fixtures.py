@@ -10,7 +10,14 @@ import pytest
 
 from pytest_swarm.cassettes import CALL_PASSED, SwarmCassette
 from pytest_swarm.options import OPTIONS_KEY, SwarmOptions
-from pytest_swarm.runner import STUB_ONLY, FlowRunner, StubScenario, SwarmEngine, skip_stub_only
+from pytest_swarm.runner import (
+    STUB_ONLY,
+    FlowRunner,
+    StubScenario,
+    SwarmEngine,
+    SwarmSession,
+    skip_stub_only,
+)
 from pytest_swarm.summary import TOTALS_KEY
 
 if TYPE_CHECKING:
@@ -172,14 +179,11 @@ def flow_runner(
     totals = request.config.stash[TOTALS_KEY]
     node, golden = node_of(request.node), "swarm_golden" in request.fixturenames
     runner = FlowRunner(
-        options=swarm_options,
-        engine=swarm_engine,
-        flows=swarm_flows,
+        session=SwarmSession(swarm_options, _swarm_settings, swarm_engine, swarm_flows),
         runs_dir=swarm_options.runs_dir or isolated_runs_env.runs_dir,
         scenario=_swarm_stub_holder,
         default_flow=marker.args[0] if marker else None,
         on_run=lambda record: totals.add_run(record.summary),
-        settings=_swarm_settings,
         cassette=swarm_cassette,
         nodeid=request.node.nodeid,
         on_miss=lambda: totals.rerecord.update({node: golden}),

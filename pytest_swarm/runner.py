@@ -1,7 +1,7 @@
 """The objects behind the plugin's fixtures.
 
-The engine choice, the stub scenario, and the flow runner that runs flows in the current
-mode and hands back a :class:`RunRecord`.
+The engine choice, the stub scenario, what the session sets up once, and the flow runner
+that runs flows in the current mode and hands back a :class:`RunRecord`.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import pytest
 from pytest_swarm.cassettes import SwarmCassette
 from pytest_swarm.options import SwarmOptions
 from pytest_swarm.run_record import RunRecord
+from swarm_runtime.record import Record
 
 if TYPE_CHECKING:
     from swarm_runtime.config import Settings
@@ -25,7 +26,14 @@ if TYPE_CHECKING:
     from swarm_runtime.flow.registry import FlowRegistry
     from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps
 
-__all__ = ["STUB_ONLY", "FlowRunner", "StubScenario", "SwarmEngine", "skip_stub_only"]
+__all__ = [
+    "STUB_ONLY",
+    "FlowRunner",
+    "StubScenario",
+    "SwarmEngine",
+    "SwarmSession",
+    "skip_stub_only",
+]
 
 
 class SwarmEngine:
@@ -88,28 +96,35 @@ def skip_stub_only(mode: str) -> None:
     pytest.skip(f"{STUB_ONLY}; the mode is {mode}")
 
 
+class SwarmSession(Record):
+    """What the session sets up once for every ``flow_runner``: options, engines, flows."""
+
+    options: SwarmOptions
+    settings: Settings
+    """``runtime.yaml`` and the environment, resolved as ``swarm run`` resolves them."""
+    engine: SwarmEngine
+    flows: FlowRegistry
+
+
 class FlowRunner:
     """``flow_runner(*flow_keys, scenario=None, start_step=None, end_step=None, **params)``."""
 
     def __init__(
         self,
         *,
-        options: SwarmOptions,
-        engine: SwarmEngine,
-        flows: FlowRegistry,
+        session: SwarmSession,
         runs_dir: Path,
         scenario: StubScenario,
         default_flow: str | None,
         on_run: Callable[[RunRecord], None],
-        settings: Settings,
         cassette: SwarmCassette,
         nodeid: str = "",
         on_miss: Callable[[], None] = lambda: None,
     ) -> None:
-        self.options = options
-        self.settings = settings
-        self.engine = engine
-        self.flows = flows
+        self.options = session.options
+        self.settings = session.settings
+        self.engine = session.engine
+        self.flows = session.flows
         self.runs_dir = runs_dir
         self.scenario = scenario
         self.default_flow = default_flow

@@ -148,61 +148,24 @@ def resolve_settings(
 ) -> Settings:
     """Resolve every setting: explicit argument, then ``env``, then runtime.yaml, then default."""
     base = cwd or Path.cwd()
-    config: dict[str, Any] = {}
-    config_source = ""
-    if config_path is not None:
-        if not config_path.is_file():
-            raise ConfigError(f"--config {config_path}: no such file")
-        config, config_source = _load_yaml(config_path), str(config_path)
-    elif (base / DEFAULT_CONFIG_PATH).is_file():
-        config_source = str(base / DEFAULT_CONFIG_PATH)
-        config = _load_yaml(base / DEFAULT_CONFIG_PATH)
-    elif (base / DEFAULT_CONFIG_PATH).exists() or (base / DEFAULT_CONFIG_PATH).is_symlink():
-        raise ConfigError(
-            f"{base / DEFAULT_CONFIG_PATH}: is not a readable file (a directory, a dangling "
-            "symlink or a special file); make it a YAML file or remove it"
-        )
+    config, config_source = _read_config(config_path, base)
     claude = dict((config.get("engines") or {}).get("claude") or {})
     sources: dict[str, str] = {}
-
-    if mode is not None:
-        resolved_mode, sources["mode"] = _mode(mode, "--mode"), "argument"
-    elif env.get("SWARM_CLAUDE_STEP_ENGINE_MODE"):
-        resolved_mode = _mode(env["SWARM_CLAUDE_STEP_ENGINE_MODE"], "SWARM_CLAUDE_STEP_ENGINE_MODE")
-        sources["mode"] = "SWARM_CLAUDE_STEP_ENGINE_MODE"
-    elif claude.get("mode") is not None:
-        resolved_mode = _mode(str(claude["mode"]), f"{config_source}: engines.claude.mode")
-        sources["mode"] = config_source
-    else:
-        resolved_mode, sources["mode"] = "stub", "default"
-
-    if runs_dir is not None:
-        resolved_runs, sources["runs_dir"] = runs_dir, "argument"
-    elif env.get("SWARM_RUNS_DIR"):
-        resolved_runs, sources["runs_dir"] = Path(env["SWARM_RUNS_DIR"]), "SWARM_RUNS_DIR"
-    elif config.get("runs_dir"):
-        resolved_runs, sources["runs_dir"] = Path(str(config["runs_dir"])), config_source
-    else:
-        resolved_runs, sources["runs_dir"] = DEFAULT_RUNS_DIR, "default"
+    resolved_mode = _claude_mode(env, claude, config_source, sources, explicit=mode)
+    resolved_runs = _runs_dir(env, config, config_source, sources, explicit=runs_dir)
     if not resolved_runs.is_absolute():
         resolved_runs = base / resolved_runs
-
     resolved_flows = flows_dir
     if resolved_flows is None and env.get("SWARM_FLOWS_DIR"):
         resolved_flows = Path(env["SWARM_FLOWS_DIR"])
     gemini = dict((config.get("engines") or {}).get("gemini") or {})
     gemini_mode = _gemini_mode(env, gemini, config_source, sources, explicit=gemini_mode)
     record_via = _record_via(env, claude, config_source, sources, explicit=record_via)
-    if durable is None:
-        raw = env.get("SWARM_DURABLE", "")
-        if raw not in ("", "0", "1"):
-            raise ConfigError(f"SWARM_DURABLE={raw!r}: allowed values are 0 and 1")
-        durable = raw == "1"
     return Settings(
         mode=resolved_mode,
         runs_dir=resolved_runs,
         flows_dir=resolved_flows,
-        durable=durable,
+        durable=_durable(env, explicit=durable),
         engine_strategy=dict(config.get("engine_strategy") or {}),
         history=dict(config.get("history") or {}),
         claude=claude,
@@ -213,6 +176,79 @@ def resolve_settings(
         config_source=config_source,
         sources=sources,
     )
+
+
+def _read_config(config_path: Path | None, base: Path) -> tuple[dict[str, Any], str]:
+    """runtime.yaml and where it was: ``--config``, else the default path under ``base``.
+
+    No file at the default path is no config (empty, from nowhere); anything else there
+    that is not a readable file is an error.
+    """
+    if config_path is not None:
+        if not config_path.is_file():
+            raise ConfigError(f"--config {config_path}: no such file")
+        return _load_yaml(config_path), str(config_path)
+    default = base / DEFAULT_CONFIG_PATH
+    if default.is_file():
+        return _load_yaml(default), str(default)
+    if default.exists() or default.is_symlink():
+        raise ConfigError(
+            f"{default}: is not a readable file (a directory, a dangling "
+            "symlink or a special file); make it a YAML file or remove it"
+        )
+    return {}, ""
+
+
+def _claude_mode(
+    env: Mapping[str, str],
+    claude: dict[str, Any],
+    config_source: str,
+    sources: dict[str, str],
+    *,
+    explicit: str | None,
+) -> str:
+    """claude-step's mode: argument, SWARM_CLAUDE_STEP_ENGINE_MODE, engines.claude.mode, stub."""
+    if explicit is not None:
+        value, sources["mode"] = _mode(explicit, "--mode"), "argument"
+    elif env.get("SWARM_CLAUDE_STEP_ENGINE_MODE"):
+        value = _mode(env["SWARM_CLAUDE_STEP_ENGINE_MODE"], "SWARM_CLAUDE_STEP_ENGINE_MODE")
+        sources["mode"] = "SWARM_CLAUDE_STEP_ENGINE_MODE"
+    elif claude.get("mode") is not None:
+        value = _mode(str(claude["mode"]), f"{config_source}: engines.claude.mode")
+        sources["mode"] = config_source
+    else:
+        value, sources["mode"] = "stub", "default"
+    return value
+
+
+def _runs_dir(
+    env: Mapping[str, str],
+    config: dict[str, Any],
+    config_source: str,
+    sources: dict[str, str],
+    *,
+    explicit: Path | None,
+) -> Path:
+    """Where runs go, as given: argument, SWARM_RUNS_DIR, runs_dir in runtime.yaml, default."""
+    if explicit is not None:
+        value, sources["runs_dir"] = explicit, "argument"
+    elif env.get("SWARM_RUNS_DIR"):
+        value, sources["runs_dir"] = Path(env["SWARM_RUNS_DIR"]), "SWARM_RUNS_DIR"
+    elif config.get("runs_dir"):
+        value, sources["runs_dir"] = Path(str(config["runs_dir"])), config_source
+    else:
+        value, sources["runs_dir"] = DEFAULT_RUNS_DIR, "default"
+    return value
+
+
+def _durable(env: Mapping[str, str], *, explicit: bool | None) -> bool:
+    """Whether every write is fsynced: argument, else SWARM_DURABLE (0 or 1), else not."""
+    if explicit is not None:
+        return explicit
+    raw = env.get("SWARM_DURABLE", "")
+    if raw not in ("", "0", "1"):
+        raise ConfigError(f"SWARM_DURABLE={raw!r}: allowed values are 0 and 1")
+    return raw == "1"
 
 
 def _gemini_mode(

@@ -1,21 +1,41 @@
 """The shape of the code: small rooms, imports one way, no circles.
 
-Measured from the source with ``ast``: files of at most 450 lines and functions of at
-most 80 in both packages; no import cycle between modules; ``pytest_swarm`` builds on
-``swarm_runtime`` and never the reverse; ``flow/`` does not reach into ``storage/``.
+Measured from the source with ``ast``, in both packages: files of at most 400 lines,
+functions of at most 60, constructors of at most 8 parameters; no import cycle between
+modules, counting every import (under ``TYPE_CHECKING``, inside a function, of a
+package's ``__init__``); every import goes to the same layer or a lower one (``LAYERS``);
+``flow/`` does not reach into ``storage/``.
 """
 
 from __future__ import annotations
 
 import ast
+import re
+import tomllib
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("swarm_runtime", "pytest_swarm")
-MAX_FILE_LINES = 450
-MAX_FUNCTION_LINES = 80
+MAX_FILE_LINES = 400
+MAX_FUNCTION_LINES = 60
+MAX_CONSTRUCTOR_PARAMETERS = 8
+
+LAYERS: tuple[tuple[str, ...], ...] = (
+    # What every room uses: errors, value types, ids, time, versions.
+    ("errors", "versions", "record", "lazy", "ids", "timeutil", "digest", "documents"),
+    ("inputs",),  # reading what users give: YAML, JSON, sizes, depths
+    ("storage", "artifacts", "golden"),  # files of a run
+    ("credentials", "config", "flow"),  # settings and flow definitions
+    ("engines",),  # one step's call
+    ("contracts",),  # the run-file contracts, checked
+    ("orchestrator",),  # the run kernel
+    ("plan", "service"),  # what runs on the kernel
+    ("studio",),
+    ("cli", "__main__", ""),  # the edges: the command line and the package's face
+)
+"""``swarm_runtime``'s rooms, lowest first; ``pytest_swarm`` stands above them all."""
 
 
 def _modules() -> dict[str, Path]:
@@ -44,29 +64,29 @@ def _imports(name: str, path: Path) -> set[str]:
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
-            targets.add(base)
-            targets.update(f"{base}.{alias.name}" for alias in node.names)
+            # ``from package import module`` is an arrow to the module; a name is one to
+            # the package (its __init__ is where that name comes from).
+            for alias in node.names:
+                full = f"{base}.{alias.name}"
+                targets.add(full if full in MODULES else base)
     return {t for t in targets if t in MODULES and t != name}
 
 
-def _is_type_checking_only(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    only: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            for inner in ast.walk(node):
-                if isinstance(inner, ast.ImportFrom) and inner.module:
-                    only.add(inner.module)
-    return only
+GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
 
 
-GRAPH = {
-    name: _imports(name, path) - _is_type_checking_only(path) for name, path in MODULES.items()
-}
+def _layer(name: str) -> int:
+    if name.startswith("pytest_swarm"):
+        return len(LAYERS)
+    room = name.removeprefix("swarm_runtime").removeprefix(".").split(".")[0]
+    for number, rooms in enumerate(LAYERS):
+        if room in rooms:
+            return number
+    raise AssertionError(f"{name}: its room {room!r} is in no layer of LAYERS")
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))
-def test_files_and_functions_stay_small(name: str) -> None:
+def test_files_functions_and_constructors_stay_small(name: str) -> None:
     path = MODULES[name]
     text = path.read_text(encoding="utf-8")
     assert len(text.splitlines()) <= MAX_FILE_LINES, f"{path}: over {MAX_FILE_LINES} lines"
@@ -77,15 +97,33 @@ def test_files_and_functions_stay_small(name: str) -> None:
                 f"{path}:{node.lineno}: {node.name} is {length} lines (at most "
                 f"{MAX_FUNCTION_LINES}); split it by concept"
             )
+            if node.name == "__init__":
+                count = len(node.args.posonlyargs + node.args.args + node.args.kwonlyargs) - 1
+                assert count <= MAX_CONSTRUCTOR_PARAMETERS, (
+                    f"{path}:{node.lineno}: a constructor of {count} parameters (at most "
+                    f"{MAX_CONSTRUCTOR_PARAMETERS}); pass related ones as one record"
+                )
+
+
+def test_imports_go_to_the_same_layer_or_a_lower_one() -> None:
+    upward = sorted(
+        f"{name} -> {target}"
+        for name, targets in GRAPH.items()
+        for target in targets
+        if _layer(target) > _layer(name)
+    )
+    assert not upward, "imports from a lower layer to a higher one:\n" + "\n".join(upward)
+
+
+def test_the_layer_rules_see_an_upward_import() -> None:
+    assert _layer("swarm_runtime.orchestrator.step") > _layer("swarm_runtime.flow.loader")
+    assert _layer("pytest_swarm.runner") > _layer("swarm_runtime.cli.run")
+    assert _layer("swarm_runtime") == _layer("swarm_runtime.cli")
+    assert "swarm_runtime.orchestrator.lifecycle" in GRAPH["swarm_runtime.orchestrator.runner"]
 
 
 def test_no_import_cycles() -> None:
-    # Package __init__ files re-export their modules; an import of the package for a name
-    # is an arrow to the module that defines it, so __init__ edges are left out here.
-    graph = {
-        name: {t for t in targets if MODULES[t].name != "__init__.py"}
-        for name, targets in GRAPH.items()
-    }
+    graph = GRAPH
     state: dict[str, int] = {}
     stack: list[str] = []
 
@@ -122,3 +160,11 @@ def test_flow_definitions_do_not_reach_into_storage() -> None:
         if name.startswith("swarm_runtime.flow")
     }
     assert not {k: v for k, v in bad.items() if v}
+
+
+def test_the_package_version_is_the_one_pyproject_declares() -> None:
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    versions = (REPO / "swarm_runtime" / "versions.py").read_text(encoding="utf-8")
+    found = re.search(r'^PACKAGE_VERSION = "([^"]+)"', versions, re.M)
+    assert found is not None
+    assert found.group(1) == declared["project"]["version"]

@@ -136,7 +136,8 @@ def _prepare(args: argparse.Namespace) -> tuple[PlanRuntime, Cassettes | None, s
     from swarm_runtime.config import engine_config, resolve_settings
     from swarm_runtime.errors import SwarmUsageError
     from swarm_runtime.ids import new_run_id
-    from swarm_runtime.plan.executor import PlanRuntime
+    from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps, RunLimits
+    from swarm_runtime.plan.executor import PlanPaths, PlanRuntime
     from swarm_runtime.timeutil import system_clock
 
     settings = resolve_settings(
@@ -165,15 +166,12 @@ def _prepare(args: argparse.Namespace) -> tuple[PlanRuntime, Cassettes | None, s
     if not session.strip():
         raise SwarmUsageError("--session: an empty session ref is not allowed")
     runtime = PlanRuntime(
-        runs_dir=settings.runs_dir,
-        store_path=store,
-        mode=mode,
-        engine_config=config,
-        durable=settings.durable,
-        repo_root=args.repo or Path.cwd(),
+        PlanPaths(runs_dir=settings.runs_dir, store_path=store, repo_root=args.repo or Path.cwd()),
+        deps=RunDeps(sleep=lambda _s: None) if settings.mode == "replay" else None,
+        engine=EngineChoice(mode=mode, config=config),
+        limits=RunLimits(durable=settings.durable),
         refuse_values=config["credentials"],
         initiator="cli",
-        sleep=(lambda _s: None) if settings.mode == "replay" else None,
         origin={"plan_file": str(args.plan.resolve())},
     )
     return runtime, cassettes, session

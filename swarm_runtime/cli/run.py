@@ -42,6 +42,29 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--runs-dir", type=path_arg, help="where runs are written (default: ./swarm/runs)"
     )
+    _add_engines(parser)
+    _add_steps(parser)
+    parser.add_argument(
+        "--config", type=path_arg, help="runtime.yaml (default: ./swarm/config/runtime.yaml)"
+    )
+    parser.add_argument(
+        "--durable",
+        action="store_true",
+        default=None,
+        help="fsync every write (also SWARM_DURABLE=1)",
+    )
+    parser.add_argument(
+        "--progress",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="per-step lines: on a terminal (auto), always, or never",
+    )
+    _add_limits(parser)
+    parser.set_defaults(handler=handle)
+
+
+def _add_engines(parser: argparse.ArgumentParser) -> None:
+    """``--mode`` to ``--cassette-dir``: which engines run the steps, and how they call."""
     parser.add_argument(
         "--mode", help="claude-step's mode: stub (default), sdk, cli, replay, record"
     )
@@ -67,6 +90,10 @@ def add_parser(commands: Any) -> None:
         help="record/replay: the cassettes, DIR/<flow>/<step>-<agent>-<iteration>.yaml "
         "(a recording replaces DIR whole once the run succeeds)",
     )
+
+
+def _add_steps(parser: argparse.ArgumentParser) -> None:
+    """``--from``, ``--to`` and ``--param``: which steps run, and what every prompt gets."""
     parser.add_argument(
         "--from", dest="start_step", metavar="STEP", help="first step (STEP or FLOW/STEP)"
     )
@@ -80,23 +107,6 @@ def add_parser(commands: Any) -> None:
         metavar="KEY=VALUE",
         help="request parameter passed to every prompt (repeatable)",
     )
-    parser.add_argument(
-        "--config", type=path_arg, help="runtime.yaml (default: ./swarm/config/runtime.yaml)"
-    )
-    parser.add_argument(
-        "--durable",
-        action="store_true",
-        default=None,
-        help="fsync every write (also SWARM_DURABLE=1)",
-    )
-    parser.add_argument(
-        "--progress",
-        choices=("auto", "always", "never"),
-        default="auto",
-        help="per-step lines: on a terminal (auto), always, or never",
-    )
-    _add_limits(parser)
-    parser.set_defaults(handler=handle)
 
 
 def _add_limits(parser: argparse.ArgumentParser) -> None:
@@ -230,13 +240,7 @@ def _prepare(args: argparse.Namespace) -> tuple[Orchestrator, RunSpec, Cassettes
     flow_keys = tuple(args.flows) or tuple(registry.order())
     scenario = Scenario.from_file(args.scenario) if args.scenario else None
     show = args.progress == "always" or (args.progress == "auto" and sys.stdout.isatty())
-    cassettes = None
-    overrides: dict[str, object] = {}
-    if settings.mode in ("record", "replay"):
-        cassettes = _cassettes(args, settings.mode)
-        overrides["cassettes"] = cassettes
-        if settings.mode == "replay":  # never reaches a server: vcrpy answers, or refuses
-            overrides.update(api_key="replay-needs-no-key", base_url="http://127.0.0.1:9")
+    cassettes, overrides = _recorded(args, settings.mode)
     orchestrator = build_orchestrator(
         settings,
         registry,
@@ -264,6 +268,17 @@ def _prepare(args: argparse.Namespace) -> tuple[Orchestrator, RunSpec, Cassettes
         end_step=args.end_step,
     )
     return orchestrator, spec, cassettes
+
+
+def _recorded(args: argparse.Namespace, mode: str) -> tuple[Cassettes | None, dict[str, object]]:
+    """A record or replay run's cassettes and what they change of the engine's config."""
+    if mode not in ("record", "replay"):
+        return None, {}
+    cassettes = _cassettes(args, mode)
+    overrides: dict[str, object] = {"cassettes": cassettes}
+    if mode == "replay":  # never reaches a server: vcrpy answers, or refuses
+        overrides.update(api_key="replay-needs-no-key", base_url="http://127.0.0.1:9")
+    return cassettes, overrides
 
 
 def _no_wait(_seconds: float) -> None:

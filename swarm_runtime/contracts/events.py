@@ -1,12 +1,30 @@
-"""Events of ``events.jsonl`` (SPEC §3.3): one model per kind, read through a union on ``kind``."""
+"""Events of ``events.jsonl`` (SPEC §3.3): one model per kind, read through a union on ``kind``.
+
+Each event carries the payload of its kind, from :mod:`swarm_runtime.contracts.event_payloads`
+(whose models are named here too, so an event and its payload come from one import).
+"""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, TypeAdapter
 
-from swarm_runtime.contracts.base import Contract, OpenContract, Timestamp
+from swarm_runtime.contracts.base import Contract, Timestamp
+from swarm_runtime.contracts.event_payloads import (
+    ControlPayload,
+    LogPayload,
+    ReservedPayload,
+    RouteDecisionPayload,
+    RunCompletedPayload,
+    RunCreatedPayload,
+    RunStartedPayload,
+    StepEndPayload,
+    StepErrorPayload,
+    StepStartPayload,
+    ToolEndPayload,
+    ToolStartPayload,
+)
 
 __all__ = [
     "EVENT_KINDS",
@@ -52,113 +70,6 @@ __all__ = [
     "event_adapter",
     "parse_event",
 ]
-
-
-# -- payloads ------------------------------------------------------------------------------
-
-
-class RunCreatedPayload(Contract):
-    """``run_created``."""
-
-    flows: list[str]
-    backend: str
-    initiator: str
-    stepwise: Literal[True]
-
-
-class RunStartedPayload(Contract):
-    """``run_started``."""
-
-    mode: Literal["stepwise"]
-    routing_enabled: bool
-
-
-class StepStartPayload(Contract):
-    """``step_start``."""
-
-    role: str
-    agents: list[str]
-    step_index: int = Field(ge=1)
-    engine: str
-    iteration: int = Field(default=0, ge=0)
-
-
-class ToolStartPayload(Contract):
-    """``tool_start``."""
-
-    tool: str
-    input: Any = None
-
-
-class ToolEndPayload(Contract):
-    """``tool_end``."""
-
-    tool: str
-    success: bool
-    output: Any = None
-
-
-class LogPayload(OpenContract):
-    """``log``: a message and whatever context goes with it."""
-
-    message: str
-
-
-class StepEndPayload(Contract):
-    """``step_end``."""
-
-    status: Literal["succeeded", "skipped"]
-    duration_ms: int = Field(ge=0)
-    engine: str
-
-
-class StepErrorPayload(Contract):
-    """``step_error``."""
-
-    status: Literal["failed"]
-    duration_ms: int = Field(ge=0)
-    error: str
-    engine: str
-
-
-class RouteDecisionPayload(Contract):
-    """``route_decision``."""
-
-    from_step: str
-    to_step: str | None
-    decision: Literal["loop", "advance", "terminate", "pending"]
-    reason: str
-    loop_state: dict[str, int]
-    routing_source: Literal[
-        "fast_path",
-        "deterministic",
-        "navigator",
-        "navigator:detour",
-        "envelope_fallback",
-        "escalate",
-    ]
-
-
-class ControlPayload(OpenContract):
-    """``run_pausing`` … ``run_stopped``: a reason and context."""
-
-    reason: str
-
-
-class RunCompletedPayload(Contract):
-    """``run_completed``."""
-
-    status: Literal["succeeded", "failed", "stopped"]
-    error: str | None
-    steps_completed: int = Field(ge=0)
-    total_steps_executed: int = Field(ge=0)
-
-
-class ReservedPayload(OpenContract):
-    """Payload of a reserved kind (navigator, stack, facts): not emitted yet."""
-
-
-# -- events --------------------------------------------------------------------------------
 
 
 class _EventBase(Contract):

@@ -25,6 +25,7 @@ from swarm_runtime.engines.base import (
     StepResult,
     truncate_output,
 )
+from swarm_runtime.engines.cli_settings import DEFAULT_GRACE_S, CliSettings, cli_settings
 from swarm_runtime.engines.prices import estimate_cost, load_prices
 from swarm_runtime.engines.process import ProcessEnd, run_process
 from swarm_runtime.engines.streams import ClaudeStream, GeminiStream, StreamReport
@@ -35,12 +36,11 @@ __all__ = [
     "DEFAULT_TIMEOUT_S",
     "ClaudeCliEngine",
     "CliEngine",
+    "CliSettings",
     "GeminiCliEngine",
     "build_cli_engine",
 ]
 
-DEFAULT_GRACE_S = 3.0
-"""How long a process may take to end after SIGTERM before it is killed."""
 DEFAULT_GEMINI_MODEL = "gemini-2.5-flash"
 MAX_ARG_BYTES = 100_000
 """A system prompt longer than this goes through a file (one argv string is limited)."""
@@ -66,22 +66,17 @@ class CliEngine(StepEngine):
     def __init__(
         self,
         *,
-        executable: str,
-        env: Mapping[str, str],
-        model: str | None = None,
-        timeout_s: float = DEFAULT_TIMEOUT_S,
-        grace_s: float = DEFAULT_GRACE_S,
-        extra_args: tuple[str, ...] = (),
+        settings: CliSettings,
         prices: dict[str, dict[str, float]] | None = None,
         engine_id: str,
         engine_short: str,
     ) -> None:
-        self.executable = executable
-        self.base_env = dict(env)
-        self.model = model
-        self.timeout_s = timeout_s
-        self.grace_s = grace_s
-        self.extra_args = extra_args
+        self.executable = settings.executable
+        self.base_env = dict(settings.env)
+        self.model = settings.model
+        self.timeout_s = settings.timeout_s
+        self.grace_s = settings.grace_s
+        self.extra_args = settings.extra_args
         self.prices = prices if prices is not None else load_prices()
         self.engine_id = engine_id
         self.engine_short = engine_short
@@ -371,21 +366,13 @@ def build_cli_engine(
     """The CLI engine of ``engine_id`` from resolved settings.
 
     ``config`` is :func:`swarm_runtime.config.engine_config`'s: the ``claude_cli`` or
-    ``gemini`` section (executable, model, timeout_s, cli_args, env), the base URL, prices.
+    ``gemini`` section (executable, model, timeout_s, cli_args, env), the base URL, prices;
+    :func:`.cli_settings.cli_settings` reads the section.
     """
     gemini = engine_id == "gemini-step"
-    settings = dict(config.get("gemini" if gemini else "claude_cli") or {})
-    env = dict(config.get("process_env") or {})
-    env.update(settings.get("env") or {})
-    if not gemini and config.get("base_url"):
-        env["ANTHROPIC_BASE_URL"] = str(config["base_url"])
     cls = engine_class or (GeminiCliEngine if gemini else ClaudeCliEngine)
     kwargs: dict[str, Any] = {
-        "executable": str(settings.get("executable") or ("gemini" if gemini else "claude")),
-        "env": env,
-        "model": settings.get("model"),
-        "timeout_s": float(settings.get("timeout_s") or DEFAULT_TIMEOUT_S),
-        "extra_args": tuple(settings.get("cli_args") or ()),
+        "settings": cli_settings(engine_id, config),
         "prices": load_prices(config.get("prices")),
         "engine_id": engine_id,
         "engine_short": "gemini" if gemini else "claude",

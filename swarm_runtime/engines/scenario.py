@@ -158,7 +158,8 @@ def _parse_artifacts(raw: Any, where: str) -> tuple[dict[str, Any], ...]:
     return tuple(found)
 
 
-def _parse_outcome(raw: Any, where: str) -> Outcome:
+def _check_outcome_keys(raw: Any, where: str) -> None:
+    """Refuse an outcome that is not a mapping, or that has a key no outcome knows."""
     if not isinstance(raw, Mapping):
         raise ScenarioError(
             f"{where}: an outcome must be a mapping with keys {', '.join(OUTCOME_KEYS)}"
@@ -168,21 +169,13 @@ def _parse_outcome(raw: Any, where: str) -> Outcome:
         raise ScenarioError(
             f"{where}: unknown key '{unknown[0]}' (allowed: {', '.join(OUTCOME_KEYS)})"
         )
-    code = raw.get("result_code", "ok")
-    if code not in RESULT_CODES:
-        raise ScenarioError(
-            f"{where}.result_code: {code!r} is not one of {', '.join(RESULT_CODES)}"
-        )
-    handoff = raw.get("handoff")
-    if handoff is not None and not isinstance(handoff, Mapping):
-        raise ScenarioError(f"{where}.handoff: must be a mapping of field to value")
-    text = raw.get("text")
-    if text is not None and not isinstance(text, str):
-        raise ScenarioError(f"{where}.text: must be a string")
-    error = raw.get("error")
-    if error is not None and not isinstance(error, str):
-        raise ScenarioError(f"{where}.error: must be a string")
-    token_pair = _parse_tokens(raw.get("tokens"), where)
+
+
+def _parse_counts(raw: Mapping[str, Any], code: Any, where: str) -> dict[str, int | None]:
+    """``delay_ms``, ``retry_after_ms`` and ``failing_attempts``, each checked against its limit.
+
+    ``failing_attempts`` goes only with ``result_code: retryable``, and is at least 1.
+    """
     ints: dict[str, int | None] = {}
     limits = {
         "delay_ms": MAX_WAIT_MS,
@@ -205,6 +198,28 @@ def _parse_outcome(raw: Any, where: str) -> Outcome:
             f"{where}.failing_attempts: only with result_code retryable, and >= 1 (the "
             "attempts that answer retryable before the call succeeds)"
         )
+    return ints
+
+
+def _parse_outcome(raw: Any, where: str) -> Outcome:
+    """One outcome of a scenario, checked key by key; the first problem raises."""
+    _check_outcome_keys(raw, where)
+    code = raw.get("result_code", "ok")
+    if code not in RESULT_CODES:
+        raise ScenarioError(
+            f"{where}.result_code: {code!r} is not one of {', '.join(RESULT_CODES)}"
+        )
+    handoff = raw.get("handoff")
+    if handoff is not None and not isinstance(handoff, Mapping):
+        raise ScenarioError(f"{where}.handoff: must be a mapping of field to value")
+    text = raw.get("text")
+    if text is not None and not isinstance(text, str):
+        raise ScenarioError(f"{where}.text: must be a string")
+    error = raw.get("error")
+    if error is not None and not isinstance(error, str):
+        raise ScenarioError(f"{where}.error: must be a string")
+    token_pair = _parse_tokens(raw.get("tokens"), where)
+    ints = _parse_counts(raw, code, where)
     tools = _parse_tools(raw.get("tools") or [], where)
     artifacts = _parse_artifacts(raw.get("artifacts") or [], where)
     for name in ("handoff", "tools"):

@@ -26,11 +26,13 @@ from swarm_runtime.engines.deadline import CallDeadline, call_deadline, deadline
 from swarm_runtime.engines.prices import estimate_cost, load_prices
 from swarm_runtime.engines.status import code_for_status
 from swarm_runtime.errors import ConfigError
+from swarm_runtime.record import Record
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_MODEL",
     "SdkEngine",
+    "SdkSettings",
     "build_sdk_engine",
 ]
 
@@ -85,6 +87,17 @@ def _retry_after_ms(headers: Any) -> int | None:
     return None
 
 
+class SdkSettings(Record):
+    """What each Messages API call of the engine asks for, and how long it may take."""
+
+    model: str = DEFAULT_MODEL
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    stream: bool = True
+    """Stream the reply (the default; what long agent calls need), or one plain call."""
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    """How long a call may take in all (a step's own ``timeout_s`` comes first)."""
+
+
 class SdkEngine(StepEngine):
     """One Messages API call per step, streamed by default, no SDK retries."""
 
@@ -94,22 +107,20 @@ class SdkEngine(StepEngine):
         self,
         client: Any,
         *,
-        model: str = DEFAULT_MODEL,
-        max_tokens: int = DEFAULT_MAX_TOKENS,
+        settings: SdkSettings | None = None,
         provider: str = "anthropic",
         prices: dict[str, dict[str, float]] | None = None,
         engine_id: str = "claude-step",
         engine_short: str = "claude",
-        stream: bool = True,
-        timeout_s: float = DEFAULT_TIMEOUT_S,
     ) -> None:
+        settings = settings if settings is not None else SdkSettings()
         self.client = client
-        self.timeout_s = timeout_s
+        self.timeout_s = settings.timeout_s
         """How long a call may take in all (a step's own ``timeout_s`` comes first)."""
-        self.stream = stream
+        self.stream = settings.stream
         """Stream the reply (the default; what long agent calls need), or one plain call."""
-        self.model = model
-        self.max_tokens = max_tokens
+        self.model = settings.model
+        self.max_tokens = settings.max_tokens
         self.provider = provider
         self.prices = prices if prices is not None else load_prices()
         self.engine_id = engine_id
@@ -286,15 +297,18 @@ def build_sdk_engine(
         timeout=timeout_s,
         http_client=http_client or anthropic.DefaultHttpxClient(**deadline_hooks()),
     )
-    return (engine_class or SdkEngine)(
-        client,
-        stream=bool(config.get("stream", True)),
+    settings = SdkSettings(
         model=str(config.get("model") or DEFAULT_MODEL),
         max_tokens=int(config.get("max_tokens") or DEFAULT_MAX_TOKENS),
+        stream=bool(config.get("stream", True)),
+        timeout_s=timeout_s,
+    )
+    return (engine_class or SdkEngine)(
+        client,
+        settings=settings,
         provider=provider,
         prices=load_prices(config.get("prices")),
         engine_id=engine_id,
         engine_short=engine_short,
-        timeout_s=timeout_s,
         **extra,
     )

@@ -124,38 +124,10 @@ class StubEngine(StepEngine):
             self._sleep(outcome.delay_ms / 1000.0)
         text, _ = self._reply(ctx, outcome)
         handoff = parse_handoff(text)
-        events: list[RunEvent] = []
-        lines: list[dict[str, Any]] = []
-        for call in outcome.tools if outcome else ():
-            events.append(RunEvent("tool_start", {"tool": call.tool, "input": call.input}))
-            lines.append({"type": "tool_use", "tool": call.tool, "input": call.input})
-            events.append(
-                RunEvent(
-                    "tool_end", {"tool": call.tool, "success": call.success, "output": call.output}
-                )
-            )
-            lines.append(
-                {
-                    "type": "tool_result",
-                    "tool": call.tool,
-                    "success": call.success,
-                    "output": call.output,
-                }
-            )
+        events, lines = _tool_calls(outcome)
         lines.append({"role": "assistant", "content": text})
-        if outcome is not None and outcome.tokens is not None:
-            tokens = TokenUsage(*outcome.tokens)
-        else:
-            prompt_chars = len(ctx.prompt.system) + len(ctx.prompt.user) if ctx.prompt else 0
-            tokens = TokenUsage(math.ceil(prompt_chars / 4), estimate_tokens(text))
         code = outcome.code_for(ctx.attempt, "input" in ctx.extra) if outcome else "ok"
-        error = None
-        status = "succeeded"
-        if code in ("fatal", "retryable", "blocked"):
-            status = "failed"
-            error = (outcome.error if outcome else None) or f"stub scenario: result_code {code}"
-        elif code == "skipped":
-            status = "skipped"
+        status, error = _status(code, outcome)
         return StepOutcome(
             result=StepResult(
                 step_id=ctx.step_id,
@@ -168,7 +140,7 @@ class StubEngine(StepEngine):
             result_code=code,  # type: ignore[arg-type]
             text=text,
             handoff=handoff,
-            tokens=tokens,
+            tokens=_tokens(ctx, outcome, text),
             model=STUB_MODEL,
             provider="none",
             mode="stub",
@@ -176,3 +148,44 @@ class StubEngine(StepEngine):
             retry_after_ms=outcome.retry_after_ms if outcome else None,
             cost_usd=0.0,
         )
+
+
+def _tool_calls(outcome: Outcome | None) -> tuple[list[RunEvent], list[dict[str, Any]]]:
+    """The scripted tool calls as run events and as transcript lines, in call order."""
+    events: list[RunEvent] = []
+    lines: list[dict[str, Any]] = []
+    for call in outcome.tools if outcome else ():
+        events.append(RunEvent("tool_start", {"tool": call.tool, "input": call.input}))
+        lines.append({"type": "tool_use", "tool": call.tool, "input": call.input})
+        events.append(
+            RunEvent(
+                "tool_end", {"tool": call.tool, "success": call.success, "output": call.output}
+            )
+        )
+        lines.append(
+            {
+                "type": "tool_result",
+                "tool": call.tool,
+                "success": call.success,
+                "output": call.output,
+            }
+        )
+    return events, lines
+
+
+def _tokens(ctx: StepContext, outcome: Outcome | None, text: str) -> TokenUsage:
+    """The scripted token counts, else an estimate from the prompt and the reply."""
+    if outcome is not None and outcome.tokens is not None:
+        return TokenUsage(*outcome.tokens)
+    prompt_chars = len(ctx.prompt.system) + len(ctx.prompt.user) if ctx.prompt else 0
+    return TokenUsage(math.ceil(prompt_chars / 4), estimate_tokens(text))
+
+
+def _status(code: str, outcome: Outcome | None) -> tuple[str, str | None]:
+    """The step status and error a result code stands for (a scripted error comes first)."""
+    if code in ("fatal", "retryable", "blocked"):
+        error = (outcome.error if outcome else None) or f"stub scenario: result_code {code}"
+        return "failed", error
+    if code == "skipped":
+        return "skipped", None
+    return "succeeded", None

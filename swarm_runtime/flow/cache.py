@@ -47,10 +47,16 @@ _LOADER_MODULES = (
     "cache.py",
     "kinds.py",
     "loader.py",
+    "registry.py",
     "spec.py",
+    "step_reader.py",
     "validate.py",
     "yaml_reader.py",
-    "../inputs.py",
+    "../inputs/__init__.py",
+    "../inputs/files.py",
+    "../inputs/json_input.py",
+    "../inputs/limits.py",
+    "../inputs/yaml_input.py",
     "../record.py",
 )
 

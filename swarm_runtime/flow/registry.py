@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from swarm_runtime.errors import FlowDefinitionError, SwarmUsageError
 from swarm_runtime.flow.cache import FlowCache
@@ -21,6 +22,9 @@ from swarm_runtime.inputs import (
     read_bytes_limited,
     read_text_limited,
 )
+
+if TYPE_CHECKING:
+    import yaml  # only for annotations: the YAML library is imported when a file is read
 
 __all__ = ["ORDER_FILE", "FlowRegistry", "default_flows_dir", "packaged_flows_dir"]
 
@@ -122,28 +126,11 @@ class FlowRegistry:
     def _read_order(
         self, path: Path, errors: list[FlowDefinitionError], raw: bytes | None = None
     ) -> list[str]:
+        """The keys of the order file's ``order`` list; every error found goes to ``errors``."""
         import yaml
 
-        from swarm_runtime.flow.yaml_reader import load_yaml_nodes
-
-        try:
-            text = decode_utf8(raw) if raw is not None else read_text_limited(path)
-            root = load_yaml_nodes(path, text)
-        except FlowDefinitionError as exc:
-            errors.append(exc)
-            return []
-        except InputRefused as exc:
-            errors.append(FlowDefinitionError(f"the file {exc}", file=str(path), line=exc.line))
-            return []
-        except OSError as exc:
-            errors.append(
-                FlowDefinitionError(f"cannot read the file: {exc.strerror or exc}", file=str(path))
-            )
-            return []
-        if not isinstance(root, yaml.MappingNode):
-            errors.append(
-                FlowDefinitionError("must be a mapping with 'order: [flow, ...]'", file=str(path))
-            )
+        root = self._order_root(path, errors, raw)
+        if root is None:
             return []
         order: list[str] = []
         for key_node, value_node in root.value:
@@ -168,30 +155,69 @@ class FlowRegistry:
                     )
                 )
                 continue
-            for item in value_node.value:
-                if not isinstance(item, yaml.ScalarNode):
-                    errors.append(
-                        FlowDefinitionError(
-                            "every item of 'order' must be a flow key",
-                            file=str(path),
-                            line=item.start_mark.line + 1,
-                            field="order",
-                        )
-                    )
-                    continue
-                key = str(item.value)
-                if key not in self._paths:
-                    errors.append(
-                        FlowDefinitionError(
-                            f"'{key}' names no flow file in {self.flows_dir} "
-                            f"(flows: {', '.join(self.keys()) or 'none'})",
-                            file=str(path),
-                            line=item.start_mark.line + 1,
-                            field="order",
-                        )
-                    )
-                order.append(key)
+            order.extend(self._order_keys(path, value_node, errors))
         return order
+
+    def _order_root(
+        self, path: Path, errors: list[FlowDefinitionError], raw: bytes | None
+    ) -> yaml.MappingNode | None:
+        """The order file's top mapping, or None after adding why it cannot be read."""
+        import yaml
+
+        from swarm_runtime.flow.yaml_reader import load_yaml_nodes
+
+        try:
+            text = decode_utf8(raw) if raw is not None else read_text_limited(path)
+            root = load_yaml_nodes(path, text)
+        except FlowDefinitionError as exc:
+            errors.append(exc)
+            return None
+        except InputRefused as exc:
+            errors.append(FlowDefinitionError(f"the file {exc}", file=str(path), line=exc.line))
+            return None
+        except OSError as exc:
+            errors.append(
+                FlowDefinitionError(f"cannot read the file: {exc.strerror or exc}", file=str(path))
+            )
+            return None
+        if not isinstance(root, yaml.MappingNode):
+            errors.append(
+                FlowDefinitionError("must be a mapping with 'order: [flow, ...]'", file=str(path))
+            )
+            return None
+        return root
+
+    def _order_keys(
+        self, path: Path, node: yaml.SequenceNode, errors: list[FlowDefinitionError]
+    ) -> list[str]:
+        """The flow keys of an ``order`` list, each checked against the flow files here."""
+        import yaml
+
+        keys: list[str] = []
+        for item in node.value:
+            if not isinstance(item, yaml.ScalarNode):
+                errors.append(
+                    FlowDefinitionError(
+                        "every item of 'order' must be a flow key",
+                        file=str(path),
+                        line=item.start_mark.line + 1,
+                        field="order",
+                    )
+                )
+                continue
+            key = str(item.value)
+            if key not in self._paths:
+                errors.append(
+                    FlowDefinitionError(
+                        f"'{key}' names no flow file in {self.flows_dir} "
+                        f"(flows: {', '.join(self.keys()) or 'none'})",
+                        file=str(path),
+                        line=item.start_mark.line + 1,
+                        field="order",
+                    )
+                )
+            keys.append(key)
+        return keys
 
     def get(self, key: str) -> FlowSpec:
         """The validated flow ``key``; raise FlowDefinitionError or SwarmUsageError."""

@@ -16,16 +16,11 @@ from swarm_runtime.errors import StorageError
 from swarm_runtime.orchestrator.checkpoint import BlockedStep, Checkpoint, Position
 from swarm_runtime.orchestrator.control import Blocked, Interrupted
 from swarm_runtime.orchestrator.deps import RunContext
-from swarm_runtime.orchestrator.plan import (
-    DEFAULT_MAX_RUN_MB,
-    FlowSlice,
-    RunOutcome,
-    RunSpec,
-    default_max_steps,
-)
+from swarm_runtime.orchestrator.plan import FlowSlice, RunOutcome, RunSpec
 from swarm_runtime.orchestrator.prompt import PromptParts
 from swarm_runtime.orchestrator.recorder import RunRecorder
 from swarm_runtime.orchestrator.resume import Reopened
+from swarm_runtime.orchestrator.run_budget import RunBudget
 from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.orchestrator.step import StepRunner, StepSettings
 from swarm_runtime.timeutil import format_ts, ms_between
@@ -57,8 +52,7 @@ class RunLifecycle:
         self.recorder = recorder
         self.flows = [part.flow.key for part in plan]
         """The flows this run runs: those of the spec, less what a slice leaves out."""
-        self.step_budget = limits.max_steps or default_max_steps(plan)
-        self.size_budget = (limits.max_run_mb or DEFAULT_MAX_RUN_MB) << 20
+        self.budget = RunBudget.of(limits, plan)
         self.created_at = format_ts(self.clock())
         self.flow_index = 0
         self.failure: Exception | None = None
@@ -178,28 +172,12 @@ class RunLifecycle:
         recorder = self.recorder
         if reopened is None:
             self.set_status("pending")
-            recorder.emit(
-                "run_created",
-                {
-                    "flows": self.flows,
-                    "backend": self.spec.backend,
-                    "initiator": self.spec.initiator,
-                    "stepwise": True,
-                },
-            )
+            self._created()
             self.set_status("running")
             recorder.emit("run_started", {"mode": "stepwise", "routing_enabled": True})
             return Position(0)
         if reopened.needs_created:
-            recorder.emit(
-                "run_created",
-                {
-                    "flows": self.flows,
-                    "backend": self.spec.backend,
-                    "initiator": self.spec.initiator,
-                    "stepwise": True,
-                },
-            )
+            self._created()
         for event in reopened.closing:  # the step a crash left open
             recorder.emit(**event)
         self.state.error = None
@@ -208,6 +186,18 @@ class RunLifecycle:
         if reopened.needs_started:
             recorder.emit("run_started", {"mode": "stepwise", "routing_enabled": True})
         return reopened.position
+
+    def _created(self) -> None:
+        """``run_created``: the run's flows, its backend and who started it."""
+        self.recorder.emit(
+            "run_created",
+            {
+                "flows": self.flows,
+                "backend": self.spec.backend,
+                "initiator": self.spec.initiator,
+                "stepwise": True,
+            },
+        )
 
     def _checkpoint(self, pending: list[Any], to_step: str | None) -> list[str]:
         """After a completed step: save where the run goes next (SPEC §8.2).
@@ -372,26 +362,16 @@ class RunLifecycle:
         flow_totals = self.state.flow(flow.key)
         already = flow_totals.duration_ms
         while current is not None:
-            if blocked is None:
+            if blocked is None:  # a blocked step re-invoked is no new boundary, no new execution
                 self.context.control.check_boundary()
-            if self.state.totals.executed >= self.step_budget and blocked is None:
-                self.state.status = "failed"
-                self.state.error = (
-                    f"{flow.key}/{current}: the run reached its limit of {self.step_budget} "
-                    "step executions; a route loops without end (a next or branch back to an "
-                    "earlier step?) - fix the flow, or raise the limit with --max-steps"
+                spent = self.budget.spent(
+                    f"{flow.key}/{current}",
+                    executed=self.state.totals.executed,
+                    size=self.recorder.size,
                 )
-                return False
-            if self.recorder.size > self.size_budget and blocked is None:
-                self.state.status = "failed"
-                self.state.error = (
-                    f"{flow.key}/{current}: the run dir has grown to "
-                    f"{self.recorder.size >> 20} MiB, past its limit of "
-                    f"{self.size_budget >> 20} MiB; the run ends here - raise the limit with "
-                    "--max-run-mb (or max_run_mb in runtime.yaml), or look for a loop whose "
-                    "prompts keep growing"
-                )
-                return False
+                if spent is not None:
+                    self.state.status, self.state.error = "failed", spent
+                    return False
             decision = self.steps.run(
                 flow, flow.step(current), part.end, blocked=blocked, external_input=external_input
             )

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 from swarm_runtime.credentials import Credentials
 from swarm_runtime.digest import sha256
 from swarm_runtime.engines.base import HistoryItem
-from swarm_runtime.errors import ConfigError, StorageError
-from swarm_runtime.ids import new_run_id
+from swarm_runtime.errors import StorageError
+from swarm_runtime.orchestrator.event_line import event_line
+from swarm_runtime.orchestrator.rundir import claim_run_dir, remove_run_dir
 from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.storage.layout import RunLayout
 from swarm_runtime.storage.lock import RunLock
@@ -28,7 +29,6 @@ from swarm_runtime.storage.store import (
     dump_json,
     encode_line,
     preserve_previous,
-    quoted,
     write_text_atomic,
 )
 from swarm_runtime.timeutil import Clock, format_ts
@@ -96,47 +96,19 @@ class RunRecorder:
         """Make a fresh run directory (a new id) and write ``spec.json`` into it."""
         spec_text = dump_json(spec, pretty=True)
         credentials.check(spec_text, f"spec.json of a run in {runs_dir}")  # before the run dir
-        if runs_dir.exists() and not runs_dir.is_dir():
-            raise ConfigError(f"runs dir {runs_dir} exists and is not a directory")
-        if runs_dir.is_symlink() and not runs_dir.exists():
-            raise ConfigError(
-                f"runs dir {runs_dir} is a symlink to {os.readlink(runs_dir)}, which does not "
-                "exist; create its target or choose another with --runs-dir or SWARM_RUNS_DIR"
-            )
-        try:
-            runs_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ConfigError(
-                f"cannot create runs dir {runs_dir}: {exc.strerror or exc}; choose another "
-                "with --runs-dir or SWARM_RUNS_DIR"
-            ) from None
-        for _ in range(100):
-            layout = RunLayout(runs_dir, new_run_id(clock(), rand))
-            try:
-                os.mkdir(layout.root)
-            except FileExistsError:
-                continue  # another process took this id in the same second
-            except OSError as exc:
-                raise ConfigError(
-                    f"cannot create a run dir in {runs_dir}: {exc.strerror or exc}"
-                ) from None
-            lock = RunLock(layout.root)
-            try:
-                lock.acquire(format_ts(clock()))
-                write_text_atomic(layout.spec, spec_text, durable=durable)  # checked above
-            except BaseException:
-                lock.release()  # a run dir without its spec is no run: leave nothing
-                _remove_tree(layout.root)
-                raise
-            return cls(
-                layout,
-                state,
-                clock=clock,
-                durable=durable,
-                credentials=credentials,
-                observer=observer,
-            )
-        raise StorageError(f"could not find a free run id in {runs_dir} after 100 tries")
+
+        def write_spec(layout: RunLayout) -> None:
+            write_text_atomic(layout.spec, spec_text, durable=durable)  # checked above
+
+        layout = claim_run_dir(runs_dir, clock=clock, rand=rand, first_file=write_spec)
+        return cls(
+            layout,
+            state,
+            clock=clock,
+            durable=durable,
+            credentials=credentials,
+            observer=observer,
+        )
 
     @classmethod
     def reopen(
@@ -219,7 +191,7 @@ class RunRecorder:
         event made by :meth:`event` is laid out field by field (only its payload goes
         through the encoder); the bytes are those ``encode_line`` gives.
         """
-        line = _event_line(event)
+        line = event_line(event)
         if self.credentials:  # the message is made only when there is something to find
             self.credentials.check(line, f"a {event['kind']} event to {self._events_path}")
         return line
@@ -389,7 +361,7 @@ class RunRecorder:
         """Remove a run dir that never got its first event (nothing in it is a run yet)."""
         self.log.close()
         self.lock.release()
-        _remove_tree(self.layout.root)
+        remove_run_dir(self.layout.root)
 
     def close(self) -> None:
         """Close the event log and the history journal, and give the run lock up."""
@@ -403,36 +375,3 @@ def _digest(data: bytes) -> str:
     hasher = sha256()
     hasher.update(data)
     return str(hasher.hexdigest())
-
-
-_EVENT_FIELDS = frozenset(
-    ("agent_key", "flow_key", "kind", "payload", "run_id", "seq", "step_id", "ts")
-)
-
-
-def _event_line(event: EventDoc) -> str:
-    """``encode_line(event)``, without sorting and encoding the eight fields every time.
-
-    ``quoted`` refuses what is not a string with a TypeError, as a wrong type does below.
-    """
-    try:
-        if event.keys() != _EVENT_FIELDS or type(event["seq"]) is not int:
-            raise TypeError
-        agent, flow, step = event["agent_key"], event["flow_key"], event["step_id"]
-        return (
-            f'{{"agent_key": {"null" if agent is None else quoted(agent)}, '
-            f'"flow_key": {"null" if flow is None else quoted(flow)}, '
-            f'"kind": {quoted(event["kind"])}, "payload": {encode_line(event["payload"])[:-1]}, '
-            f'"run_id": {quoted(event["run_id"])}, "seq": {event["seq"]}, '
-            f'"step_id": {"null" if step is None else quoted(step)}, '
-            f'"ts": {quoted(event["ts"])}}}\n'
-        )
-    except TypeError:  # not an event as event() makes them: the encoder says how it reads
-        return encode_line(event)
-
-
-def _remove_tree(path: Path) -> None:
-    """Remove a run dir that is no run (``shutil`` is imported only then: it is slow to)."""
-    import shutil
-
-    shutil.rmtree(path, ignore_errors=True)

@@ -27,13 +27,14 @@ from swarm_runtime.inputs import MAX_RUN_FILE_BYTES, load_json, read_bytes_limit
 from swarm_runtime.orchestrator.checkpoint import BlockedStep, Checkpoint, Position
 from swarm_runtime.orchestrator.checkpoint_check import check_checkpoint
 from swarm_runtime.orchestrator.history import HistoryBudget
+from swarm_runtime.orchestrator.interrupted import find_open_step, interrupted_error, move_orphans
 from swarm_runtime.orchestrator.plan import FlowSlice, RunSpec
 from swarm_runtime.orchestrator.recorder import EventObserver, RunRecorder
 from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.record import Record, field
 from swarm_runtime.storage.layout import RUN_ID_RE, RunLayout
 from swarm_runtime.storage.store import read_event_log
-from swarm_runtime.timeutil import Clock, ms_between, parse_ts
+from swarm_runtime.timeutil import Clock
 
 __all__ = ["Reopened", "read_json", "read_run_spec", "reopen_run"]
 
@@ -162,34 +163,10 @@ def _mend(
     external_input: str | None,
 ) -> Reopened:
     repairs = _remove_temporary_files(layout.root)
-    log = read_event_log(layout.events) if layout.events.exists() else None
-    events = log.events if log is not None else []
-    if log is not None and log.torn is not None:
-        _cut_torn_tail(layout.events, len(log.torn.text.encode("utf-8")))
-        repairs.append(f"cut a torn last line of events.jsonl ({len(log.torn.text)} chars)")
-    checkpoint = _read_checkpoint(layout)
-    state.seq = int(events[-1].get("seq", 0)) if events else 0
-    if checkpoint is not None:
-        check_checkpoint(checkpoint, plan, events, where=str(layout.checkpoint))
-        checkpoint.restore(state, events)
-        state.seq = int(events[-1].get("seq", 0)) if events else 0
-        for event in checkpoint.pending_events:  # written to the checkpoint, not the log
-            if event["seq"] > state.seq:
-                recorder.append(event)  # type: ignore[arg-type]
-                events.append(event)
-                repairs.append(f"appended {event['kind']} (seq {event['seq']}) from the checkpoint")
+    events, checkpoint = _mend_log(layout, plan, recorder, state, repairs)
     _restore_history(layout, recorder, state, checkpoint)
     blocked = checkpoint.blocked if checkpoint is not None else None
-    if blocked is not None and external_input is None:
-        raise RunControlError(
-            f"run {layout.run_id} is blocked at {blocked.flow_key}/{blocked.step_id}: "
-            f"{blocked.reason}; resume it with --input TEXT (what the step waits for)"
-        )
-    if blocked is None and external_input is not None:
-        raise RunControlError(
-            f"run {layout.run_id} is not blocked on a step; --input is only for a run "
-            "paused by a blocked step"
-        )
+    _check_input(layout.run_id, blocked, external_input)
     finished = _finished(events)
     if finished is not None:
         return Reopened(
@@ -202,11 +179,11 @@ def _mend(
             finished=finished,
             repairs=repairs,
         )
-    open_step = _open_step(events)
+    open_step = find_open_step(events)
     closing: list[dict[str, Any]] = []
     if open_step is not None and blocked is None:
-        closing.append(_interrupted(open_step, events[-1]))
-        repairs.extend(_move_orphans(layout, open_step, state))
+        closing.append(interrupted_error(open_step, events[-1]))
+        repairs.extend(move_orphans(layout, open_step, state))
     previous = "crashed" if status not in ("paused", "stopped") else str(status)
     if blocked is not None:
         previous = "blocked"
@@ -224,6 +201,51 @@ def _mend(
         needs_started=not any(e.get("kind") == "run_started" for e in events),
         repairs=repairs,
     )
+
+
+def _mend_log(
+    layout: RunLayout,
+    plan: Sequence[FlowSlice],
+    recorder: RunRecorder,
+    state: RunState,
+    repairs: list[str],
+) -> tuple[list[dict[str, Any]], Checkpoint | None]:
+    """The event log made whole again, and the checkpoint it was checked against.
+
+    A torn last line is cut off; the counters come from the checkpoint, and the events it
+    carries that the log lacks are appended. What was mended is added to ``repairs``.
+    """
+    log = read_event_log(layout.events) if layout.events.exists() else None
+    events = log.events if log is not None else []
+    if log is not None and log.torn is not None:
+        _cut_torn_tail(layout.events, len(log.torn.text.encode("utf-8")))
+        repairs.append(f"cut a torn last line of events.jsonl ({len(log.torn.text)} chars)")
+    checkpoint = _read_checkpoint(layout)
+    state.seq = int(events[-1].get("seq", 0)) if events else 0
+    if checkpoint is not None:
+        check_checkpoint(checkpoint, plan, events, where=str(layout.checkpoint))
+        checkpoint.restore(state, events)
+        state.seq = int(events[-1].get("seq", 0)) if events else 0
+        for event in checkpoint.pending_events:  # written to the checkpoint, not the log
+            if event["seq"] > state.seq:
+                recorder.append(event)  # type: ignore[arg-type]
+                events.append(event)
+                repairs.append(f"appended {event['kind']} (seq {event['seq']}) from the checkpoint")
+    return events, checkpoint
+
+
+def _check_input(run_id: str, blocked: BlockedStep | None, external_input: str | None) -> None:
+    """``--input`` is for a run blocked on a step, and such a run cannot go on without it."""
+    if blocked is not None and external_input is None:
+        raise RunControlError(
+            f"run {run_id} is blocked at {blocked.flow_key}/{blocked.step_id}: "
+            f"{blocked.reason}; resume it with --input TEXT (what the step waits for)"
+        )
+    if blocked is None and external_input is not None:
+        raise RunControlError(
+            f"run {run_id} is not blocked on a step; --input is only for a run "
+            "paused by a blocked step"
+        )
 
 
 def _read_checkpoint(layout: RunLayout) -> Checkpoint | None:
@@ -300,63 +322,6 @@ def _finished(events: list[dict[str, Any]]) -> dict[str, Any] | None:
     if isinstance(payload, dict) and payload.get("status") != "stopped":
         return last
     return None
-
-
-def _open_step(events: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The ``step_start`` that has no end in the log, if any."""
-    open_step: dict[str, Any] | None = None
-    for event in events:
-        kind = event.get("kind")
-        if kind == "step_start":
-            open_step = event
-        elif kind in ("step_end", "step_error"):
-            open_step = None
-    return open_step
-
-
-def _interrupted(start: dict[str, Any], last: dict[str, Any]) -> dict[str, Any]:
-    """The ``step_error`` that closes a step a crash cut short.
-
-    Its duration runs to the last event the dead process wrote.
-    """
-    try:
-        duration = ms_between(parse_ts(str(start["ts"])), parse_ts(str(last["ts"])))
-    except (KeyError, ValueError):
-        duration = 0
-    payload = start.get("payload") or {}
-    return {
-        "kind": "step_error",
-        "payload": {
-            "status": "failed",
-            "duration_ms": duration,
-            "error": "interrupted",
-            "engine": payload.get("engine") if isinstance(payload, dict) else None,
-        },
-        "flow_key": start.get("flow_key"),
-        "step_id": start.get("step_id"),
-        "agent_key": start.get("agent_key"),
-    }
-
-
-def _move_orphans(layout: RunLayout, start: dict[str, Any], state: RunState) -> list[str]:
-    """Move files the interrupted execution wrote out of the way of its re-run."""
-    flow_key, step_id = str(start.get("flow_key")), str(start.get("step_id"))
-    base = layout.flow_base(flow_key)
-    name = f"{step_id}-{start.get('agent_key')}"
-    done = state.executions.get((flow_key, step_id), 0)
-    moved: list[str] = []
-    candidates = [base / "receipts" / f"{name}.json"]
-    candidates += sorted((base / "llm").glob(f"{name}-*.jsonl")) if (base / "llm").is_dir() else []
-    for path in candidates:
-        stem = path.name[: -len(path.suffix)]
-        earlier = path.with_name(f"{stem}~{done}{path.suffix}")
-        if "~" in stem or not path.exists() or (done and not earlier.exists()):
-            continue  # the latest file is an earlier execution's, not the interrupted one's
-        target = base / "interrupted" / f"{stem}~seq{start.get('seq')}{path.suffix}"
-        target.parent.mkdir(exist_ok=True)
-        os.replace(path, target)
-        moved.append(f"moved {path.relative_to(layout.root)} to {target.relative_to(layout.root)}")
-    return moved
 
 
 def _remove_temporary_files(root: Path) -> list[str]:

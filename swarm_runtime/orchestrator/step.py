@@ -1,9 +1,10 @@
-"""One step execution: its context, the engine call and retries, the verdict, the receipt.
+"""One step execution: its events, the verdict on the engine's answer, its files.
 
 :class:`StepRunner` runs a step the way SPEC §3.3 and §7.3 say: ``step_start``; the engine
-call, retried within the execution while it answers ``retryable``; the verdict (engine
-failure, budgets, routing); the transcript and the receipt, built here and only here; then
-``step_end`` + ``route_decision``, or ``step_error``.
+call, retried within the execution while it answers ``retryable`` (:mod:`.attempts`, with
+the context of :mod:`.step_context`); the verdict (engine failure, budgets, routing); the
+transcript and the receipt, built here and only here; then ``step_end`` +
+``route_decision``, or ``step_error``.
 """
 
 from __future__ import annotations
@@ -13,17 +14,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
-from swarm_runtime.engines.base import (
-    HistoryItem,
-    Prompt,
-    StepContext,
-    StepEngine,
-    StepOutcome,
-    StepResult,
-)
+from swarm_runtime.engines.base import HistoryItem, StepEngine, StepOutcome, StepResult
 from swarm_runtime.errors import RoutingError
-from swarm_runtime.flow.kinds import handoff_fields
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
+from swarm_runtime.orchestrator.attempts import EngineCaller
 from swarm_runtime.orchestrator.checkpoint import BlockedStep
 from swarm_runtime.orchestrator.control import Blocked, RunControl
 from swarm_runtime.orchestrator.history import RenderedHistory
@@ -32,7 +26,8 @@ from swarm_runtime.orchestrator.receipt import Call, build_receipt, step_timing
 from swarm_runtime.orchestrator.recorder import RunRecorder, TranscriptLine
 from swarm_runtime.orchestrator.routing import Decision, decide
 from swarm_runtime.orchestrator.state import RunState
-from swarm_runtime.orchestrator.verdict import backoff_delay, budget_error, outcome_error
+from swarm_runtime.orchestrator.step_context import ContextMaker
+from swarm_runtime.orchestrator.verdict import budget_error, outcome_error
 from swarm_runtime.record import Record, replace
 from swarm_runtime.timeutil import Clock, format_ts, ms_between, parse_ts
 
@@ -92,8 +87,17 @@ class StepRunner:
         self.engine_for = engine_for
         self.spec = dict(spec)
         self.open_step: OpenStep | None = None
-        self._run_bases: dict[str, Path] = {}
-        self._handoff_fields: dict[tuple[str, str], dict[str, tuple[str, ...]]] = {}
+        self.contexts = ContextMaker(
+            prompts=prompts, layout=recorder.layout, repo_root=settings.repo_root, spec=self.spec
+        )
+        self.caller = EngineCaller(
+            recorder=recorder,
+            control=control,
+            clock=settings.clock,
+            sleep=settings.sleep,
+            jitter=settings.jitter,
+            max_attempts=settings.max_attempts,
+        )
 
     def run(
         self,
@@ -113,23 +117,11 @@ class StepRunner:
         engine = self.engine_for(flow, step)
         rendered = self.state.history.render()
         user, user_json = self.prompts.user(rendered, external_input)
-        if blocked is None:
-            iteration = self.state.next_iteration(flow.key, step.id)
-            started = self.settings.clock()
-            self._start(flow, step, engine, iteration, started)
-        else:
-            iteration, started = blocked.iteration, self.settings.clock()
-            self.open_step = OpenStep(
-                flow.key,
-                step.id,
-                step.primary_agent,
-                parse_ts(blocked.started_at),
-                engine.engine_id,
-            )
-        ctx = self._context(flow, step, iteration, rendered, user)
+        iteration, started = self._open(flow, step, engine, blocked)
+        ctx = self.contexts.make(flow, step, iteration, rendered, user)
         if external_input is not None:
             ctx = replace(ctx, extra={**ctx.extra, "input": external_input})
-        call = self._call(engine, ctx, flow, step)
+        call = self.caller.call(engine, ctx, flow, step)
         completed = self.settings.clock()
         outcome = call.outcome
         if self.settings.result_observer is not None:
@@ -141,15 +133,7 @@ class StepRunner:
             error = budget_error(
                 step, outcome.tokens, ms_between(started, completed), outcome.cost_usd
             )
-        artifacts = self.recorder.write_artifacts(
-            flow.key, step.id, iteration, outcome.result.artifacts
-        )
-        envelope = outcome.envelope(
-            self.recorder.run_id, step_timing((started, completed), call), artifacts
-        )
-        receipt = build_receipt(
-            self.recorder.run_id, flow, step, engine, call, iteration, rendered, envelope
-        )
+        receipt = self._receipt(flow, step, engine, call, iteration, rendered, (started, completed))
         decision: Decision | None = None
         if error is None:
             try:
@@ -162,14 +146,18 @@ class StepRunner:
             receipt["status"] = "failed"
             receipt["error"] = error
         self._write(receipt, flow, step, engine, outcome, user_json)
-        for totals in (self.state.totals, self.state.flow(flow.key)):
-            totals.add_call(outcome.tokens, outcome.cost_usd)
+        self._count_call(flow, outcome)
         self.open_step = None
         if error is not None or decision is None:
             self._fail(flow, step, engine, receipt["duration_ms"], error or "no routing decision")
             return None
         self._succeed(flow, step, engine, receipt["duration_ms"], outcome, iteration, decision)
         return decision
+
+    def _count_call(self, flow: FlowSpec, outcome: StepOutcome) -> None:
+        """Add the engine call's tokens and cost to the run's totals and its flow's."""
+        for totals in (self.state.totals, self.state.flow(flow.key)):
+            totals.add_call(outcome.tokens, outcome.cost_usd)
 
     def _block(
         self,
@@ -180,8 +168,7 @@ class StepRunner:
         iteration: int,
     ) -> NoReturn:
         """The engine answered ``blocked``: count the call, leave the step open, pause."""
-        for totals in (self.state.totals, self.state.flow(flow.key)):
-            totals.add_call(outcome.tokens, outcome.cost_usd)
+        self._count_call(flow, outcome)
         assert self.open_step is not None
         raise Blocked(
             BlockedStep(
@@ -197,41 +184,28 @@ class StepRunner:
 
     # -- before the call -----------------------------------------------------------------
 
-    def _context(
-        self, flow: FlowSpec, step: StepSpec, iteration: int, rendered: RenderedHistory, user: str
-    ) -> StepContext:
-        system, _ = self.prompts.system(flow, step)
-        run_base = self._run_bases.get(flow.key)
-        if run_base is None:
-            run_base = self._run_bases[flow.key] = self.recorder.layout.flow_base(flow.key)
-        return StepContext(
-            repo_root=self.settings.repo_root,
-            run_id=self.recorder.run_id,
-            flow_key=flow.key,
-            step_id=step.id,
-            step_index=flow.index_of(step.id) + 1,
-            total_steps=len(flow.steps),
-            spec=self.spec,
-            flow_title=flow.title,
-            step_role=step.role,
-            step_agents=step.agents,
-            history=rendered.items,
-            run_base=run_base,
-            iteration=iteration,
-            handoff_fields=dict(self._handoff_fields_of(flow, step)),
-            routing_kind=step.routing.kind,
-            prompt=Prompt(system, user),
-            tools=step.tools or (),
-            timeout_s=step.timeout_s,
-        )
+    def _open(
+        self, flow: FlowSpec, step: StepSpec, engine: StepEngine, blocked: BlockedStep | None
+    ) -> tuple[int, datetime]:
+        """Open the execution: its iteration, and when it started.
 
-    def _handoff_fields_of(self, flow: FlowSpec, step: StepSpec) -> dict[str, tuple[str, ...]]:
-        """A step's handoff fields (fixed by its flow): made once per run."""
-        key = (flow.key, step.id)
-        fields = self._handoff_fields.get(key)
-        if fields is None:
-            fields = self._handoff_fields[key] = handoff_fields(flow, step)
-        return fields
+        A new one gets its ``step_start``; a ``blocked`` step re-invoked is still open
+        and keeps its iteration.
+        """
+        if blocked is None:
+            iteration = self.state.next_iteration(flow.key, step.id)
+            started = self.settings.clock()
+            self._start(flow, step, engine, iteration, started)
+            return iteration, started
+        iteration, started = blocked.iteration, self.settings.clock()
+        self.open_step = OpenStep(
+            flow.key,
+            step.id,
+            step.primary_agent,
+            parse_ts(blocked.started_at),
+            engine.engine_id,
+        )
+        return iteration, started
 
     def _start(
         self,
@@ -259,70 +233,27 @@ class StepRunner:
         )
         self.open_step = OpenStep(flow.key, step.id, step.primary_agent, started, engine.engine_id)
 
-    # -- the call ------------------------------------------------------------------------
-
-    def _call(self, engine: StepEngine, ctx: StepContext, flow: FlowSpec, step: StepSpec) -> Call:
-        """The engine call, retried within the execution while it answers ``retryable``."""
-        max_attempts = step.max_attempts or self.settings.max_attempts
-        attempt = llm_ms = waited_ms = 0
-        clock = self.settings.clock
-        while True:
-            attempt += 1
-            error: str | None = None
-            outcome: StepOutcome | None = None
-            if attempt > 1:
-                ctx = replace(ctx, attempt=attempt)
-            began = clock()
-            with self.control.engine_call():
-                try:
-                    outcome = engine.run_step(ctx)
-                except Exception as exc:  # an engine bug must still end the step and the run
-                    error = f"engine '{engine.engine_id}' raised {type(exc).__name__}: {exc}"
-            llm_ms += ms_between(began, clock())
-            for event in outcome.events if outcome else ():
-                self.recorder.emit(
-                    event.kind,
-                    event.payload,
-                    flow_key=flow.key,
-                    step_id=step.id,
-                    agent_key=step.primary_agent,
-                    ts=event.ts,
-                )
-            if outcome is None:
-                failed = StepOutcome(
-                    result=StepResult(step_id=step.id, status="failed", error=error),
-                    mode=engine.mode,
-                )
-                return Call(failed, error, attempt, max_attempts, llm_ms, waited_ms)
-            if outcome.result_code != "retryable" or attempt >= max_attempts:
-                return Call(outcome, None, attempt, max_attempts, llm_ms, waited_ms)
-            began = clock()
-            self._wait_before_retry(flow, step, outcome, attempt, max_attempts)
-            waited_ms += ms_between(began, clock())
-
-    def _wait_before_retry(
-        self, flow: FlowSpec, step: StepSpec, outcome: StepOutcome, attempt: int, max_attempts: int
-    ) -> None:
-        """Log the retry, then sleep: ``retry_after_ms`` when given, else backoff (§7.3)."""
-        delay = backoff_delay(attempt, outcome.retry_after_ms, self.settings.jitter())
-        self.recorder.emit(
-            "log",
-            {
-                "message": f"retrying {flow.key}/{step.id} in {delay:.3f} s "
-                f"(attempt {attempt + 1} of {max_attempts})",
-                "attempt": attempt,
-                "max_attempts": max_attempts,
-                "error": outcome.result.error,
-                "retry_in_ms": round(delay * 1000),
-            },
-            flow_key=flow.key,
-            step_id=step.id,
-            agent_key=step.primary_agent,
-        )
-        with self.control.engine_call():  # a second Ctrl-C aborts the wait like the call
-            self.settings.sleep(delay)
-
     # -- after the call ------------------------------------------------------------------
+
+    def _receipt(
+        self,
+        flow: FlowSpec,
+        step: StepSpec,
+        engine: StepEngine,
+        call: Call,
+        iteration: int,
+        rendered: RenderedHistory,
+        span: tuple[datetime, datetime],
+    ) -> ReceiptDoc:
+        """The execution's artifacts written, and its receipt, before the verdict."""
+        outcome = call.outcome
+        artifacts = self.recorder.write_artifacts(
+            flow.key, step.id, iteration, outcome.result.artifacts
+        )
+        envelope = outcome.envelope(self.recorder.run_id, step_timing(span, call), artifacts)
+        return build_receipt(
+            self.recorder.run_id, flow, step, engine, call, iteration, rendered, envelope
+        )
 
     def _route(
         self,

@@ -12,7 +12,7 @@ from swarm_runtime.lazy import lazy_names as _lazy_names
 
 if TYPE_CHECKING:
     from swarm_runtime.plan.builtins import default_handlers
-    from swarm_runtime.plan.executor import CycleResult, PlanRuntime
+    from swarm_runtime.plan.executor import CycleResult, PlanPaths, PlanRuntime
     from swarm_runtime.plan.handlers import (
         Handler,
         HandlerError,
@@ -40,6 +40,7 @@ __all__ = [
     "HandlerRegistry",
     "LLMReply",
     "MemoryStore",
+    "PlanPaths",
     "PlanRuntime",
     "PlanViolation",
     "StepCall",
@@ -52,6 +53,7 @@ __all__ = [
 
 _HOMES = {
     "CycleResult": "executor",
+    "PlanPaths": "executor",
     "PlanRuntime": "executor",
     "Handler": "handlers",
     "HandlerError": "handlers",

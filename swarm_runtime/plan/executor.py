@@ -13,16 +13,16 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 from swarm_runtime.credentials import Credentials
 from swarm_runtime.engines.base import Prompt, StepContext, StepEngine
-from swarm_runtime.engines.registry import EngineOptions, EngineRegistry, default_registry
+from swarm_runtime.engines.registry import EngineOptions
 from swarm_runtime.errors import FailFast, PlanError, StorageError, SwarmError
-from swarm_runtime.orchestrator.recorder import EventObserver
+from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps, RunLimits
 from swarm_runtime.plan.builtins import default_handlers
 from swarm_runtime.plan.calls import HandlerTimeout, ModelCalls, call_handler
 from swarm_runtime.plan.cycle import CYCLE_FLOW, PLAN_BACKEND, CycleRecord
@@ -31,15 +31,14 @@ from swarm_runtime.plan.kinds import KINDS
 from swarm_runtime.plan.outcome import step_record
 from swarm_runtime.plan.validate import checked_plan
 from swarm_runtime.record import Record
-from swarm_runtime.timeutil import Clock, interruptible_sleep, system_clock
 from swarm_runtime.versions import SCHEMA_VERSION
 
 if TYPE_CHECKING:
-    from swarm_runtime.contracts.plan import ExecutionPlan, StepDefinition
+    from swarm_runtime.contracts.plan import ExecutionPlan, PlanMetadata, StepDefinition
     from swarm_runtime.documents import RunSpecDoc
     from swarm_runtime.plan.memory_store import MemoryStore
 
-__all__ = ["CycleResult", "PlanRuntime"]
+__all__ = ["CycleResult", "PlanPaths", "PlanRuntime"]
 
 
 class CycleResult(Record):
@@ -56,50 +55,57 @@ class CycleResult(Record):
     """The plan rule broken, when the cycle failed before any step ran."""
 
 
+class PlanPaths(Record):
+    """Where a plan runtime works: its runs, its store, and the repository it reads."""
+
+    runs_dir: Path
+    """Where each cycle's run directory is made."""
+    store_path: Path
+    """The plan store, opened on first use."""
+    repo_root: Path | None = None
+    """The repository the handlers read (default: the working directory)."""
+
+
 class PlanRuntime:
     """Runs cycles of execution plans, each into its own run directory under ``runs_dir``.
 
-    The clock, the sleep, the engines and the handlers are passed in; nothing here reads
-    the environment (``swarm plan run`` resolves the settings).
+    The clock, the ids, the sleep, the engines and the handlers are passed in; nothing here
+    reads the environment (``swarm plan run`` resolves the settings). Of the run records,
+    a plan uses ``deps``' clock, rand, sleep, engines and observer, ``engine``'s id, mode
+    and config, and ``limits``' durable and max_attempts.
     """
 
     def __init__(
         self,
+        paths: PlanPaths,
         *,
-        runs_dir: Path,
-        store_path: Path,
         handlers: HandlerRegistry | None = None,
-        engines: EngineRegistry | None = None,
-        engine_id: str = "claude-step",
-        mode: str = "stub",
-        engine_config: dict[str, Any] | None = None,
-        clock: Clock = system_clock,
-        rand: Callable[[int], str] | None = None,
-        sleep: Callable[[float], None] | None = None,
-        durable: bool = False,
-        repo_root: Path | None = None,
+        deps: RunDeps | None = None,
+        engine: EngineChoice | None = None,
+        limits: RunLimits | None = None,
         refuse_values: Iterable[str] | Credentials = (),
-        observer: EventObserver | None = None,
         initiator: str = "api",
-        max_attempts: int = 3,
         origin: Mapping[str, Any] | None = None,
     ) -> None:
-        self.runs_dir = Path(runs_dir)
-        self.store_path = Path(store_path)
+        deps = deps or RunDeps()
+        engine = engine or EngineChoice()
+        limits = limits or RunLimits()
+        self.runs_dir = Path(paths.runs_dir)
+        self.store_path = Path(paths.store_path)
+        self.repo_root = Path(paths.repo_root or Path.cwd())
         self.handlers = handlers or default_handlers()
-        self.engines = engines or default_registry()
-        self.engine_id = engine_id
-        self.mode = mode
-        self.engine_config = dict(engine_config or {})
-        self.clock = clock
-        self.rand = rand
-        self.sleep: Callable[[float], None] = sleep or interruptible_sleep
-        self.durable = durable
-        self.repo_root = Path(repo_root or Path.cwd())
+        self.engines = deps.engines
+        self.engine_id = engine.engine_id
+        self.mode = engine.mode
+        self.engine_config = dict(engine.config)
+        self.clock = deps.clock
+        self.rand = deps.rand
+        self.sleep = deps.sleep
+        self.durable = limits.durable
         self.credentials = Credentials.of(refuse_values)
-        self.observer = observer
+        self.observer = deps.observer
         self.initiator = initiator
-        self.max_attempts = max_attempts
+        self.max_attempts = limits.max_attempts
         self.origin = dict(origin or {})
         self._store: MemoryStore | None = None
         self._engines: dict[str, StepEngine] = {}
@@ -243,7 +249,6 @@ class PlanRuntime:
     ) -> str | None:
         """Run one step and record it; why it failed, or None."""
         kind = KINDS[step.type]
-        metadata = plan.metadata
         started = cycle.start_step(
             step.id,
             kind.agent,
@@ -251,8 +256,27 @@ class PlanRuntime:
             index,
             self.engine_id if step.type == "LLMCall" else "plan-handler",
         )
-        budgets, timeouts = metadata.budgets, metadata.timeouts
-        calls = ModelCalls(
+        calls = self._model_calls(cycle, plan, step, index)
+        call = self._step_call(cycle, plan.metadata, step, results, input, session, calls)
+        timeouts = plan.metadata.timeouts
+        limit = getattr(timeouts, kind.limit) if timeouts and kind.limit else None
+        result, error = self._handle(call, limit, kind.limit)
+        for kind_name, payload in calls.events if not call.cancelled.is_set() else ():
+            cycle.emit_in_step(kind_name, payload)
+        record = step_record(
+            step, kind, started, self.clock(), error, result, calls, next_id=next_id
+        )
+        cycle.finish_step(record, next_id)
+        if error is None:
+            results[step.id] = copy.deepcopy(dict(result))
+        return error
+
+    def _model_calls(
+        self, cycle: CycleRecord, plan: ExecutionPlan, step: StepDefinition, index: int
+    ) -> ModelCalls:
+        """The model calls a step's handler may make: within the plan's budget, retried."""
+        budgets, timeouts = plan.metadata.budgets, plan.metadata.timeouts
+        return ModelCalls(
             engine_for=self.engine,
             context=lambda prompt, attempt: self._context(
                 cycle, step, index, len(plan.steps), prompt, attempt, timeouts
@@ -261,7 +285,19 @@ class PlanRuntime:
             max_attempts=self.max_attempts,
             sleep=self.sleep,
         )
-        call = StepCall(
+
+    def _step_call(
+        self,
+        cycle: CycleRecord,
+        metadata: PlanMetadata,
+        step: StepDefinition,
+        results: dict[str, dict[str, Any]],
+        input: str,
+        session: str,
+        calls: ModelCalls,
+    ) -> StepCall:
+        """What a step's handler is given: copies and read-only views, never the originals."""
+        return StepCall(
             step_id=step.id,
             step_type=step.type,
             payload=copy.deepcopy(step.payload),
@@ -277,25 +313,21 @@ class PlanRuntime:
             memory=self.memory,
             complete=calls,
         )
-        limit = getattr(timeouts, kind.limit) if timeouts and kind.limit else None
+
+    def _handle(
+        self, call: StepCall, limit: int | None, limit_name: str | None
+    ) -> tuple[Any, str | None]:
+        """Call the step's handler: its result, and why the step failed or None."""
         result: Any = None
         error: str | None
         try:
-            result = call_handler(self.handlers.get(step.type), call, limit, kind.limit)
-            error = _result_problem(step.type, result)
+            result = call_handler(self.handlers.get(call.step_type), call, limit, limit_name)
+            error = _result_problem(call.step_type, result)
         except (HandlerError, HandlerTimeout, SwarmError) as exc:
             error = str(exc)
         except Exception as exc:  # a handler's bug fails its step, not the runtime
-            error = f"{type(exc).__name__} in the {step.type} handler: {exc}"
-        for kind_name, payload in calls.events if not call.cancelled.is_set() else ():
-            cycle.emit_in_step(kind_name, payload)
-        record = step_record(
-            step, kind, started, self.clock(), error, result, calls, next_id=next_id
-        )
-        cycle.finish_step(record, next_id)
-        if error is None:
-            results[step.id] = copy.deepcopy(dict(result))
-        return error
+            error = f"{type(exc).__name__} in the {call.step_type} handler: {exc}"
+        return result, error
 
     def _context(
         self,

@@ -18,6 +18,7 @@ from swarm_runtime.plan.cycle import StepRecord
 if TYPE_CHECKING:
     from swarm_runtime.contracts.plan import StepDefinition
     from swarm_runtime.documents import CostDoc, RoutingDoc
+    from swarm_runtime.engines.base import StepOutcome
     from swarm_runtime.plan.calls import ModelCalls
     from swarm_runtime.plan.kinds import StepKind
 
@@ -40,48 +41,48 @@ def step_record(
     next_id: str | None,
 ) -> StepRecord:
     """The record of one step execution, from how its handler ended."""
-    routing: RoutingDoc | None = None
-    if error is None:
-        routing = (
-            {"decision": "advance", "reason": "plan_order"}
-            if next_id
-            else {"decision": "terminate", "reason": "end_of_plan"}
-        )
+    routing = _routing(error, next_id)
+    if calls.outcomes:
+        return _model_record(step, kind, started, completed, error, calls, routing)
     answer = [{"role": "assistant", "content": _json(dict(result))}] if error is None else []
-    if not calls.outcomes:
-        return StepRecord(
-            step_id=step.id,
-            agent=kind.agent,
-            started=started,
-            completed=completed,
-            error=error,
-            system=f"{step.type} step '{step.id}': {kind.role} (execution plan, v1)",
-            user=_json(step.payload),
-            lines=tuple(answer),
-            routing=routing,
-        )
+    return StepRecord(
+        step_id=step.id,
+        agent=kind.agent,
+        started=started,
+        completed=completed,
+        error=error,
+        system=f"{step.type} step '{step.id}': {kind.role} (execution plan, v1)",
+        user=_json(step.payload),
+        lines=tuple(answer),
+        routing=routing,
+    )
+
+
+def _routing(error: str | None, next_id: str | None) -> RoutingDoc | None:
+    """Where a plan step goes: on in plan order, the end of the plan, or nowhere (failed)."""
+    if error is not None:
+        return None
+    if next_id:
+        return {"decision": "advance", "reason": "plan_order"}
+    return {"decision": "terminate", "reason": "end_of_plan"}
+
+
+def _model_record(
+    step: StepDefinition,
+    kind: StepKind,
+    started: datetime,
+    completed: datetime,
+    error: str | None,
+    calls: ModelCalls,
+    routing: RoutingDoc | None,
+) -> StepRecord:
+    """The record of a step whose handler called a model: its calls, summed."""
     engine, outcome, prompt = calls.outcomes[-1]
     prompt_tokens = sum(o.tokens.prompt for _, o, _ in calls.outcomes)
     completion_tokens = sum(o.tokens.completion for _, o, _ in calls.outcomes)
     costs = [o.cost_usd for _, o, _ in calls.outcomes]
     cost_usd = None if any(c is None for c in costs) else sum(c or 0.0 for c in costs)
-    lines: list[dict[str, Any]] = []
-    for number, (_, made, asked) in enumerate(calls.outcomes):
-        if number:  # a handler that asked more than once: each later question, then its reply
-            lines.append({"role": "user", "content": asked.user})
-        lines.extend(made.transcript)
-    cost: CostDoc | None = None
-    if outcome.provider != "none":
-        cost = {
-            "model": outcome.model,
-            "provider": outcome.provider,
-            "tokens": {
-                "input": prompt_tokens,
-                "output": completion_tokens,
-                "total": prompt_tokens + completion_tokens,
-            },
-            "estimatedCostUsd": cost_usd,
-        }
+    tokens = TokenUsage(prompt_tokens, completion_tokens)
     return StepRecord(
         step_id=step.id,
         agent=kind.agent,
@@ -90,17 +91,43 @@ def step_record(
         error=error,
         system=prompt.system or f"{step.type} step '{step.id}': {kind.role}",
         user=calls.outcomes[0][2].user,
-        lines=tuple(lines),
+        lines=_call_lines(calls),
         engine=engine.engine_id,
         engine_short=engine.engine_short,
         mode=outcome.mode,
         provider=outcome.provider,
         model=outcome.model,
-        tokens=TokenUsage(prompt_tokens, completion_tokens),
+        tokens=tokens,
         cost_usd=cost_usd,
         cassette=outcome.cassette,
         routing=routing,
-        cost=cost,
+        cost=_cost(outcome, tokens, cost_usd),
         attempt=calls.attempts,
         max_attempts=calls.max_attempts,
     )
+
+
+def _call_lines(calls: ModelCalls) -> tuple[dict[str, Any], ...]:
+    """The transcript lines of a step's model calls, after its first question."""
+    lines: list[dict[str, Any]] = []
+    for number, (_, made, asked) in enumerate(calls.outcomes):
+        if number:  # a handler that asked more than once: each later question, then its reply
+            lines.append({"role": "user", "content": asked.user})
+        lines.extend(made.transcript)
+    return tuple(lines)
+
+
+def _cost(outcome: StepOutcome, tokens: TokenUsage, cost_usd: float | None) -> CostDoc | None:
+    """The receipt's ``cost`` (SPEC §7.2) of the step's calls; None when no provider was."""
+    if outcome.provider == "none":
+        return None
+    return {
+        "model": outcome.model,
+        "provider": outcome.provider,
+        "tokens": {
+            "input": tokens.prompt,
+            "output": tokens.completion,
+            "total": tokens.total,
+        },
+        "estimatedCostUsd": cost_usd,
+    }

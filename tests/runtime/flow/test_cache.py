@@ -174,3 +174,16 @@ def test_the_cache_stays_bounded(
     for key in registry.order():  # 7 flows and the order
         registry.get(key)
         assert len(list((cache / "flows").iterdir())) <= 4
+
+
+def test_every_module_the_cache_stamp_names_is_there() -> None:
+    """A module the stamp names but cannot find never invalidates the cache when it changes
+    (``inputs.py`` became a package once, and the stamp kept reading ``inputs.py:-``)."""
+    from swarm_runtime.flow import cache
+
+    here = Path(cache.__file__).resolve().parent
+    missing = [name for name in cache._LOADER_MODULES if not (here / name).is_file()]
+    assert missing == []
+    reading = {p.name for p in (here.parent / "inputs").glob("*.py")}
+    named = {Path(name).name for name in cache._LOADER_MODULES if name.startswith("../inputs/")}
+    assert reading <= named, "a module that reads flow files is not in the stamp"

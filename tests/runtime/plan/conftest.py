@@ -10,9 +10,11 @@ from typing import Any
 
 import pytest
 
+from swarm_runtime.orchestrator.deps import RunDeps
 from swarm_runtime.plan import (
     CANONICAL_ORDER,
     HandlerRegistry,
+    PlanPaths,
     PlanRuntime,
     StepCall,
     default_handlers,
@@ -76,11 +78,10 @@ def make_runtime(tmp_path: Path, repo: Path, recorder: Recorder) -> Callable[...
     def make(**options: Any) -> PlanRuntime:
         options.setdefault("handlers", recorder.registry)
         runtime = PlanRuntime(
-            runs_dir=tmp_path / "runs",
-            store_path=tmp_path / "store.sqlite3",
-            clock=StepClock(),
-            repo_root=repo,
-            sleep=lambda _s: None,
+            PlanPaths(
+                runs_dir=tmp_path / "runs", store_path=tmp_path / "store.sqlite3", repo_root=repo
+            ),
+            deps=RunDeps(clock=StepClock(), sleep=lambda _s: None),
             **options,
         )
         built.append(runtime)
