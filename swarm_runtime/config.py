@@ -8,15 +8,15 @@ says where it came from. The environment is passed in as a mapping, so only the 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from swarm_runtime.credentials import Credentials
 from swarm_runtime.errors import ConfigError
 from swarm_runtime.record import Record, field
 
-__all__ = ["DEFAULT_CONFIG_PATH", "MODES", "Settings", "engine_config", "resolve_settings"]
+__all__ = ["DEFAULT_CONFIG_PATH", "MODES", "Settings", "resolve_settings"]
 
 MODES = ("stub", "replay", "record", "sdk", "cli")
 """Every mode, in the order messages list them: the stub, recorded sdk calls, live ones."""
@@ -41,6 +41,7 @@ _ENGINE_KEYS = {
 }
 GEMINI_MODES = ("stub", "cli")
 RECORD_VIA = ("sdk", "cli")
+_SECTION_RE = re.compile(r"[a-z][a-z0-9_-]{0,63}")
 _HISTORY_KEYS = ("total_chars", "recent_chars", "older_chars")
 
 
@@ -55,6 +56,9 @@ class Settings(Record):
     history: dict[str, int] = field(default_factory=dict)
     claude: dict[str, Any] = field(default_factory=dict)
     gemini: dict[str, Any] = field(default_factory=dict)
+    engine_sections: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """runtime.yaml's ``engines.<name>`` of engines not built in, as written: each is its
+    registered engine's to read (``EngineRegistry.register(..., section=name)``)."""
     gemini_mode: str = "stub"
     """gemini-step's mode: ``stub`` or ``cli`` (SWARM_GEMINI_STUB, engines.gemini.mode)."""
     record_via: str = "sdk"
@@ -95,20 +99,7 @@ def _load_yaml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: 'max_run_mb' must be a whole number of MiB >= 1, got {size!r}")
     if "runs_dir" in raw and not isinstance(raw["runs_dir"], str):
         raise ConfigError(f"{path}: 'runs_dir' must be a path (a string), got {raw['runs_dir']!r}")
-    engines = raw.get("engines") or {}
-    if not isinstance(engines, dict):
-        raise ConfigError(f"{path}: 'engines' must be a mapping (claude, gemini)")
-    for name, body in engines.items():
-        if name not in _ENGINE_KEYS:
-            raise ConfigError(f"{path}: unknown engine 'engines.{name}' (allowed: claude, gemini)")
-        if not isinstance(body, dict):
-            raise ConfigError(f"{path}: 'engines.{name}' must be a mapping")
-        for key in body:
-            if key not in _ENGINE_KEYS[name]:
-                raise ConfigError(
-                    f"{path}: unknown key 'engines.{name}.{key}' "
-                    f"(allowed: {', '.join(_ENGINE_KEYS[name])})"
-                )
+    _check_engines(path, raw.get("engines") or {})
     strategy = raw.get("engine_strategy") or {}
     if not isinstance(strategy, dict) or not all(
         isinstance(steps, dict) and all(isinstance(v, str) for v in steps.values())
@@ -126,6 +117,28 @@ def _load_yaml(path: Path) -> dict[str, Any]:
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise ConfigError(f"{path}: 'history.{key}' must be a whole number >= 0, got {value!r}")
     return raw
+
+
+def _check_engines(path: Path, engines: Any) -> None:
+    """runtime.yaml's ``engines``: claude's and gemini's keys; other sections by name only."""
+    if not isinstance(engines, dict):
+        raise ConfigError(f"{path}: 'engines' must be a mapping (claude, gemini, …)")
+    for name, body in engines.items():
+        if not isinstance(name, str) or not _SECTION_RE.fullmatch(name):
+            raise ConfigError(
+                f"{path}: 'engines.{name}': an engine's section is named in lower case "
+                "letters, digits, '_' and '-' (claude, gemini, or a registered engine's)"
+            )
+        if not isinstance(body, dict):
+            raise ConfigError(f"{path}: 'engines.{name}' must be a mapping")
+        if name not in _ENGINE_KEYS:
+            continue  # a registered engine's own section: build_orchestrator checks the name
+        for key in body:
+            if key not in _ENGINE_KEYS[name]:
+                raise ConfigError(
+                    f"{path}: unknown key 'engines.{name}.{key}' "
+                    f"(allowed: {', '.join(_ENGINE_KEYS[name])})"
+                )
 
 
 def _mode(value: str, source: str) -> str:
@@ -170,6 +183,11 @@ def resolve_settings(
         history=dict(config.get("history") or {}),
         claude=claude,
         gemini=gemini,
+        engine_sections={
+            name: dict(body)
+            for name, body in (config.get("engines") or {}).items()
+            if name not in _ENGINE_KEYS
+        },
         gemini_mode=gemini_mode,
         record_via=record_via,
         max_run_mb=config.get("max_run_mb"),
@@ -308,87 +326,3 @@ def _record_via(
         return str(value)
     sources["record_via"] = "default"
     return "sdk"
-
-
-def engine_config(settings: Settings, env: Mapping[str, str]) -> dict[str, Any]:
-    """What the claude-step engine factories need, from runtime.yaml and the environment.
-
-    The API key comes from ``ANTHROPIC_API_KEY`` only (never from a file); the base URL from
-    ``ANTHROPIC_BASE_URL``, else ``engines.claude.env.ANTHROPIC_BASE_URL`` in runtime.yaml.
-    """
-    claude = settings.claude
-    file_env = claude.get("env") or {}
-    if not isinstance(file_env, dict):
-        raise ConfigError("runtime.yaml: 'engines.claude.env' must be a mapping")
-    config: dict[str, Any] = {
-        "api_key": env.get("ANTHROPIC_API_KEY") or None,
-        "base_url": env.get("ANTHROPIC_BASE_URL") or file_env.get("ANTHROPIC_BASE_URL") or None,
-    }
-    for key in ("provider", "model"):
-        if claude.get(key) is not None:
-            config[key] = str(claude[key])
-    prices = claude.get("prices")
-    if prices is not None:  # a mapping of models, or the path of a JSON file of one
-        config["prices"] = prices if isinstance(prices, dict) else str(prices)
-    if claude.get("stream") is not None:
-        if not isinstance(claude["stream"], bool):
-            raise ConfigError(
-                "runtime.yaml: engines.claude.stream must be true or false, "
-                f"got {claude['stream']!r}"
-            )
-        config["stream"] = claude["stream"]
-    if claude.get("max_tokens") is not None:
-        value = claude["max_tokens"]
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ConfigError(
-                f"runtime.yaml: engines.claude.max_tokens must be >= 1, got {value!r}"
-            )
-        config["max_tokens"] = value
-    where = settings.config_source or "runtime.yaml"
-    config["process_env"] = dict(env)
-    config["claude_cli"] = _cli_settings(claude, where, "claude", env.get("SWARM_CLAUDE_CLI"))
-    if "timeout_s" in config["claude_cli"]:  # one call's deadline, in every mode of the engine
-        config["timeout_s"] = config["claude_cli"]["timeout_s"]
-    gemini = _cli_settings(settings.gemini, where, "gemini", env.get("SWARM_GEMINI_CLI"))
-    config["gemini"] = {**gemini, "mode": settings.gemini_mode}
-    config["record_via"] = settings.record_via
-    # Every credential the run is given, from the environment and runtime.yaml alike.
-    config["credentials"] = Credentials.from_envs(
-        env, config["claude_cli"].get("env", {}), gemini.get("env", {})
-    )
-    return config
-
-
-def _cli_settings(
-    body: dict[str, Any], where: str, name: str, executable: str | None
-) -> dict[str, Any]:
-    """A CLI engine's settings from runtime.yaml, checked; the executable from the env first."""
-    out: dict[str, Any] = {}
-    if executable or body.get("cli") is not None:
-        value = executable or body["cli"]
-        if not isinstance(value, str) or not value.strip():
-            raise ConfigError(f"{where}: engines.{name}.cli must be a path or a command name")
-        out["executable"] = value
-    if body.get("model") is not None:
-        out["model"] = str(body["model"])
-    if body.get("timeout_s") is not None:
-        value = body["timeout_s"]
-        if not isinstance(value, int | float) or isinstance(value, bool) or not 0 < value <= 86_400:
-            raise ConfigError(
-                f"{where}: engines.{name}.timeout_s must be a number of seconds above 0 and at "
-                f"most 86400, got {value!r}"
-            )
-        out["timeout_s"] = float(value)
-    if body.get("cli_args") is not None:
-        value = body["cli_args"]
-        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-            raise ConfigError(f"{where}: engines.{name}.cli_args must be a list of strings")
-        out["cli_args"] = list(value)
-    if body.get("env") is not None:
-        value = body["env"]
-        if not isinstance(value, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-        ):
-            raise ConfigError(f"{where}: engines.{name}.env must map names to strings")
-        out["env"] = dict(value)
-    return out

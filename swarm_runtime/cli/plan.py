@@ -133,7 +133,8 @@ def _report(number: int, result: CycleResult) -> None:
 
 
 def _prepare(args: argparse.Namespace) -> tuple[PlanRuntime, Cassettes | None, str]:
-    from swarm_runtime.config import engine_config, resolve_settings
+    from swarm_runtime.config import resolve_settings
+    from swarm_runtime.engines.settings import engine_config
     from swarm_runtime.errors import SwarmUsageError
     from swarm_runtime.ids import new_run_id
     from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps, RunLimits

@@ -57,7 +57,9 @@ class Receipt(Contract):
     """``claude-step``, ``gemini-step`` or a registered engine id."""
     mode: Literal["stub", "sdk", "cli", "local"]
     """How the model was called; ``local``: an execution-plan step whose handler called none."""
-    provider: Literal["anthropic", "anthropic_compat", "gemini", "none"]
+    provider: str = Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")
+    """Whom the model was called at (``anthropic``, ``anthropic_compat``, ``gemini``, or a
+    registered engine's provider); ``none`` when no model was called."""
     model: str
     step_id: str
     flow_key: str

@@ -365,7 +365,7 @@ def build_cli_engine(
 ) -> CliEngine:
     """The CLI engine of ``engine_id`` from resolved settings.
 
-    ``config`` is :func:`swarm_runtime.config.engine_config`'s: the ``claude_cli`` or
+    ``config`` is :func:`swarm_runtime.engines.settings.engine_config`'s: the ``claude_cli`` or
     ``gemini`` section (executable, model, timeout_s, cli_args, env), the base URL, prices;
     :func:`.cli_settings.cli_settings` reads the section.
     """

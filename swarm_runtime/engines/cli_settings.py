@@ -1,6 +1,6 @@
 """How a ``cli``-mode engine runs its CLI: the settings record, read from resolved settings.
 
-The ``claude_cli`` or ``gemini`` section of :func:`swarm_runtime.config.engine_config`
+The ``claude_cli`` or ``gemini`` section of :func:`swarm_runtime.engines.settings.engine_config`
 (executable, model, timeout_s, cli_args, env) becomes one :class:`CliSettings`; the
 process's environment is the caller's with the section's ``env`` on top (and, for
 claude-step, the base URL).

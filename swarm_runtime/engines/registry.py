@@ -1,4 +1,8 @@
-"""Engines by id: a registry mapping an engine id to a factory.
+"""Engines by id: a registry mapping an engine id to a factory (and the section it owns).
+
+An engine is one module with a factory, registered under its id: the factory gets the run's
+mode and its own ``engines.<section>`` of runtime.yaml (``EngineOptions.section``), and
+builds the engine for that mode; the engine names its provider in what it returns.
 
 Third parties add engines through the entry-point group ``swarm_runtime.engines`` (each
 entry point is a callable taking the registry) or the pytest hook
@@ -15,6 +19,7 @@ from swarm_runtime.engines.base import DEFAULT_TIMEOUT_S, StepEngine
 from swarm_runtime.engines.scenario import Scenario
 from swarm_runtime.errors import ConfigError, EngineError
 from swarm_runtime.record import Record, field
+from swarm_runtime.record import replace as replace_record
 
 __all__ = ["ENTRY_POINT_GROUP", "EngineOptions", "EngineRegistry", "default_registry"]
 
@@ -28,6 +33,8 @@ class EngineOptions(Record):
     scenario: Scenario | None = None
     sleep: Callable[[float], None] | None = None
     config: dict[str, Any] = field(default_factory=dict)
+    section: dict[str, Any] = field(default_factory=dict)
+    """The engine's own ``engines.<section>`` of runtime.yaml, as written (empty if none)."""
 
 
 EngineFactory = Callable[[EngineOptions], StepEngine]
@@ -38,21 +45,43 @@ class EngineRegistry:
 
     def __init__(self) -> None:
         self._factories: dict[str, EngineFactory] = {}
+        self._sections: dict[str, str] = {}
         self._entry_points_loaded = False
 
-    def register(self, engine_id: str, factory: EngineFactory, *, replace: bool = False) -> None:
-        """Add an engine; an id already taken needs ``replace=True``."""
+    def register(
+        self,
+        engine_id: str,
+        factory: EngineFactory,
+        *,
+        replace: bool = False,
+        section: str | None = None,
+    ) -> None:
+        """Add an engine; an id already taken needs ``replace=True``.
+
+        ``section`` names the engine's own part of runtime.yaml, ``engines.<section>``: its
+        factory finds it in ``EngineOptions.section``.
+        """
         if engine_id in self._factories and not replace:
             raise EngineError(
                 f"engine '{engine_id}' is already registered; pass replace=True to override it"
             )
         self._factories[engine_id] = factory
+        if section is not None:
+            self._sections[engine_id] = section
+        else:
+            self._sections.pop(engine_id, None)
+
+    def sections(self) -> dict[str, str]:
+        """The runtime.yaml sections registered engines own: section -> engine id."""
+        self._load_entry_points()
+        return {section: engine_id for engine_id, section in sorted(self._sections.items())}
 
     def copy(self) -> EngineRegistry:
         """A new registry with the same engines, to add to or replace in without touching this."""
         self._load_entry_points()
         other = EngineRegistry()
         other._factories = dict(self._factories)
+        other._sections = dict(self._sections)
         other._entry_points_loaded = True
         return other
 
@@ -86,6 +115,10 @@ class EngineRegistry:
                 f"no engine '{engine_id}' (registered: {', '.join(self.ids())}); "
                 "engines are added through the 'swarm_runtime.engines' entry points"
             )
+        section = self._sections.get(engine_id)
+        if section is not None:
+            own = (options.config.get("sections") or {}).get(section) or {}
+            options = replace_record(options, section=dict(own))
         return factory(options)
 
 
@@ -186,6 +219,6 @@ def _cli_engine(engine_id: str, config: dict[str, Any], cassettes: Any) -> StepE
 def default_registry() -> EngineRegistry:
     """A registry with the built-in engines."""
     registry = EngineRegistry()
-    registry.register("claude-step", _builtin("claude-step", "claude"))
-    registry.register("gemini-step", _builtin("gemini-step", "gemini"))
+    registry.register("claude-step", _builtin("claude-step", "claude"), section="claude")
+    registry.register("gemini-step", _builtin("gemini-step", "gemini"), section="gemini")
     return registry

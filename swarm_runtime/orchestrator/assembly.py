@@ -11,7 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from swarm_runtime.config import Settings, engine_config
+from swarm_runtime.config import Settings
+from swarm_runtime.engines.registry import EngineRegistry
+from swarm_runtime.engines.settings import engine_config
+from swarm_runtime.errors import ConfigError
 from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps, RunLimits
 from swarm_runtime.orchestrator.history import HistoryBudget
@@ -44,6 +47,8 @@ def build_orchestrator(
     run, in every mode.
     """
     chosen = engine or EngineChoice(mode=settings.mode)
+    deps = deps or RunDeps()
+    _check_sections(settings, deps.engines)
     config = engine_config(settings, env)
     config.update(chosen.config)
     asked = limits or RunLimits()
@@ -61,3 +66,19 @@ def build_orchestrator(
         refuse_values=config["credentials"],
         origin=dict(origin or {}),
     )
+
+
+def _check_sections(settings: Settings, engines: EngineRegistry) -> None:
+    """Every ``engines.<name>`` of runtime.yaml is a registered engine's: else a typo."""
+    if not settings.engine_sections:
+        return  # claude and gemini only: no entry point needs loading to know them
+    owned = engines.sections()
+    for name in settings.engine_sections:
+        if name not in owned:
+            where = settings.config_source or "runtime.yaml"
+            raise ConfigError(
+                f"{where}: 'engines.{name}' is no registered engine's section (registered: "
+                f"{', '.join(sorted(owned))}); register the engine that reads it (an entry "
+                "point in 'swarm_runtime.engines', or pytest_swarm_register_engines) or fix "
+                "the name"
+            )

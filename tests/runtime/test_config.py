@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from swarm_runtime.config import engine_config, resolve_settings
+from swarm_runtime.config import resolve_settings
+from swarm_runtime.engines.settings import engine_config
 from swarm_runtime.errors import ConfigError
 
 

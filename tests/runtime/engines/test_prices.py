@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from swarm_runtime.config import engine_config, resolve_settings
+from swarm_runtime.config import resolve_settings
 from swarm_runtime.engines.base import TokenUsage
 from swarm_runtime.engines.cli import DEFAULT_GEMINI_MODEL
 from swarm_runtime.engines.prices import estimate_cost, load_prices
 from swarm_runtime.engines.sdk import DEFAULT_MODEL
+from swarm_runtime.engines.settings import engine_config
 from swarm_runtime.errors import ConfigError
 
 

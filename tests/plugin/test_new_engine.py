@@ -1,0 +1,198 @@
+"""A new engine is one file and one registration: an OpenAI-shaped engine from a user's
+conftest reads its own ``engines.openai`` section of runtime.yaml, names its own provider,
+and its runs pass the contract suite."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.runtime.helpers import step_yaml, write_flow
+
+FAKE_KEY = "sk-fake-openai-0000"
+
+ENGINE = '''
+"""openai-step: steps answered by an OpenAI-compatible chat completions server."""
+
+import json
+import os
+import urllib.request
+
+from swarm_runtime.engines import StepEngine, StepOutcome, StepResult, StubEngine, TokenUsage
+
+
+class OpenAIStep(StepEngine):
+    engine_id = "openai-step"
+    engine_short = "openai"
+    mode = "sdk"
+
+    def __init__(self, section):
+        self.base_url = section["base_url"]
+        self.model = section.get("model", "gpt-toy")
+
+    @classmethod
+    def factory(cls, options):
+        if options.mode == "stub":
+            return StubEngine(
+                engine_id=cls.engine_id, engine_short=cls.engine_short, scenario=options.scenario
+            )
+        return cls(options.section)
+
+    def run_step(self, ctx):
+        body = {
+            "model": self.model,
+            "messages": [
+                {"role": "system", "content": ctx.prompt.system},
+                {"role": "user", "content": ctx.prompt.user},
+            ],
+        }
+        request = urllib.request.Request(
+            self.base_url + "/v1/chat/completions",
+            data=json.dumps(body).encode(),
+            headers={
+                "Authorization": "Bearer " + os.environ["OPENAI_API_KEY"],
+                "Content-Type": "application/json",
+            },
+        )
+        with urllib.request.urlopen(request, timeout=ctx.timeout_s) as answer:
+            reply = json.load(answer)
+        text = reply["choices"][0]["message"]["content"]
+        usage = reply["usage"]
+        return StepOutcome(
+            result=StepResult(step_id=ctx.step_id, status="succeeded", output=text),
+            text=text,
+            tokens=TokenUsage(usage["prompt_tokens"], usage["completion_tokens"]),
+            model=reply["model"],
+            provider="openai",
+            mode="sdk",
+            transcript=({"role": "assistant", "content": text},),
+        )
+'''
+
+CONFTEST = """
+from openai_step import OpenAIStep
+
+def pytest_swarm_register_engines(registry):
+    registry.register("openai-step", OpenAIStep.factory, section="openai")
+"""
+
+TEST = """
+def test_one(flow_runner, swarm_contract):
+    record = flow_runner("one")
+    assert record.status == "succeeded", record.status
+    swarm_contract.assert_run(record)
+    (receipt,) = record.receipts.values()
+    assert (receipt["engine"], receipt["provider"], receipt["model"]) == (
+        "openai-step", "openai", "gpt-toy-1"
+    )
+    assert receipt["tokens"] == {"prompt": 11, "completion": 7, "total": 18}
+"""
+
+
+class _OpenAIServer:
+    """Speaks POST /v1/chat/completions on 127.0.0.1, and keeps what it was sent."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers["Content-Length"])
+                outer.requests.append(
+                    {
+                        "path": self.path,
+                        "auth": self.headers["Authorization"],
+                        "body": json.loads(self.rfile.read(length)),
+                    }
+                )
+                reply = {
+                    "id": "chatcmpl-fake",
+                    "model": "gpt-toy-1",
+                    "choices": [{"message": {"role": "assistant", "content": "Done."}}],
+                    "usage": {"prompt_tokens": 11, "completion_tokens": 7},
+                }
+                data = json.dumps(reply).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+
+@pytest.fixture
+def openai_server() -> Iterator[_OpenAIServer]:
+    server = _OpenAIServer()
+    server.thread.start()
+    yield server
+    server.server.shutdown()
+    server.server.server_close()
+
+
+def _project(root: Path, section: str, url: str) -> None:
+    write_flow(root / "flows", "one", [step_yaml("ask")])
+    config = root / "swarm" / "config" / "runtime.yaml"
+    config.parent.mkdir(parents=True)
+    config.write_text(
+        f"engines:\n  {section}:\n    base_url: {url}\n    model: gpt-toy\n"
+        "engine_strategy:\n  one:\n    ask: openai-step\n",
+        encoding="utf-8",
+    )
+
+
+def test_an_openai_shaped_engine_from_a_conftest_runs_and_passes_the_contract(
+    swarm_pytester: pytest.Pytester,
+    openai_server: _OpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _project(swarm_pytester.path, "openai", openai_server.url)
+    swarm_pytester.makepyfile(openai_step=ENGINE, test_one=TEST)
+    swarm_pytester.makeconftest(CONFTEST)
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    # The plugin's start-up check of sdk mode still asks for claude-step's server.
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+    result = swarm_pytester.runpytest("--swarm-mode=sdk", "--swarm-runs-dir=runs")
+    result.assert_outcomes(passed=1)
+    (request,) = openai_server.requests
+    assert request["path"] == "/v1/chat/completions"
+    assert request["auth"] == f"Bearer {FAKE_KEY}"
+    assert request["body"]["model"] == "gpt-toy"  # from engines.openai in runtime.yaml
+    assert [m["role"] for m in request["body"]["messages"]] == ["system", "user"]
+    for path in (swarm_pytester.path / "runs").rglob("*"):
+        if path.is_file():
+            assert FAKE_KEY not in path.read_text(encoding="utf-8", errors="replace")
+
+
+def test_an_engine_section_no_engine_owns_is_named_with_the_sections_there_are(
+    tmp_path: Path,
+) -> None:
+    _project(tmp_path, "opnai", "http://127.0.0.1:9")
+    done = subprocess.run(
+        [sys.executable, "-m", "swarm_runtime", "run", "one", "--flows-dir", "flows"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in os.environ.items() if not k.startswith(("SWARM_", "ANTHROPIC_"))},
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "'engines.opnai' is no registered engine's section" in done.stderr
+    assert "registered: claude, gemini" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "swarm" / "runs").exists()  # no run was begun
