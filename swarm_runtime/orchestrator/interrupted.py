@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from swarm_runtime.orchestrator import payloads
 from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.storage.layout import RunLayout
 from swarm_runtime.timeutil import ms_between, parse_ts
@@ -41,12 +42,11 @@ def interrupted_error(start: dict[str, Any], last: dict[str, Any]) -> dict[str, 
     payload = start.get("payload") or {}
     return {
         "kind": "step_error",
-        "payload": {
-            "status": "failed",
-            "duration_ms": duration,
-            "error": "interrupted",
-            "engine": payload.get("engine") if isinstance(payload, dict) else None,
-        },
+        "payload": payloads.step_error(
+            duration,
+            "interrupted",
+            payload.get("engine") if isinstance(payload, dict) else None,
+        ),
         "flow_key": start.get("flow_key"),
         "step_id": start.get("step_id"),
         "agent_key": start.get("agent_key"),

@@ -13,6 +13,7 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.errors import StorageError
+from swarm_runtime.orchestrator import payloads
 from swarm_runtime.orchestrator.checkpoint import BlockedStep, Checkpoint, Position
 from swarm_runtime.orchestrator.control import Blocked, Interrupted
 from swarm_runtime.orchestrator.deps import RunContext
@@ -174,7 +175,7 @@ class RunLifecycle:
             self.set_status("pending")
             self._created()
             self.set_status("running")
-            recorder.emit("run_started", {"mode": "stepwise", "routing_enabled": True})
+            recorder.emit("run_started", payloads.run_started())
             return Position(0)
         if reopened.needs_created:
             self._created()
@@ -184,19 +185,13 @@ class RunLifecycle:
         self.set_status("running")
         recorder.emit("run_resumed", reopened.resumed_payload())
         if reopened.needs_started:
-            recorder.emit("run_started", {"mode": "stepwise", "routing_enabled": True})
+            recorder.emit("run_started", payloads.run_started())
         return reopened.position
 
     def _created(self) -> None:
         """``run_created``: the run's flows, its backend and who started it."""
         self.recorder.emit(
-            "run_created",
-            {
-                "flows": self.flows,
-                "backend": self.spec.backend,
-                "initiator": self.spec.initiator,
-                "stepwise": True,
-            },
+            "run_created", payloads.run_created(self.flows, self.spec.backend, self.spec.initiator)
         )
 
     def _checkpoint(self, pending: list[Any], to_step: str | None) -> list[str]:
@@ -258,10 +253,10 @@ class RunLifecycle:
 
     def _pause(self, reason: str) -> None:
         """At a step boundary: ``run_pausing``, status paused, ``run_paused``."""
-        self.recorder.emit("run_pausing", {"reason": reason})
+        self.recorder.emit("run_pausing", payloads.reason(reason))
         self.state.error = None
         self.set_status("paused")
-        self.recorder.emit("run_paused", {"reason": reason})
+        self.recorder.emit("run_paused", payloads.reason(reason))
 
     def _pause_blocked(self, step: BlockedStep) -> None:
         """A blocked step: checkpoint it (still open), then pause the run."""
@@ -307,16 +302,16 @@ class RunLifecycle:
             raise StorageError(state.error or "the run could not be started")
         try:
             if interrupted is not None:
-                self.recorder.emit("run_stopping", {"reason": interrupted.reason})
-                self.recorder.emit("run_stopped", {"reason": interrupted.reason})
+                self.recorder.emit("run_stopping", payloads.reason(interrupted.reason))
+                self.recorder.emit("run_stopped", payloads.reason(interrupted.reason))
             self.recorder.emit(
                 "run_completed",
-                {
-                    "status": final,
-                    "error": state.error,
-                    "steps_completed": state.totals.steps_completed,
-                    "total_steps_executed": state.totals.executed,
-                },
+                payloads.run_completed(
+                    final,
+                    state.error,
+                    steps_completed=state.totals.steps_completed,
+                    total_steps_executed=state.totals.executed,
+                ),
             )
         except StorageError as exc:
             # The log cannot be written (disk full, …): meta.json says why it ends open.
@@ -337,12 +332,9 @@ class RunLifecycle:
         self.steps.open_step = None
         self.recorder.emit(
             "step_error",
-            {
-                "status": "failed",
-                "duration_ms": ms_between(open_step.started, self.clock()),
-                "error": error,
-                "engine": open_step.engine_id,
-            },
+            payloads.step_error(
+                ms_between(open_step.started, self.clock()), error, open_step.engine_id
+            ),
             flow_key=open_step.flow_key,
             step_id=open_step.step_id,
             agent_key=open_step.agent_key,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -142,7 +142,7 @@ class RunRecorder:
     def event(
         self,
         kind: str,
-        payload: dict[str, Any],
+        payload: Mapping[str, Any],
         *,
         flow_key: str | None = None,
         step_id: str | None = None,
@@ -159,13 +159,13 @@ class RunRecorder:
             "flow_key": flow_key,
             "step_id": step_id,
             "agent_key": agent_key,
-            "payload": payload,
+            "payload": payload if isinstance(payload, dict) else dict(payload),
         }
 
     def emit(
         self,
         kind: str,
-        payload: dict[str, Any],
+        payload: Mapping[str, Any],
         *,
         flow_key: str | None = None,
         step_id: str | None = None,

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, cast
 from swarm_runtime.engines.base import HistoryItem, StepEngine, StepOutcome, StepResult
 from swarm_runtime.errors import RoutingError
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
+from swarm_runtime.orchestrator import payloads
 from swarm_runtime.orchestrator.attempts import EngineCaller
 from swarm_runtime.orchestrator.checkpoint import BlockedStep
 from swarm_runtime.orchestrator.control import Blocked, RunControl
@@ -311,12 +312,7 @@ class StepRunner:
     ) -> None:
         self.recorder.emit(
             "step_error",
-            {
-                "status": "failed",
-                "duration_ms": duration,
-                "error": error,
-                "engine": engine.engine_id,
-            },
+            payloads.step_error(duration, error, engine.engine_id),
             flow_key=flow.key,
             step_id=step.id,
             agent_key=step.primary_agent,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.credentials import Credentials
 from swarm_runtime.engines.base import TokenUsage
+from swarm_runtime.orchestrator import payloads
 from swarm_runtime.orchestrator.history import HistoryBudget
 from swarm_runtime.orchestrator.recorder import EventObserver, RunRecorder, TranscriptLine
 from swarm_runtime.orchestrator.state import RunState
@@ -141,15 +142,10 @@ class CycleRecord:
         self._status("pending")
         self.recorder.emit(
             "run_created",
-            {
-                "flows": [CYCLE_FLOW],
-                "backend": PLAN_BACKEND,
-                "initiator": self.spec["initiator"],
-                "stepwise": True,
-            },
+            payloads.run_created([CYCLE_FLOW], PLAN_BACKEND, self.spec["initiator"]),
         )
         self._status("running")
-        self.recorder.emit("run_started", {"mode": "stepwise", "routing_enabled": True})
+        self.recorder.emit("run_started", payloads.run_started())
 
     def start_step(self, step_id: str, agent: str, role: str, index: int, engine: str) -> datetime:
         """``step_start`` of a plan step; when it started."""
@@ -191,12 +187,7 @@ class CycleRecord:
         if record.error is not None:
             self.recorder.emit(
                 "step_error",
-                {
-                    "status": "failed",
-                    "duration_ms": duration,
-                    "error": record.error,
-                    "engine": record.engine,
-                },
+                payloads.step_error(duration, record.error, record.engine),
                 ts=ts,
                 flow_key=CYCLE_FLOW,
                 step_id=record.step_id,
@@ -287,12 +278,7 @@ class CycleRecord:
         self.open_step = None
         self.recorder.emit(
             "step_error",
-            {
-                "status": "failed",
-                "duration_ms": ms_between(started, self.clock()),
-                "error": error,
-                "engine": engine,
-            },
+            payloads.step_error(ms_between(started, self.clock()), error, engine),
             flow_key=CYCLE_FLOW,
             step_id=step_id,
             agent_key=agent,
@@ -304,12 +290,12 @@ class CycleRecord:
         state.status, state.error = status, error
         self.recorder.emit(
             "run_completed",
-            {
-                "status": status,
-                "error": error,
-                "steps_completed": state.totals.steps_completed,
-                "total_steps_executed": state.totals.executed,
-            },
+            payloads.run_completed(
+                status,
+                error,
+                steps_completed=state.totals.steps_completed,
+                total_steps_executed=state.totals.executed,
+            ),
         )
         completed = format_ts(self.clock())
         self._status(status, completed)

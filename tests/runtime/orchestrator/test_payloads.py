@@ -1,0 +1,34 @@
+"""The write side of the lifecycle events and the read side agree, key for key and value
+for value: every payload a builder makes is valid for the contract model of its kind."""
+
+from __future__ import annotations
+
+from typing import Any, get_type_hints
+
+import pytest
+
+from swarm_runtime.contracts import event_payloads as read
+from swarm_runtime.orchestrator import payloads as write
+
+PAIRS: list[tuple[Any, Any, Any]] = [
+    (write.RunCreatedPayload, read.RunCreatedPayload, write.run_created(["a"], "b", "cli")),
+    (write.RunStartedPayload, read.RunStartedPayload, write.run_started()),
+    (write.StepErrorPayload, read.StepErrorPayload, write.step_error(12, "boom", "claude-step")),
+    (
+        write.RunCompletedPayload,
+        read.RunCompletedPayload,
+        write.run_completed("stopped", "asked to", steps_completed=2, total_steps_executed=3),
+    ),
+    (write.ReasonPayload, read.ControlPayload, write.reason("blocked: needs input")),
+]
+
+
+@pytest.mark.parametrize(
+    ("written", "model", "built"), PAIRS, ids=lambda v: getattr(v, "__name__", "")
+)
+def test_a_builder_writes_the_keys_its_kind_is_read_with(
+    written: Any, model: Any, built: Any
+) -> None:
+    assert set(get_type_hints(written)) == set(model.model_fields)
+    assert set(built) == set(model.model_fields)
+    assert model.model_validate(built).model_dump() == built
