@@ -218,38 +218,29 @@ class FlowRunner:
         self, mode: str, results: list[tuple[str, StepResult]], *, reference: bool
     ) -> tuple[RunDeps, EngineChoice, Cassettes | None]:
         """The mode, resolved: the engine choice, what the run is handed, the cassettes."""
-        from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps
+        from swarm_runtime.orchestrator.deps import RunDeps, engine_for_mode, no_wait
         from swarm_runtime.timeutil import interruptible_sleep
 
+        # The reference run: every engine's stub, gemini-step's too (whatever
+        # SWARM_GEMINI_STUB says).
+        overrides: dict[str, Any] = {"gemini": {"mode": "stub"}} if reference else {}
         cassettes = None
-        overrides: dict[str, Any] = {}
-        if reference:  # every engine's stub, gemini-step's too (whatever SWARM_GEMINI_STUB says)
-            overrides["gemini"] = {"mode": "stub"}
-        replaying = False
         if mode in ("replay", "record"):
             cassettes = self.cassette.for_run(self.options.record_mode)
-            overrides["cassettes"] = cassettes
-            replaying = not cassettes.record
-            if replaying:  # never reaches a server: the cassettes answer, or refuse
-                overrides.update(api_key="replay-needs-no-key", base_url="http://127.0.0.1:9")
+        engine = engine_for_mode(
+            mode,
+            cassettes=cassettes,
+            engine_id=self.engine.engine_id,
+            scenario=self.scenario.scenario,
+            config=overrides,
+        )
         deps = RunDeps(
             engines=self.engine.registry,
             result_observer=lambda flow, result: results.append((flow, result)),
             # A replayed retry is logged and counted as recorded, without the wait.
-            sleep=_no_wait if replaying else interruptible_sleep,
-        )
-        engine = EngineChoice(
-            engine_id=self.engine.engine_id,
-            # A recorded or replayed call is an sdk call; only its HTTP differs (§3.1).
-            mode="sdk" if mode in ("replay", "record") else mode,
-            scenario=self.scenario.scenario,
-            config=overrides,
+            sleep=no_wait if engine.replays else interruptible_sleep,
         )
         return deps, engine, cassettes
-
-
-def _no_wait(_seconds: float) -> None:
-    """The retry wait of a replay: the recording already holds what came after it."""
 
 
 def _refuse_credentials_in(run_dir: Path) -> None:

@@ -137,7 +137,7 @@ def _prepare(args: argparse.Namespace) -> tuple[PlanRuntime, Cassettes | None, s
     from swarm_runtime.engines.settings import engine_config
     from swarm_runtime.errors import SwarmUsageError
     from swarm_runtime.ids import new_run_id
-    from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps, RunLimits
+    from swarm_runtime.orchestrator.deps import RunDeps, RunLimits, engine_for_mode, no_wait
     from swarm_runtime.plan.executor import PlanPaths, PlanRuntime
     from swarm_runtime.timeutil import system_clock
 
@@ -158,18 +158,15 @@ def _prepare(args: argparse.Namespace) -> tuple[PlanRuntime, Cassettes | None, s
                 f"{len(args.input)}), and a --cassette-dir per cycle"
             )
         cassettes = _cassettes(args, mode)
-        config["cassettes"] = cassettes
-        if mode == "replay":
-            config.update(api_key="replay-needs-no-key", base_url="http://127.0.0.1:9")
-        mode = "sdk"
+    engine = engine_for_mode(mode, cassettes=cassettes, config=config)
     store = args.store or Path(os.environ.get("SWARM_PLAN_STORE") or DEFAULT_STORE)
     session = args.session or "session-" + new_run_id(system_clock()).removeprefix("run-")
     if not session.strip():
         raise SwarmUsageError("--session: an empty session ref is not allowed")
     runtime = PlanRuntime(
         PlanPaths(runs_dir=settings.runs_dir, store_path=store, repo_root=args.repo or Path.cwd()),
-        deps=RunDeps(sleep=lambda _s: None) if settings.mode == "replay" else None,
-        engine=EngineChoice(mode=mode, config=config),
+        deps=RunDeps(sleep=no_wait) if engine.replays else None,
+        engine=engine,
         limits=RunLimits(durable=settings.durable),
         refuse_values=config["credentials"],
         initiator="cli",

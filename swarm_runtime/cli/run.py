@@ -220,7 +220,7 @@ def _prepare(args: argparse.Namespace) -> tuple[Orchestrator, RunSpec, Cassettes
     from swarm_runtime.errors import SwarmUsageError
     from swarm_runtime.flow.registry import FlowRegistry, default_flows_dir
     from swarm_runtime.orchestrator.assembly import build_orchestrator
-    from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps, RunLimits
+    from swarm_runtime.orchestrator.deps import RunDeps, RunLimits, engine_for_mode, no_wait
     from swarm_runtime.orchestrator.runner import RunSpec
     from swarm_runtime.timeutil import interruptible_sleep
 
@@ -240,22 +240,19 @@ def _prepare(args: argparse.Namespace) -> tuple[Orchestrator, RunSpec, Cassettes
     flow_keys = tuple(args.flows) or tuple(registry.order())
     scenario = Scenario.from_file(args.scenario) if args.scenario else None
     show = args.progress == "always" or (args.progress == "auto" and sys.stdout.isatty())
-    cassettes, overrides = _recorded(args, settings.mode)
+    cassettes = _cassettes(args, settings.mode) if settings.mode in ("record", "replay") else None
+    engine = engine_for_mode(
+        settings.mode, cassettes=cassettes, engine_id=_BACKENDS[args.backend], scenario=scenario
+    )
     orchestrator = build_orchestrator(
         settings,
         registry,
         env=os.environ,
         deps=RunDeps(
             observer=ProgressPrinter(sys.stdout) if show else None,
-            sleep=_no_wait if settings.mode == "replay" else interruptible_sleep,
+            sleep=no_wait if engine.replays else interruptible_sleep,
         ),
-        engine=EngineChoice(
-            engine_id=_BACKENDS[args.backend],
-            # A recorded or replayed call is an sdk call; only its HTTP differs (§3.1).
-            mode="sdk" if cassettes is not None else settings.mode,
-            scenario=scenario,
-            config=overrides,
-        ),
+        engine=engine,
         limits=RunLimits(max_steps=args.max_steps, max_run_mb=args.max_run_mb),
         origin={"config": str(args.config.resolve()) if args.config else None},
     )
@@ -268,21 +265,6 @@ def _prepare(args: argparse.Namespace) -> tuple[Orchestrator, RunSpec, Cassettes
         end_step=args.end_step,
     )
     return orchestrator, spec, cassettes
-
-
-def _recorded(args: argparse.Namespace, mode: str) -> tuple[Cassettes | None, dict[str, object]]:
-    """A record or replay run's cassettes and what they change of the engine's config."""
-    if mode not in ("record", "replay"):
-        return None, {}
-    cassettes = _cassettes(args, mode)
-    overrides: dict[str, object] = {"cassettes": cassettes}
-    if mode == "replay":  # never reaches a server: vcrpy answers, or refuses
-        overrides.update(api_key="replay-needs-no-key", base_url="http://127.0.0.1:9")
-    return cassettes, overrides
-
-
-def _no_wait(_seconds: float) -> None:
-    """A replay's retry wait: the recording already holds what came after it."""
 
 
 def run_with_signals(orchestrator: Orchestrator, start: Callable[[], RunOutcome]) -> RunOutcome:

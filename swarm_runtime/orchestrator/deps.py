@@ -27,7 +27,19 @@ from swarm_runtime.orchestrator.recorder import EventObserver
 from swarm_runtime.record import Record, field
 from swarm_runtime.timeutil import Clock, interruptible_sleep, system_clock
 
-__all__ = ["EngineChoice", "RunContext", "RunDeps", "RunLimits", "StepEngines"]
+__all__ = [
+    "REPLAY_CONFIG",
+    "EngineChoice",
+    "RunContext",
+    "RunDeps",
+    "RunLimits",
+    "StepEngines",
+    "engine_for_mode",
+    "no_wait",
+]
+
+REPLAY_CONFIG = {"api_key": "replay-needs-no-key", "base_url": "http://127.0.0.1:9"}
+"""A replay never reaches a server: the cassettes answer, or refuse."""
 
 
 def _random_fraction() -> float:
@@ -62,6 +74,41 @@ class EngineChoice(Record):
     """Per flow, per step: the engine id, where a step names none."""
     config: dict[str, Any] = field(default_factory=dict)
     """Settings for engine factories (api key, base URL, model…), resolved at the edge."""
+
+    @property
+    def replays(self) -> bool:
+        """Answered from cassettes: no server, and a recorded retry waits no time."""
+        cassettes = self.config.get("cassettes")
+        return cassettes is not None and not cassettes.record
+
+
+def no_wait(_seconds: float) -> None:
+    """A replay's retry wait: the recording already holds what came after it."""
+
+
+def engine_for_mode(
+    mode: str,
+    *,
+    cassettes: Any = None,
+    engine_id: str = "claude-step",
+    scenario: Scenario | None = None,
+    config: dict[str, Any] | None = None,
+) -> EngineChoice:
+    """A user's mode (stub, replay, record, sdk, cli) as the engines see it, in one place.
+
+    A recorded or replayed call is an ``sdk`` call whose HTTP goes through ``cassettes``
+    (SPEC §3.1); a replay needs no key and reaches no server. ``config`` adds engine
+    settings of the caller's own.
+    """
+    settings: dict[str, Any] = dict(config or {})
+    if mode in ("record", "replay"):
+        if cassettes is None:
+            raise ConfigError(f"mode {mode} needs the cassettes it records to or replays from")
+        settings["cassettes"] = cassettes
+        if not cassettes.record:
+            settings.update(REPLAY_CONFIG)
+        mode = "sdk"
+    return EngineChoice(engine_id=engine_id, mode=mode, scenario=scenario, config=settings)
 
 
 class RunLimits(Record):
