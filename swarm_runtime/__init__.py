@@ -16,10 +16,15 @@ from swarm_runtime.versions import PACKAGE_VERSION as _PACKAGE_VERSION
 
 if TYPE_CHECKING:
     from swarm_runtime.engines import (
+        EngineOptions,
+        EngineRegistry,
         Scenario,
         StepContext,
         StepEngine,
+        StepOutcome,
         StepResult,
+        StubEngine,
+        TokenUsage,
         default_registry,
     )
     from swarm_runtime.errors import (
@@ -39,13 +44,17 @@ if TYPE_CHECKING:
     )
     from swarm_runtime.flow import FlowRegistry, load_flow
     from swarm_runtime.orchestrator import HistoryBudget, Orchestrator, RunOutcome, RunSpec
+    from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps, RunLimits
     from swarm_runtime.service import Backend, get_backend, register_backend
 
 __all__ = [
     "Backend",
     "ConfigError",
     "CredentialLeak",
+    "EngineChoice",
     "EngineError",
+    "EngineOptions",
+    "EngineRegistry",
     "FlowDefinitionError",
     "FlowRegistry",
     "HandoffError",
@@ -54,17 +63,22 @@ __all__ = [
     "ReplayDivergence",
     "RoutingError",
     "RunControlError",
+    "RunDeps",
+    "RunLimits",
     "RunOutcome",
     "RunSpec",
     "Scenario",
     "ScenarioError",
     "StepContext",
     "StepEngine",
+    "StepOutcome",
     "StepResult",
     "StorageError",
+    "StubEngine",
     "SwarmError",
     "SwarmRunError",
     "SwarmUsageError",
+    "TokenUsage",
     "default_registry",
     "get_backend",
     "load_flow",
@@ -100,6 +114,14 @@ _LAZY = {
     "SwarmUsageError": "swarm_runtime.errors",
     "default_registry": "swarm_runtime.engines",
     "load_flow": "swarm_runtime.flow",
+    "EngineOptions": "swarm_runtime.engines",
+    "EngineRegistry": "swarm_runtime.engines",
+    "StepOutcome": "swarm_runtime.engines",
+    "StubEngine": "swarm_runtime.engines",
+    "TokenUsage": "swarm_runtime.engines",
+    "EngineChoice": "swarm_runtime.orchestrator.deps",
+    "RunDeps": "swarm_runtime.orchestrator.deps",
+    "RunLimits": "swarm_runtime.orchestrator.deps",
 }
 
 
