@@ -61,9 +61,26 @@ def engine_config(settings: Settings, env: Mapping[str, str]) -> dict[str, Any]:
     config["sections"] = settings.engine_sections
     # Every credential the run is given, from the environment and runtime.yaml alike.
     config["credentials"] = Credentials.from_envs(
-        env, config["claude_cli"].get("env", {}), gemini.get("env", {})
+        env,
+        config["claude_cli"].get("env", {}),
+        gemini.get("env", {}),
+        *map(_section_secrets, settings.engine_sections.items()),
     )
     return config
+
+
+def _section_secrets(item: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+    """A registered engine's settings that may be secrets: its keys and its ``env``, by name.
+
+    ``engines.openai.api_key`` in runtime.yaml is as secret as ``OPENAI_API_KEY`` exported in
+    the shell: the run refuses to write either.
+    """
+    name, body = item
+    found = {f"engines.{name}.{key}": value for key, value in body.items()}
+    inner = body.get("env")
+    if isinstance(inner, dict):
+        found.update({f"engines.{name}.env.{key}": value for key, value in inner.items()})
+    return found
 
 
 def _cli_settings(

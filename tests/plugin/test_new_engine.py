@@ -38,6 +38,7 @@ class OpenAIStep(StepEngine):
     def __init__(self, section):
         self.base_url = section["base_url"]
         self.model = section.get("model", "gpt-toy")
+        self.key = section.get("api_key") or os.environ["OPENAI_API_KEY"]
 
     @classmethod
     def factory(cls, options):
@@ -59,7 +60,7 @@ class OpenAIStep(StepEngine):
             self.base_url + "/v1/chat/completions",
             data=json.dumps(body).encode(),
             headers={
-                "Authorization": "Bearer " + os.environ["OPENAI_API_KEY"],
+                "Authorization": "Bearer " + self.key,
                 "Content-Type": "application/json",
             },
         )
@@ -103,6 +104,8 @@ class _OpenAIServer:
 
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.echo = False
+        """Answer with the Authorization header in the reply, as a careless server may."""
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -118,7 +121,16 @@ class _OpenAIServer:
                 reply = {
                     "id": "chatcmpl-fake",
                     "model": "gpt-toy-1",
-                    "choices": [{"message": {"role": "assistant", "content": "Done."}}],
+                    "choices": [
+                        {
+                            "message": {
+                                "role": "assistant",
+                                "content": f"Done. ({self.headers['Authorization']})"
+                                if outer.echo
+                                else "Done.",
+                            }
+                        }
+                    ],
                     "usage": {"prompt_tokens": 11, "completion_tokens": 7},
                 }
                 data = json.dumps(reply).encode()
@@ -145,12 +157,12 @@ def openai_server() -> Iterator[_OpenAIServer]:
     server.server.server_close()
 
 
-def _project(root: Path, section: str, url: str) -> None:
+def _project(root: Path, section: str, url: str, extra: str = "") -> None:
     write_flow(root / "flows", "one", [step_yaml("ask")])
     config = root / "swarm" / "config" / "runtime.yaml"
     config.parent.mkdir(parents=True)
     config.write_text(
-        f"engines:\n  {section}:\n    base_url: {url}\n    model: gpt-toy\n"
+        f"engines:\n  {section}:\n    base_url: {url}\n    model: gpt-toy\n{extra}"
         "engine_strategy:\n  one:\n    ask: openai-step\n",
         encoding="utf-8",
     )
@@ -177,6 +189,33 @@ def test_an_openai_shaped_engine_from_a_conftest_runs_and_passes_the_contract(
     for path in (swarm_pytester.path / "runs").rglob("*"):
         if path.is_file():
             assert FAKE_KEY not in path.read_text(encoding="utf-8", errors="replace")
+
+
+def test_a_key_in_an_engines_own_section_is_never_written(
+    swarm_pytester: pytest.Pytester,
+    openai_server: _OpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    secret = "sk-fake-section-secret-0001"
+    _project(swarm_pytester.path, "openai", openai_server.url, f"    api_key: {secret}\n")
+    openai_server.echo = True  # the server sends the key back inside its reply
+    swarm_pytester.makepyfile(
+        openai_step=ENGINE,
+        test_one="""
+        def test_one(flow_runner):
+            record = flow_runner("one")
+            assert record.status == "failed"
+            assert "engines.openai.api_key" in record.cause()
+        """,
+    )
+    swarm_pytester.makeconftest(CONFTEST)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+    result = swarm_pytester.runpytest("--swarm-mode=sdk", "--swarm-runs-dir=runs")
+    result.assert_outcomes(passed=1)
+    assert openai_server.requests[0]["auth"] == f"Bearer {secret}"
+    for path in (swarm_pytester.path / "runs").rglob("*"):
+        if path.is_file():
+            assert secret not in path.read_text(encoding="utf-8", errors="replace"), path
 
 
 def test_an_engine_section_no_engine_owns_is_named_with_the_sections_there_are(
