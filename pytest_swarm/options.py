@@ -26,6 +26,7 @@ __all__ = [
     "SwarmOptions",
     "add_options",
     "check_credentials",
+    "claude_step_runs",
     "resolve",
 ]
 
@@ -237,8 +238,34 @@ def _importable(module: str) -> bool:
     return True
 
 
-def check_credentials(options: SwarmOptions) -> None:
-    """Stop at start-up when a mode lacks what it needs, saying what to set or install."""
+def claude_step_runs(options: SwarmOptions, rootpath: Path) -> bool:
+    """Whether some step of the project's flows runs on claude-step, the default engine.
+
+    Resolved as a run resolves it (a step's ``engine:``, then runtime.yaml's
+    ``engine_strategy``); a project whose flows or runtime.yaml do not load counts as using
+    it: their errors are reported by the tests that run them.
+    """
+    from swarm_runtime.config import resolve_settings
+    from swarm_runtime.errors import SwarmError
+    from swarm_runtime.flow.registry import FlowRegistry
+    from swarm_runtime.orchestrator.deps import engines_in_use
+
+    try:
+        settings = resolve_settings(env=os.environ, mode=options.mode, cwd=rootpath)
+        registry = FlowRegistry(options.flows_dir)
+        keys = registry.keys()
+        flows = [registry.get(key) for key in keys]
+    except (SwarmError, OSError):
+        return True
+    return "claude-step" in engines_in_use(flows, settings.engine_strategy, "claude-step")
+
+
+def check_credentials(options: SwarmOptions, rootpath: Path) -> None:
+    """Stop at start-up when a mode lacks what it needs, saying what to set or install.
+
+    What claude-step needs (a key, a server or the Claude Code CLI) is asked for only when
+    a step of the project's flows runs on it: an engine of the user's own checks its own.
+    """
     mode = options.mode
     missing = [name for name in _NEEDS.get(mode, ()) if not _importable(name)]
     if missing:
@@ -248,6 +275,8 @@ def check_credentials(options: SwarmOptions) -> None:
             "'swarm-stepwise[pytest]' (everything the plugin needs to record, replay and "
             "compare goldens)"
         )
+    if mode in ("sdk", "record", "cli") and not claude_step_runs(options, rootpath):
+        return
     if mode in ("sdk", "record"):
         # As for `swarm run --mode sdk`: a key, or the URL of an Anthropic-compatible server.
         if os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_BASE_URL"):

@@ -68,7 +68,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     options = resolve(config)
     if not (config.option.help or config.option.collectonly or config.option.showfixtures):
-        check_credentials(options)
+        check_credentials(options, config.rootpath)
     config.stash[OPTIONS_KEY] = options
     config.stash[TOTALS_KEY] = SwarmTotals()
     config.pluginmanager.register(fixtures, "swarm-fixtures")

@@ -10,7 +10,7 @@ store for the lifecycle of one run: the lifecycle never reaches back into the
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,9 @@ __all__ = [
     "RunLimits",
     "StepEngines",
     "engine_for_mode",
+    "engines_in_use",
     "no_wait",
+    "step_engine_id",
 ]
 
 REPLAY_CONFIG = {"api_key": "replay-needs-no-key", "base_url": "http://127.0.0.1:9"}
@@ -80,6 +82,20 @@ class EngineChoice(Record):
         """Answered from cassettes: no server, and a recorded retry waits no time."""
         cassettes = self.config.get("cassettes")
         return cassettes is not None and not cassettes.record
+
+
+def step_engine_id(
+    flow: FlowSpec, step: StepSpec, strategy: dict[str, dict[str, str]], default: str
+) -> str:
+    """The engine that runs a step: its own ``engine:``, runtime.yaml's strategy, else the run's."""
+    return step.engine or strategy.get(flow.key, {}).get(step.id) or default
+
+
+def engines_in_use(
+    flows: Iterable[FlowSpec], strategy: dict[str, dict[str, str]], default: str
+) -> set[str]:
+    """Every engine id some step of ``flows`` runs on (see :func:`step_engine_id`)."""
+    return {step_engine_id(flow, step, strategy, default) for flow in flows for step in flow.steps}
 
 
 def no_wait(_seconds: float) -> None:
@@ -148,9 +164,7 @@ class StepEngines:
     def engine_for(self, flow: FlowSpec, step: StepSpec) -> StepEngine:
         """The engine of a step: its own ``engine:``, the strategy, else the run's."""
         choice = self.choice
-        engine_id = (
-            step.engine or choice.strategy.get(flow.key, {}).get(step.id) or choice.engine_id
-        )
+        engine_id = step_engine_id(flow, step, choice.strategy, choice.engine_id)
         engine = self._built.get(engine_id)
         if engine is None:
             engine = self.registry.create(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -158,6 +159,7 @@ def openai_server() -> Iterator[_OpenAIServer]:
 
 
 def _project(root: Path, section: str, url: str, extra: str = "") -> None:
+    shutil.rmtree(root / "flows", ignore_errors=True)  # the project's flows are its own
     write_flow(root / "flows", "one", [step_yaml("ask")])
     config = root / "swarm" / "config" / "runtime.yaml"
     config.parent.mkdir(parents=True)
@@ -177,8 +179,9 @@ def test_an_openai_shaped_engine_from_a_conftest_runs_and_passes_the_contract(
     swarm_pytester.makepyfile(openai_step=ENGINE, test_one=TEST)
     swarm_pytester.makeconftest(CONFTEST)
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
-    # The plugin's start-up check of sdk mode still asks for claude-step's server.
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+    # No step runs on claude-step: its start-up check asks for no Anthropic key or server.
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
     result = swarm_pytester.runpytest("--swarm-mode=sdk", "--swarm-runs-dir=runs")
     result.assert_outcomes(passed=1)
     (request,) = openai_server.requests
@@ -209,7 +212,8 @@ def test_a_key_in_an_engines_own_section_is_never_written(
         """,
     )
     swarm_pytester.makeconftest(CONFTEST)
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
     result = swarm_pytester.runpytest("--swarm-mode=sdk", "--swarm-runs-dir=runs")
     result.assert_outcomes(passed=1)
     assert openai_server.requests[0]["auth"] == f"Bearer {secret}"
@@ -235,3 +239,17 @@ def test_an_engine_section_no_engine_owns_is_named_with_the_sections_there_are(
     assert "registered: claude, gemini" in done.stderr
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "swarm" / "runs").exists()  # no run was begun
+
+
+def test_claude_steps_beside_an_engines_own_still_need_their_key_at_start_up(
+    swarm_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _project(swarm_pytester.path, "openai", "http://127.0.0.1:9")
+    write_flow(swarm_pytester.path / "flows", "two", [step_yaml("draft")])  # no strategy
+    swarm_pytester.makepyfile(openai_step=ENGINE, test_one=TEST)
+    swarm_pytester.makeconftest(CONFTEST)
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    result = swarm_pytester.runpytest("--swarm-mode=sdk", "--swarm-runs-dir=runs")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*mode sdk (from --swarm-mode)*needs ANTHROPIC_API_KEY*"])
