@@ -122,48 +122,84 @@ class EngineRegistry:
         return factory(options)
 
 
+def _effective_mode(engine_id: str, options: EngineOptions) -> str:
+    """The mode a built-in engine runs in: a cassette-backed sdk call records or replays."""
+    if engine_id == "gemini-step":  # its own setting: SWARM_GEMINI_STUB, engines.gemini.mode
+        return str((options.config.get("gemini") or {}).get("mode") or "stub")
+    cassettes = options.config.get("cassettes")
+    if options.mode == "sdk" and cassettes is not None:
+        return "record" if cassettes.record else "replay"
+    return options.mode
+
+
+def _stub(engine_id: str, engine_short: str, options: EngineOptions) -> StepEngine:
+    from swarm_runtime.engines.stub import StubEngine
+
+    return StubEngine(
+        engine_id=engine_id,
+        engine_short=engine_short,
+        scenario=options.scenario,
+        sleep=options.sleep,
+        timeout_s=float(options.config.get("timeout_s") or DEFAULT_TIMEOUT_S),
+    )
+
+
+def _sdk(engine_id: str, engine_short: str, options: EngineOptions) -> StepEngine:
+    from swarm_runtime.engines.sdk import build_sdk_engine
+
+    return build_sdk_engine(options.config, engine_id=engine_id, engine_short=engine_short)
+
+
+def _record(engine_id: str, engine_short: str, options: EngineOptions) -> StepEngine:
+    """Through the SDK and vcrpy, or through the CLI when ``record_via`` says so."""
+    config = options.config
+    if config.get("record_via") == "cli":
+        return _cli_engine(engine_id, config, config["cassettes"])
+    return _sdk_cassette_engine(engine_id, config, config["cassettes"])
+
+
+def _replay(engine_id: str, engine_short: str, options: EngineOptions) -> StepEngine:
+    """Each step from its cassette, whichever way (SDK or CLI) it was recorded."""
+    from swarm_runtime.engines.cassette import require_vcrpy
+    from swarm_runtime.engines.cli_cassette import ReplayByCassette
+
+    config, cassettes = options.config, options.config["cassettes"]
+    require_vcrpy()  # say what to install before the first step, not at it
+    return ReplayByCassette(
+        cassettes,
+        sdk=lambda: _sdk_cassette_engine(engine_id, config, cassettes),
+        cli=lambda: _cli_engine(engine_id, config, cassettes),
+    )
+
+
+def _cli(engine_id: str, engine_short: str, options: EngineOptions) -> StepEngine:
+    return _cli_engine(engine_id, options.config, options.config.get("cassettes"))
+
+
+_BUILDERS: dict[tuple[str, str], Callable[[str, str, EngineOptions], StepEngine]] = {
+    ("claude-step", "stub"): _stub,
+    ("claude-step", "sdk"): _sdk,
+    ("claude-step", "record"): _record,
+    ("claude-step", "replay"): _replay,
+    ("claude-step", "cli"): _cli,
+    ("gemini-step", "stub"): _stub,
+    ("gemini-step", "cli"): _cli,
+}
+"""The built-in engines: (engine id, mode) -> what builds it. The one place a mode
+becomes an engine."""
+
+
 def _builtin(engine_id: str, engine_short: str) -> EngineFactory:
     def factory(options: EngineOptions) -> StepEngine:
-        config = options.config
-        mode = options.mode
-        if engine_id == "gemini-step":  # its own setting: SWARM_GEMINI_STUB, engines.gemini.mode
-            mode = str((config.get("gemini") or {}).get("mode") or "stub")
-        if mode == "stub":
-            from swarm_runtime.engines.stub import StubEngine
-
-            return StubEngine(
-                engine_id=engine_id,
-                engine_short=engine_short,
-                scenario=options.scenario,
-                sleep=options.sleep,
-                timeout_s=float(config.get("timeout_s") or DEFAULT_TIMEOUT_S),
+        mode = _effective_mode(engine_id, options)
+        build = _BUILDERS.get((engine_id, mode))
+        if build is None:
+            available = ", ".join(m for e, m in _BUILDERS if e == engine_id)
+            raise ConfigError(
+                f"engine '{engine_id}' has no '{mode}' mode in this version "
+                f"(available: {available})"
             )
-        cassettes = config.get("cassettes")
-        if mode == "cli":
-            return _cli_engine(engine_id, config, cassettes)
-        if mode == "sdk" and engine_id == "claude-step":
-            if cassettes is None:
-                from swarm_runtime.engines.sdk import build_sdk_engine
-
-                return build_sdk_engine(config, engine_id=engine_id, engine_short=engine_short)
-            if cassettes.record:  # through the SDK, or the CLI when record_via says so
-                if config.get("record_via") == "cli":
-                    return _cli_engine(engine_id, config, cassettes)
-                return _sdk_cassette_engine(engine_id, config, cassettes)
-            from swarm_runtime.engines.cassette import require_vcrpy
-            from swarm_runtime.engines.cli_cassette import ReplayByCassette
-
-            require_vcrpy()  # say what to install before the first step, not at it
-            return ReplayByCassette(
-                cassettes,
-                sdk=lambda: _sdk_cassette_engine(engine_id, config, cassettes),
-                cli=lambda: _cli_engine(engine_id, config, cassettes),
-            )
-        available = "stub, sdk, cli" if engine_id == "claude-step" else "stub, cli"
-        raise ConfigError(
-            f"engine '{engine_id}' has no '{options.mode}' mode in this version "
-            f"(available: {available})"
-        )
+        return build(engine_id, engine_short, options)
 
     return factory
 
