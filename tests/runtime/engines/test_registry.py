@@ -66,3 +66,12 @@ def test_entry_point_engines_are_loaded_on_demand(monkeypatch: pytest.MonkeyPatc
     assert calls == []  # built-in ids never read entry points
     assert registry.create("fake-step", EngineOptions()).engine_id == "claude-step"
     assert calls == ["loaded"]
+
+
+def test_a_mode_an_engine_lacks_is_refused_naming_the_modes_it_has() -> None:
+    registry = default_registry()
+    options = EngineOptions(mode="sdk", config={"gemini": {"mode": "sdk"}})
+    with pytest.raises(ConfigError) as caught:
+        registry.create("gemini-step", options)
+    assert "engine 'gemini-step' has no 'sdk' mode" in str(caught.value)
+    assert "(available: stub, cli)" in str(caught.value)
