@@ -1,4 +1,4 @@
-"""``swarm schema NAME``: print the JSON Schema of a contract."""
+"""``swarm schema NAME``: print the JSON Schema of a contract, or the table of event kinds."""
 
 from __future__ import annotations
 
@@ -10,7 +10,10 @@ from swarm_runtime.cli.common import EXIT_OK
 from swarm_runtime.errors import SwarmUsageError
 
 __all__ = [
+    "EVENTS",
+    "NAMES",
     "add_parser",
+    "event_table",
     "handle",
 ]
 
@@ -26,12 +29,16 @@ NAMES = (
     "step_output",
     "execution_plan",
 )
+EVENTS = "events"
+"""Not a JSON Schema: every event kind, its payload fields and whether runs write it yet."""
 
 
 def add_parser(commands: Any) -> None:
     """Register ``swarm schema``."""
-    parser = commands.add_parser("schema", help="print the JSON Schema of a contract")
-    parser.add_argument("name", metavar="NAME", help=f"one of: {', '.join(NAMES)}")
+    parser = commands.add_parser(
+        "schema", help="print the JSON Schema of a contract, or the event kinds (events)"
+    )
+    parser.add_argument("name", metavar="NAME", help=f"one of: {', '.join((*NAMES, EVENTS))}")
     parser.set_defaults(handler=handle)
 
 
@@ -39,7 +46,31 @@ def handle(args: argparse.Namespace) -> int:
     """Print the schema, or a usage error listing the names."""
     from swarm_runtime.contracts import json_schema
 
+    if args.name == EVENTS:
+        print("\n".join(event_table()))
+        return EXIT_OK
     if args.name not in NAMES:
-        raise SwarmUsageError(f"no schema {args.name!r}; allowed: {', '.join(NAMES)}")
+        allowed = ", ".join((*NAMES, EVENTS))
+        raise SwarmUsageError(f"no schema {args.name!r}; allowed: {allowed}")
     print(json.dumps(json_schema(args.name), indent=2, sort_keys=True))
     return EXIT_OK
+
+
+def event_table() -> list[str]:
+    """The lines of the event-kind table, from the event models (SPEC §3.3).
+
+    A field marked ``?`` may be absent, ``...`` says other fields may come with them; a
+    reserved kind is named by the contract and validated when present, but no run writes
+    it yet.
+    """
+    from swarm_runtime.contracts.events import EVENT_MODELS, RESERVED_KINDS, payload_fields
+
+    width = max(map(len, EVENT_MODELS))
+    lines = [f"{'kind':<{width}}  {'written':<8} payload", f"{'-' * width}  {'-' * 8} {'-' * 7}"]
+    for kind in EVENT_MODELS:
+        fields, open_ended = payload_fields(kind)
+        names = [name if required else f"{name}?" for name, required in fields.items()]
+        text = ", ".join(names + ["..."] * open_ended)
+        written = "reserved" if kind in RESERVED_KINDS else "yes"
+        lines.append(f"{kind:<{width}}  {written:<8} {text}")
+    return lines

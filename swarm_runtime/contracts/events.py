@@ -6,9 +6,9 @@ Each event carries the payload of its kind, from :mod:`swarm_runtime.contracts.e
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
-from pydantic import Field, TypeAdapter
+from pydantic import BaseModel, Field, TypeAdapter
 
 from swarm_runtime.contracts.base import Contract, Timestamp
 from swarm_runtime.contracts.event_payloads import (
@@ -28,6 +28,7 @@ from swarm_runtime.contracts.event_payloads import (
 
 __all__ = [
     "EVENT_KINDS",
+    "EVENT_MODELS",
     "RESERVED_KINDS",
     "AssumptionRecordedEvent",
     "ControlPayload",
@@ -69,6 +70,7 @@ __all__ = [
     "ToolStartPayload",
     "event_adapter",
     "parse_event",
+    "payload_fields",
 ]
 
 
@@ -287,35 +289,31 @@ Event = Annotated[
 ]
 """Any event, told apart by ``kind``."""
 
-EVENT_KINDS: tuple[str, ...] = (
-    "run_created",
-    "run_started",
-    "step_start",
-    "tool_start",
-    "tool_end",
-    "log",
-    "step_end",
-    "step_error",
-    "route_decision",
-    "run_pausing",
-    "run_paused",
-    "run_resumed",
-    "run_stopping",
-    "run_stopped",
-    "run_completed",
+EVENT_MODELS: dict[str, type[_EventBase]] = {
+    get_args(model.model_fields["kind"].annotation)[0]: model
+    for model in get_args(get_args(Event)[0])
+}
+"""Every event kind -> its model, in the union's order: the one list of kinds."""
+RESERVED_KINDS: tuple[str, ...] = tuple(
+    kind
+    for kind, model in EVENT_MODELS.items()
+    if model.model_fields["payload"].annotation is ReservedPayload
 )
-RESERVED_KINDS: tuple[str, ...] = (
-    "routing_offroad",
-    "flow_injected",
-    "node_injected",
-    "graph_extended",
-    "stack_push",
-    "stack_pop",
-    "stack_overflow_prevented",
-    "facts_updated",
-    "assumption_recorded",
-    "decision_recorded",
-)
+"""Kinds the contract names for routing, stacks and facts (SPEC §4.5-4.7), not yet written."""
+EVENT_KINDS: tuple[str, ...] = tuple(kind for kind in EVENT_MODELS if kind not in RESERVED_KINDS)
+"""Kinds a run writes today."""
+
+
+def payload_fields(kind: str) -> tuple[dict[str, bool], bool]:
+    """An event kind's payload fields (name -> required), and whether it takes others too.
+
+    KeyError for no such kind.
+    """
+    payload = EVENT_MODELS[kind].model_fields["payload"].annotation
+    assert isinstance(payload, type) and issubclass(payload, BaseModel)
+    fields = {name: info.is_required() for name, info in payload.model_fields.items()}
+    return fields, payload.model_config.get("extra") == "allow"
+
 
 _adapter: TypeAdapter[Event] | None = None
 

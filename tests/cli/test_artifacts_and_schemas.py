@@ -134,3 +134,40 @@ def test_the_progress_line_of_a_retry() -> None:
     assert out.getvalue() == (
         "[wait] retrying build/implement in 1.0 s (attempt 2 of 3): 529 overloaded\n"
     )
+
+
+def test_the_event_table_names_every_kind_a_run_writes_with_its_payload_fields(
+    tmp_path: Path,
+) -> None:
+    """``swarm schema events`` is read from the event models: a real run's events fit it."""
+    table = _swarm(tmp_path, "schema", "events")
+    assert table.returncode == 0, table.stderr
+    rows = {}
+    for line in table.stdout.splitlines()[2:]:
+        kind, written, fields = line.split(None, 2)
+        rows[kind] = (written, fields.split(", "))
+    assert rows["stack_push"] == ("reserved", ["..."])
+    assert rows["step_error"] == ("yes", ["status", "duration_ms", "error", "engine"])
+    (tmp_path / "scenario.yaml").write_text(SCENARIO, encoding="utf-8")
+    args = ("--flows-dir", str(REPO / "flows"), "--runs-dir", "runs")
+    run = _swarm(tmp_path, "run", "signal", *args, "--scenario", "scenario.yaml")
+    assert run.returncode == 0, run.stderr
+    (events,) = (tmp_path / "runs").glob("run-*/events.jsonl")
+    seen = set()
+    for line in events.read_text(encoding="utf-8").splitlines():
+        event = json.loads(line)
+        written, fields = rows[event["kind"]]
+        assert written == "yes", event["kind"]
+        required = {name for name in fields if not name.endswith(("?", "..."))}
+        assert required <= set(event["payload"]), event
+        if "..." not in fields:
+            assert set(event["payload"]) <= {name.rstrip("?") for name in fields}, event
+        seen.add(event["kind"])
+    assert {"run_created", "step_start", "step_end", "route_decision", "log"} <= seen
+
+
+def test_the_schema_command_offers_every_contract_the_package_has() -> None:
+    from swarm_runtime.cli.schema import NAMES
+    from swarm_runtime.contracts import SCHEMAS
+
+    assert NAMES == SCHEMAS  # the command keeps its own list so that `swarm` starts fast
