@@ -25,7 +25,6 @@ from swarm_runtime.orchestrator.run_budget import RunBudget
 from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.orchestrator.step import StepRunner, StepSettings
 from swarm_runtime.timeutil import format_ts, ms_between
-from swarm_runtime.versions import SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from swarm_runtime.documents import RunSummaryDoc
@@ -99,26 +98,10 @@ class RunLifecycle:
 
     def summary(self, *, completed_at: str | None = None) -> RunSummaryDoc:
         """``meta.json`` as it stands."""
-        state, totals = self.state, self.state.totals
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "run_id": self.recorder.run_id,
-            "status": state.status,
-            "flows": self.flows,
-            "backend": self.spec.backend,
-            "mode": self.context.engine.mode,
-            "engine": self.context.engine.engine_id,
-            "created_at": self.created_at,
-            "completed_at": completed_at,
-            "error": state.error,
-            "steps_completed": totals.steps_completed,
-            "total_steps_executed": totals.executed,
-            "loop_iterations": totals.loops,
-            "tokens": totals.tokens(),
-            "cost_usd": totals.cost,
-            "steps_without_cost": totals.steps_without_cost,
-            "flow_totals": {key: ft.as_flow_document() for key, ft in state.flow_totals.items()},
-        }
+        choice = (self.spec.backend, self.context.engine.mode, self.context.engine.engine_id)
+        return self.state.summary(
+            self.recorder.run_id, self.flows, choice, self.created_at, completed_at
+        )
 
     def set_status(self, status: str, *, completed_at: str | None = None) -> None:
         self.state.status = status
@@ -284,7 +267,7 @@ class RunLifecycle:
                 blocked=step,
             )
         )
-        self.steps.open_step = None  # it stays open in the log, on purpose
+        self.steps.log.leave_open()  # it stays open in the log, on purpose
         recorder.append(pending[0])
         self.state.error = reason
         self.set_status("paused")
@@ -304,15 +287,7 @@ class RunLifecycle:
             if interrupted is not None:
                 self.recorder.emit("run_stopping", payloads.reason(interrupted.reason))
                 self.recorder.emit("run_stopped", payloads.reason(interrupted.reason))
-            self.recorder.emit(
-                "run_completed",
-                payloads.run_completed(
-                    final,
-                    state.error,
-                    steps_completed=state.totals.steps_completed,
-                    total_steps_executed=state.totals.executed,
-                ),
-            )
+            self.recorder.emit("run_completed", state.completed(final))
         except StorageError as exc:
             # The log cannot be written (disk full, …): meta.json says why it ends open.
             earlier = f"{state.error}; then " if state.error else ""
@@ -326,19 +301,7 @@ class RunLifecycle:
         return completed
 
     def _close_open_step(self, error: str) -> None:
-        open_step = self.steps.open_step
-        if open_step is None:
-            return
-        self.steps.open_step = None
-        self.recorder.emit(
-            "step_error",
-            payloads.step_error(
-                ms_between(open_step.started, self.clock()), error, open_step.engine_id
-            ),
-            flow_key=open_step.flow_key,
-            step_id=open_step.step_id,
-            agent_key=open_step.agent_key,
-        )
+        self.steps.log.close_open(error)
 
     def _run_flow(
         self,

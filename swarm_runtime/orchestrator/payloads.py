@@ -1,7 +1,8 @@
-"""The payloads of the run's lifecycle events, built in one place each (SPEC §3.3).
+"""The payloads of the run's lifecycle and step events, built in one place each (SPEC §3.3).
 
-Flow runs and plan cycles write ``run_created``, ``run_started``, ``step_error``,
-``run_completed`` and the reason of a pause or a stop through these builders; each payload
+Flow runs and plan cycles write ``run_created``, ``run_started``, ``step_start``,
+``step_end``, ``route_decision``, ``step_error``, ``run_completed`` and the reason of a
+pause or a stop through these builders; each payload
 is a TypedDict, so mypy holds every writer to its keys, and a test holds the keys to the
 read side's models (:mod:`swarm_runtime.contracts.event_payloads`).
 """
@@ -13,15 +14,21 @@ from typing import Any, Literal, TypedDict
 
 __all__ = [
     "ReasonPayload",
+    "RouteDecisionPayload",
     "RunCompletedPayload",
     "RunCreatedPayload",
     "RunStartedPayload",
+    "StepEndPayload",
     "StepErrorPayload",
+    "StepStartPayload",
     "reason",
+    "route_decision",
     "run_completed",
     "run_created",
     "run_started",
+    "step_end",
     "step_error",
+    "step_start",
 ]
 
 
@@ -35,6 +42,29 @@ class RunCreatedPayload(TypedDict):
 class RunStartedPayload(TypedDict):
     mode: Literal["stepwise"]
     routing_enabled: bool
+
+
+class StepStartPayload(TypedDict):
+    role: str
+    agents: list[str]
+    step_index: int
+    engine: str
+    iteration: int
+
+
+class StepEndPayload(TypedDict):
+    status: str
+    duration_ms: int
+    engine: str
+
+
+class RouteDecisionPayload(TypedDict):
+    from_step: str
+    to_step: str | None
+    decision: str
+    reason: str
+    loop_state: dict[str, int]
+    routing_source: str
 
 
 class StepErrorPayload(TypedDict):
@@ -65,6 +95,44 @@ def run_created(flows: Sequence[str], backend: str, initiator: str) -> RunCreate
 def run_started() -> RunStartedPayload:
     """``run_started``: every run is stepwise, with routing on."""
     return {"mode": "stepwise", "routing_enabled": True}
+
+
+def step_start(
+    role: str, agents: Sequence[str], step_index: int, engine: str, iteration: int
+) -> StepStartPayload:
+    """``step_start``: what the step does, who runs it, where it is in its flow."""
+    return {
+        "role": role,
+        "agents": list(agents),
+        "step_index": step_index,
+        "engine": engine,
+        "iteration": iteration,
+    }
+
+
+def step_end(status: str, duration_ms: int, engine: str) -> StepEndPayload:
+    """``step_end``: a step that succeeded (or was skipped) after ``duration_ms``."""
+    return {"status": status, "duration_ms": duration_ms, "engine": engine}
+
+
+def route_decision(
+    from_step: str,
+    to_step: str | None,
+    decision: str,
+    reason: str,
+    *,
+    loop_state: dict[str, int],
+    routing_source: str,
+) -> RouteDecisionPayload:
+    """``route_decision``: where the run goes after ``from_step``, and why."""
+    return {
+        "from_step": from_step,
+        "to_step": to_step,
+        "decision": decision,
+        "reason": reason,
+        "loop_state": loop_state,
+        "routing_source": routing_source,
+    }
 
 
 def step_error(duration_ms: int, error: str, engine: Any) -> StepErrorPayload:

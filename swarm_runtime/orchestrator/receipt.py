@@ -1,7 +1,9 @@
 """A step execution's receipt (SPEC §3.1): built here, and only here.
 
-The engine's answer is first put as an A3 StepOutput (SPEC §7.1); the receipt takes its
-result code, timing, cost and artifacts from that envelope.
+Every receipt, of a flow step or of a plan cycle's step, starts as :func:`base_receipt`
+from a :class:`ReceiptHead` and takes its verdict through :func:`settle`. A flow step's
+engine answer is first put as an A3 StepOutput (SPEC §7.1); its receipt takes the result
+code, timing, cost and artifacts from that envelope (:func:`build_receipt`).
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from swarm_runtime.engines.base import StepEngine, StepOutcome
+from swarm_runtime.engines.base import StepEngine, StepOutcome, TokenUsage
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
 from swarm_runtime.orchestrator.history import RenderedHistory
 from swarm_runtime.record import Record
@@ -19,7 +21,7 @@ from swarm_runtime.versions import SCHEMA_VERSION
 if TYPE_CHECKING:
     from swarm_runtime.documents import ReceiptDoc
 
-__all__ = ["Call", "build_receipt", "step_timing"]
+__all__ = ["Call", "ReceiptHead", "base_receipt", "build_receipt", "settle", "step_timing"]
 
 
 class Call(Record):
@@ -34,6 +36,62 @@ class Call(Record):
     """Time spent inside the engine's calls, all attempts together."""
     waited_ms: int = 0
     """Time spent waiting between attempts."""
+
+
+class ReceiptHead(Record):
+    """What every receipt says of its execution, whatever kind of step ran."""
+
+    run_id: str
+    flow_key: str
+    step_id: str
+    agent_key: str
+    engine: str
+    engine_short: str
+    mode: str
+    provider: str
+    model: str
+    tokens: TokenUsage
+    started_at: str
+    completed_at: str
+    duration_ms: int
+    iteration: int
+    result_code: str
+    attempt: int
+    max_attempts: int
+
+
+def base_receipt(head: ReceiptHead) -> ReceiptDoc:
+    """The fields every receipt has, status ``succeeded`` until :func:`settle` says otherwise."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "engine": head.engine,
+        "mode": head.mode,
+        "provider": head.provider,
+        "model": head.model,
+        "step_id": head.step_id,
+        "flow_key": head.flow_key,
+        "run_id": head.run_id,
+        "agent_key": head.agent_key,
+        "started_at": head.started_at,
+        "completed_at": head.completed_at,
+        "duration_ms": head.duration_ms,
+        "status": "succeeded",
+        "tokens": head.tokens.as_dict(),  # type: ignore[typeddict-item]
+        "transcript_path": f"llm/{head.step_id}-{head.agent_key}-{head.engine_short}.jsonl",
+        "iteration": head.iteration,
+        "result_code": head.result_code,
+        "attempt": head.attempt,
+        "max_attempts": head.max_attempts,
+    }
+
+
+def settle(receipt: ReceiptDoc, *, error: str | None, routing: Any = None) -> None:
+    """The verdict on an execution, into its receipt: the route it took, or why it failed."""
+    if routing is not None:
+        receipt["routing"] = routing
+    if error is not None:
+        receipt["status"] = "failed"
+        receipt["error"] = error
 
 
 def step_timing(span: tuple[datetime, datetime], call: Call) -> dict[str, Any]:
@@ -67,28 +125,28 @@ def build_receipt(
     """The receipt of the execution (SPEC §3.1) from its StepOutput, before its verdict."""
     outcome = call.outcome
     timing = envelope["timing"]
-    receipt: ReceiptDoc = {
-        "schema_version": SCHEMA_VERSION,
-        "engine": engine.engine_id,
-        "mode": outcome.mode,
-        "provider": outcome.provider,
-        "model": outcome.model,
-        "step_id": step.id,
-        "flow_key": flow.key,
-        "run_id": run_id,
-        "agent_key": step.primary_agent,
-        "started_at": timing["startedAt"],
-        "completed_at": timing["completedAt"],
-        "duration_ms": timing["durationMs"],
-        "status": "succeeded",
-        "tokens": outcome.tokens.as_dict(),  # type: ignore[typeddict-item]
-        "transcript_path": f"llm/{step.id}-{step.primary_agent}-{engine.engine_short}.jsonl",
-        "iteration": iteration,
-        "result_code": envelope["resultCode"],
-        "attempt": call.attempt,
-        "max_attempts": call.max_attempts,
-        "timing": timing,
-    }
+    receipt = base_receipt(
+        ReceiptHead(
+            run_id=run_id,
+            flow_key=flow.key,
+            step_id=step.id,
+            agent_key=step.primary_agent,
+            engine=engine.engine_id,
+            engine_short=engine.engine_short,
+            mode=outcome.mode,
+            provider=outcome.provider,
+            model=outcome.model,
+            tokens=outcome.tokens,
+            started_at=timing["startedAt"],
+            completed_at=timing["completedAt"],
+            duration_ms=timing["durationMs"],
+            iteration=iteration,
+            result_code=envelope["resultCode"],
+            attempt=call.attempt,
+            max_attempts=call.max_attempts,
+        )
+    )
+    receipt["timing"] = timing
     if outcome.handoff is not None:
         receipt["handoff"] = outcome.handoff
     if rendered.truncation:

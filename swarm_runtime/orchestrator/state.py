@@ -1,15 +1,22 @@
-"""The state of a run in progress: everything a checkpoint must save to resume it."""
+"""The state of a run in progress: everything a checkpoint must save to resume it.
+
+Its ``meta.json`` and its ``run_completed`` are made from it here, for flow runs and plan
+cycles alike.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from swarm_runtime.engines.base import TokenUsage
+from swarm_runtime.orchestrator import payloads
 from swarm_runtime.orchestrator.history import History, HistoryBudget
 from swarm_runtime.orchestrator.loops import LoopCounters
+from swarm_runtime.versions import SCHEMA_VERSION
 
 if TYPE_CHECKING:
-    from swarm_runtime.documents import FlowTotalsDoc, TokensDoc
+    from swarm_runtime.documents import FlowTotalsDoc, RunSummaryDoc, TokensDoc
 
 __all__ = ["RunState", "Totals"]
 
@@ -107,3 +114,43 @@ class RunState:
         iteration = self.executions.get((flow_key, step_id), 0)
         self.executions[(flow_key, step_id)] = iteration + 1
         return iteration
+
+    def summary(
+        self,
+        run_id: str,
+        flows: Sequence[str],
+        choice: tuple[str, str, str],
+        created_at: str,
+        completed_at: str | None,
+    ) -> RunSummaryDoc:
+        """``meta.json`` as the run stands; ``choice`` is its (backend, mode, engine)."""
+        totals = self.totals
+        backend, mode, engine = choice
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "run_id": run_id,
+            "status": self.status,
+            "flows": list(flows),
+            "backend": backend,
+            "mode": mode,
+            "engine": engine,
+            "created_at": created_at,
+            "completed_at": completed_at,
+            "error": self.error,
+            "steps_completed": totals.steps_completed,
+            "total_steps_executed": totals.executed,
+            "loop_iterations": totals.loops,
+            "tokens": totals.tokens(),
+            "cost_usd": totals.cost,
+            "steps_without_cost": totals.steps_without_cost,
+            "flow_totals": {key: ft.as_flow_document() for key, ft in self.flow_totals.items()},
+        }
+
+    def completed(self, status: str) -> payloads.RunCompletedPayload:
+        """The ``run_completed`` of an attempt that ends with ``status``."""
+        return payloads.run_completed(
+            status,
+            self.error,
+            steps_completed=self.totals.steps_completed,
+            total_steps_executed=self.totals.executed,
+        )

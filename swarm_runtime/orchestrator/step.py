@@ -3,8 +3,8 @@
 :class:`StepRunner` runs a step the way SPEC §3.3 and §7.3 say: ``step_start``; the engine
 call, retried within the execution while it answers ``retryable`` (:mod:`.attempts`, with
 the context of :mod:`.step_context`); the verdict (engine failure, budgets, routing); the
-transcript and the receipt, built here and only here; then ``step_end`` +
-``route_decision``, or ``step_error``.
+transcript and the receipt (:mod:`.receipt`); then ``step_end`` + ``route_decision``, or
+``step_error``, written by the :class:`~.step_log.StepLog` that plan cycles use too.
 """
 
 from __future__ import annotations
@@ -23,11 +23,12 @@ from swarm_runtime.orchestrator.checkpoint import BlockedStep
 from swarm_runtime.orchestrator.control import Blocked, RunControl
 from swarm_runtime.orchestrator.history import RenderedHistory
 from swarm_runtime.orchestrator.prompt import PromptParts
-from swarm_runtime.orchestrator.receipt import Call, build_receipt, step_timing
+from swarm_runtime.orchestrator.receipt import Call, build_receipt, settle, step_timing
 from swarm_runtime.orchestrator.recorder import RunRecorder, TranscriptLine
 from swarm_runtime.orchestrator.routing import Decision, decide
 from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.orchestrator.step_context import ContextMaker
+from swarm_runtime.orchestrator.step_log import OpenStep, StepLog
 from swarm_runtime.orchestrator.verdict import budget_error, outcome_error
 from swarm_runtime.record import Record, replace
 from swarm_runtime.timeutil import Clock, format_ts, ms_between, parse_ts
@@ -35,7 +36,7 @@ from swarm_runtime.timeutil import Clock, format_ts, ms_between, parse_ts
 if TYPE_CHECKING:
     from swarm_runtime.documents import EventDoc, ReceiptDoc
 
-__all__ = ["Completed", "OpenStep", "PromptParts", "StepRunner", "StepSettings"]
+__all__ = ["Completed", "PromptParts", "StepRunner", "StepSettings"]
 
 Completed = Callable[[list["EventDoc"], "str | None"], list[str]]
 """Called once a step is complete, with its ``step_end`` and ``route_decision`` (not yet
@@ -52,16 +53,6 @@ class StepSettings(Record):
     max_attempts: int
     repo_root: Path
     result_observer: Callable[[str, StepResult], None] | None = None
-
-
-class OpenStep(Record):
-    """A step execution that has a ``step_start`` and no end yet."""
-
-    flow_key: str
-    step_id: str
-    agent_key: str
-    started: datetime
-    engine_id: str
 
 
 class StepRunner:
@@ -87,7 +78,7 @@ class StepRunner:
         self.prompts = prompts
         self.engine_for = engine_for
         self.spec = dict(spec)
-        self.open_step: OpenStep | None = None
+        self.log = StepLog(recorder, state, settings.clock)
         self.contexts = ContextMaker(
             prompts=prompts, layout=recorder.layout, repo_root=settings.repo_root, spec=self.spec
         )
@@ -141,18 +132,13 @@ class StepRunner:
                 decision = self._route(flow, step, end, outcome, receipt)
             except RoutingError as exc:
                 error = str(exc)
-            else:
-                receipt["routing"] = cast(Any, decision.receipt_routing)
-        if error is not None:
-            receipt["status"] = "failed"
-            receipt["error"] = error
+        settle(receipt, error=error, routing=decision.receipt_routing if decision else None)
         self._write(receipt, flow, step, engine, outcome, user_json)
         self._count_call(flow, outcome)
-        self.open_step = None
         if error is not None or decision is None:
-            self._fail(flow, step, engine, receipt["duration_ms"], error or "no routing decision")
+            self._fail(flow, step, receipt["duration_ms"], error or "no routing decision")
             return None
-        self._succeed(flow, step, engine, receipt["duration_ms"], outcome, iteration, decision)
+        self._succeed(flow, step, receipt["duration_ms"], outcome, iteration, decision)
         return decision
 
     def _count_call(self, flow: FlowSpec, outcome: StepOutcome) -> None:
@@ -170,7 +156,8 @@ class StepRunner:
     ) -> NoReturn:
         """The engine answered ``blocked``: count the call, leave the step open, pause."""
         self._count_call(flow, outcome)
-        assert self.open_step is not None
+        open_step = self.log.open_step
+        assert open_step is not None
         raise Blocked(
             BlockedStep(
                 flow.key,
@@ -179,7 +166,7 @@ class StepRunner:
                 iteration,
                 outcome.result.error or "the step waits for external input",
                 engine.engine_id,
-                format_ts(self.open_step.started),
+                format_ts(open_step.started),
             )
         )
 
@@ -199,12 +186,14 @@ class StepRunner:
             self._start(flow, step, engine, iteration, started)
             return iteration, started
         iteration, started = blocked.iteration, self.settings.clock()
-        self.open_step = OpenStep(
-            flow.key,
-            step.id,
-            step.primary_agent,
-            parse_ts(blocked.started_at),
-            engine.engine_id,
+        self.log.reopen(
+            OpenStep(
+                flow.key,
+                step.id,
+                step.primary_agent,
+                parse_ts(blocked.started_at),
+                engine.engine_id,
+            )
         )
         return iteration, started
 
@@ -216,23 +205,13 @@ class StepRunner:
         iteration: int,
         started: datetime,
     ) -> None:
-        self.state.totals.executed += 1
-        self.state.flow(flow.key).executed += 1
-        self.recorder.emit(
-            "step_start",
-            {
-                "role": step.role,
-                "agents": list(step.agents),
-                "step_index": flow.index_of(step.id) + 1,
-                "engine": engine.engine_id,
-                "iteration": iteration,
-            },
-            flow_key=flow.key,
-            step_id=step.id,
-            agent_key=step.primary_agent,
-            ts=format_ts(started),
+        self.log.start(
+            OpenStep(flow.key, step.id, step.primary_agent, started, engine.engine_id),
+            role=step.role,
+            agents=step.agents,
+            index=flow.index_of(step.id) + 1,
+            iteration=iteration,
         )
-        self.open_step = OpenStep(flow.key, step.id, step.primary_agent, started, engine.engine_id)
 
     # -- after the call ------------------------------------------------------------------
 
@@ -307,23 +286,14 @@ class StepRunner:
             receipt_path, transcript_path, receipt, lines, iteration=receipt["iteration"]
         )
 
-    def _fail(
-        self, flow: FlowSpec, step: StepSpec, engine: StepEngine, duration: int, error: str
-    ) -> None:
-        self.recorder.emit(
-            "step_error",
-            payloads.step_error(duration, error, engine.engine_id),
-            flow_key=flow.key,
-            step_id=step.id,
-            agent_key=step.primary_agent,
-        )
+    def _fail(self, flow: FlowSpec, step: StepSpec, duration: int, error: str) -> None:
+        self.log.fail(duration, error)
         self.state.status, self.state.error = "failed", f"{flow.key}/{step.id}: {error}"
 
     def _succeed(
         self,
         flow: FlowSpec,
         step: StepSpec,
-        engine: StepEngine,
         duration: int,
         outcome: StepOutcome,
         iteration: int,
@@ -332,40 +302,23 @@ class StepRunner:
         state = self.state
         skipped = outcome.result_code == "skipped"
         state.totals.steps_completed += 1
-        agent = step.primary_agent
-        recorder = self.recorder
-        step_end = recorder.event(
-            "step_end",
-            {
-                "status": "skipped" if skipped else "succeeded",
-                "duration_ms": duration,
-                "engine": engine.engine_id,
-            },
-            flow_key=flow.key,
-            step_id=step.id,
-            agent_key=agent,
-        )
-        item = HistoryItem(flow.key, step.id, agent, iteration, outcome.result.output)
+        item = HistoryItem(flow.key, step.id, step.primary_agent, iteration, outcome.result.output)
         state.history.add(item)
-        recorder.append_history(item)
+        self.recorder.append_history(item)
         loop_state = state.loops.after(flow.key, step, decision.decision, skipped=skipped)
         if decision.decision == "loop":
             state.totals.loops += 1
             state.flow(flow.key).loops += 1
-        route = recorder.event(
-            "route_decision",
-            {
-                "from_step": step.id,
-                "to_step": decision.to_step,
-                "decision": decision.decision,
-                "reason": decision.reason,
-                "loop_state": loop_state,
-                "routing_source": decision.source,
-            },
-            flow_key=flow.key,
-            step_id=step.id,
-            agent_key=agent,
-            ahead=1,
+        self.log.ended(
+            "skipped" if skipped else "succeeded",
+            duration,
+            payloads.route_decision(
+                step.id,
+                decision.to_step,
+                decision.decision,
+                decision.reason,
+                loop_state=loop_state,
+                routing_source=decision.source,
+            ),
+            before=lambda events: self.completed(events, decision.to_step),
         )
-        lines = self.completed([step_end, route], decision.to_step)
-        recorder.append_encoded([step_end, route], lines)

@@ -17,16 +17,16 @@ from swarm_runtime.credentials import Credentials
 from swarm_runtime.engines.base import TokenUsage
 from swarm_runtime.orchestrator import payloads
 from swarm_runtime.orchestrator.history import HistoryBudget
+from swarm_runtime.orchestrator.receipt import ReceiptHead, base_receipt, settle
 from swarm_runtime.orchestrator.recorder import EventObserver, RunRecorder, TranscriptLine
 from swarm_runtime.orchestrator.state import RunState
+from swarm_runtime.orchestrator.step_log import OpenStep, StepLog
 from swarm_runtime.record import Record
 from swarm_runtime.timeutil import Clock, format_ts, ms_between
-from swarm_runtime.versions import SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from swarm_runtime.documents import (
         CostDoc,
-        ReceiptDoc,
         RoutingDoc,
         RunSpecDoc,
         RunSummaryDoc,
@@ -86,6 +86,7 @@ class CycleRecord:
         self.spec = spec
         self.clock = clock
         self.state = RunState(HistoryBudget())
+        self.state.flow(CYCLE_FLOW)  # meta.json lists the cycle's totals before any step
         self.recorder = RunRecorder.create(
             runs_dir,
             spec,
@@ -97,8 +98,8 @@ class CycleRecord:
             observer=observer,
         )
         self.created_at = format_ts(clock())
-        self.open_step: tuple[str, str, str, datetime] | None = None
-        """The step under way: (step id, agent, engine, started)."""
+        self.steps = StepLog(self.recorder, self.state, clock)
+        """The events of the plan's step executions, as a flow run writes them."""
 
     @property
     def run_id(self) -> str:
@@ -112,26 +113,8 @@ class CycleRecord:
 
     def summary(self, completed_at: str | None = None) -> RunSummaryDoc:
         """``meta.json`` as it stands."""
-        state, totals = self.state, self.state.totals
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "run_id": self.run_id,
-            "status": state.status,
-            "flows": [CYCLE_FLOW],
-            "backend": PLAN_BACKEND,
-            "mode": self.spec["mode"],
-            "engine": self.spec["engine"],
-            "created_at": self.created_at,
-            "completed_at": completed_at,
-            "error": state.error,
-            "steps_completed": totals.steps_completed,
-            "total_steps_executed": totals.executed,
-            "loop_iterations": 0,
-            "tokens": totals.tokens(),
-            "cost_usd": totals.cost,
-            "steps_without_cost": totals.steps_without_cost,
-            "flow_totals": {CYCLE_FLOW: state.flow(CYCLE_FLOW).as_flow_document()},
-        }
+        choice = (PLAN_BACKEND, self.spec["mode"], self.spec["engine"])
+        return self.state.summary(self.run_id, [CYCLE_FLOW], choice, self.created_at, completed_at)
 
     def _status(self, status: str, completed_at: str | None = None) -> None:
         self.state.status = status
@@ -150,79 +133,41 @@ class CycleRecord:
     def start_step(self, step_id: str, agent: str, role: str, index: int, engine: str) -> datetime:
         """``step_start`` of a plan step; when it started."""
         started = self.clock()
-        self.recorder.emit(
-            "step_start",
-            {
-                "role": role,
-                "agents": [agent],
-                "step_index": index,
-                "engine": engine,
-                "iteration": 0,
-            },
-            flow_key=CYCLE_FLOW,
-            step_id=step_id,
-            agent_key=agent,
-            ts=format_ts(started),
+        self.steps.start(
+            OpenStep(CYCLE_FLOW, step_id, agent, started, engine),
+            role=role,
+            agents=[agent],
+            index=index,
+            iteration=0,
         )
-        self.open_step = (step_id, agent, engine, started)
-        for totals in (self.state.totals, self.state.flow(CYCLE_FLOW)):
-            totals.executed += 1
         return started
 
     def emit_in_step(self, kind: str, payload: dict[str, Any]) -> None:
         """A ``tool_start``/``tool_end``/``log`` event of the step under way."""
-        assert self.open_step is not None
-        step_id, agent, _, _ = self.open_step
-        self.recorder.emit(kind, payload, flow_key=CYCLE_FLOW, step_id=step_id, agent_key=agent)
+        self.steps.emit_in_step(kind, payload)
 
     def finish_step(self, record: StepRecord, next_step: str | None) -> None:
         """Receipt, transcript, ``step_end`` or ``step_error``, and the route on success."""
         self._write_files(record)
         duration = ms_between(record.started, record.completed)
         ts = format_ts(record.completed)
-        self.open_step = None
         for totals in (self.state.totals, self.state.flow(CYCLE_FLOW)):
             totals.add_call(record.tokens, record.cost_usd)
             totals.duration_ms += duration
         if record.error is not None:
-            self.recorder.emit(
-                "step_error",
-                payloads.step_error(duration, record.error, record.engine),
-                ts=ts,
-                flow_key=CYCLE_FLOW,
-                step_id=record.step_id,
-                agent_key=record.agent,
-            )
+            self.steps.fail(duration, record.error, ts=ts)
             return
         for totals in (self.state.totals, self.state.flow(CYCLE_FLOW)):
             totals.steps_completed += 1
-        end = self.recorder.event(
-            "step_end",
-            {"status": "succeeded", "duration_ms": duration, "engine": record.engine},
-            ts=ts,
-            flow_key=CYCLE_FLOW,
-            step_id=record.step_id,
-            agent_key=record.agent,
+        route = payloads.route_decision(
+            record.step_id,
+            next_step,
+            "advance" if next_step else "terminate",
+            "plan_order" if next_step else "end_of_plan",
+            loop_state={},
+            routing_source="fast_path",
         )
-        route = self.recorder.event(
-            "route_decision",
-            {
-                "from_step": record.step_id,
-                "to_step": next_step,
-                "decision": "advance" if next_step else "terminate",
-                "reason": "plan_order" if next_step else "end_of_plan",
-                "loop_state": {},
-                "routing_source": "fast_path",
-            },
-            ts=ts,
-            ahead=1,
-            flow_key=CYCLE_FLOW,
-            step_id=record.step_id,
-            agent_key=record.agent,
-        )
-        self.recorder.append_encoded(
-            [end, route], [self.recorder.encode(end), self.recorder.encode(route)]
-        )
+        self.steps.ended("succeeded", duration, route, ts=ts)
 
     def _write_files(self, record: StepRecord) -> None:
         layout = self.recorder.layout
@@ -235,68 +180,43 @@ class CycleRecord:
             {"timestamp": started, "role": "user", "content": record.user},
         ]
         lines.extend({"timestamp": completed, **line} for line in record.lines)
-        receipt: ReceiptDoc = {
-            "schema_version": SCHEMA_VERSION,
-            "engine": record.engine,
-            "mode": record.mode,
-            "provider": record.provider,
-            "model": record.model,
-            "step_id": record.step_id,
-            "flow_key": CYCLE_FLOW,
-            "run_id": self.run_id,
-            "agent_key": record.agent,
-            "started_at": started,
-            "completed_at": completed,
-            "duration_ms": ms_between(record.started, record.completed),
-            "status": "failed" if record.error is not None else "succeeded",
-            "tokens": {
-                "prompt": record.tokens.prompt,
-                "completion": record.tokens.completion,
-                "total": record.tokens.total,
-            },
-            "transcript_path": f"llm/{Path(transcript_path).name}",
-            "iteration": 0,
-            "result_code": "fatal" if record.error is not None else "ok",
-            "attempt": record.attempt,
-            "max_attempts": record.max_attempts,
-        }
-        if record.error is not None:
-            receipt["error"] = record.error
-        if record.routing is not None:
-            receipt["routing"] = record.routing
+        receipt = base_receipt(
+            ReceiptHead(
+                run_id=self.run_id,
+                flow_key=CYCLE_FLOW,
+                step_id=record.step_id,
+                agent_key=record.agent,
+                engine=record.engine,
+                engine_short=record.engine_short,
+                mode=record.mode,
+                provider=record.provider,
+                model=record.model,
+                tokens=record.tokens,
+                started_at=started,
+                completed_at=completed,
+                duration_ms=ms_between(record.started, record.completed),
+                iteration=0,
+                result_code="fatal" if record.error is not None else "ok",
+                attempt=record.attempt,
+                max_attempts=record.max_attempts,
+            )
+        )
         if record.cassette is not None:
             receipt["cassette"] = record.cassette
         if record.cost is not None:
             receipt["cost"] = record.cost
+        settle(receipt, error=record.error, routing=record.routing)
         self.recorder.write_step(receipt_path, transcript_path, receipt, lines, iteration=0)
 
     def close_open_step(self, error: str) -> None:
         """A step cut short (Ctrl-C, a write error): its ``step_error``, no files."""
-        if self.open_step is None:
-            return
-        step_id, agent, engine, started = self.open_step
-        self.open_step = None
-        self.recorder.emit(
-            "step_error",
-            payloads.step_error(ms_between(started, self.clock()), error, engine),
-            flow_key=CYCLE_FLOW,
-            step_id=step_id,
-            agent_key=agent,
-        )
+        self.steps.close_open(error)
 
     def complete(self, status: str, error: str | None) -> str:
         """``run_completed`` and the final ``meta.json``; when the cycle ended."""
         state = self.state
         state.status, state.error = status, error
-        self.recorder.emit(
-            "run_completed",
-            payloads.run_completed(
-                status,
-                error,
-                steps_completed=state.totals.steps_completed,
-                total_steps_executed=state.totals.executed,
-            ),
-        )
+        self.recorder.emit("run_completed", state.completed(status))
         completed = format_ts(self.clock())
         self._status(status, completed)
         return completed

@@ -57,8 +57,11 @@ def _check_run_dirs(runs: Path) -> None:
         events = [json.loads(line) for line in text.splitlines()]  # every line whole
         meta = json.loads((run / "meta.json").read_text())
         if events and events[-1]["kind"] == "run_completed":
+            found = [str(v) for v in validate_run_dir(run)]
             if meta["status"] != events[-1]["payload"]["status"]:
-                assert any("meta.json" in str(v) for v in validate_run_dir(run))
+                assert any("meta.json" in v for v in found), found
+            else:  # the run ended in order: every step it opened is closed, and so on
+                assert not found, found
         elif meta["status"] in ("succeeded", "failed", "stopped"):
             found = [str(v) for v in validate_run_dir(run)]
             assert any("does not end with run_completed" in v for v in found), found

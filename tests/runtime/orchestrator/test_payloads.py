@@ -15,6 +15,24 @@ PAIRS: list[tuple[Any, Any, Any]] = [
     (write.RunStartedPayload, read.RunStartedPayload, write.run_started()),
     (write.StepErrorPayload, read.StepErrorPayload, write.step_error(12, "boom", "claude-step")),
     (
+        write.StepStartPayload,
+        read.StepStartPayload,
+        write.step_start("author", ["writer"], 2, "stub", 1),
+    ),
+    (write.StepEndPayload, read.StepEndPayload, write.step_end("skipped", 7, "stub")),
+    (
+        write.RouteDecisionPayload,
+        read.RouteDecisionPayload,
+        write.route_decision(
+            "critic",
+            "author",
+            "loop",
+            "loop_iteration:1",
+            loop_state={"critic": 1},
+            routing_source="deterministic",
+        ),
+    ),
+    (
         write.RunCompletedPayload,
         read.RunCompletedPayload,
         write.run_completed("stopped", "asked to", steps_completed=2, total_steps_executed=3),
