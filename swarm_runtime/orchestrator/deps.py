@@ -153,7 +153,7 @@ class RunLimits(Record):
 
 
 class StepEngines:
-    """The engines of one run's steps, built on first use and closed at its end."""
+    """The engines of one run's steps, flow run or plan cycle: built on first use, closed."""
 
     def __init__(self, choice: EngineChoice, registry: EngineRegistry, sleep: Any) -> None:
         self.choice = choice
@@ -164,11 +164,16 @@ class StepEngines:
     def engine_for(self, flow: FlowSpec, step: StepSpec) -> StepEngine:
         """The engine of a step: its own ``engine:``, the strategy, else the run's."""
         choice = self.choice
-        engine_id = step_engine_id(flow, step, choice.strategy, choice.engine_id)
-        engine = self._built.get(engine_id)
+        return self.engine(step_engine_id(flow, step, choice.strategy, choice.engine_id))
+
+    def engine(self, engine_id: str | None = None) -> StepEngine:
+        """An engine of the run's mode (the run's own by default), built on first use."""
+        key = engine_id or self.choice.engine_id
+        engine = self._built.get(key)
         if engine is None:
-            engine = self.registry.create(
-                engine_id,
+            choice = self.choice
+            engine = self._built[key] = self.registry.create(
+                key,
                 EngineOptions(
                     mode=choice.mode,
                     scenario=choice.scenario,
@@ -176,7 +181,6 @@ class StepEngines:
                     config=choice.config,
                 ),
             )
-            self._built[engine_id] = engine
         return engine
 
     def close(self) -> None:

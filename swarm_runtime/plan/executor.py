@@ -20,9 +20,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from swarm_runtime.credentials import Credentials
 from swarm_runtime.engines.base import Prompt, StepContext, StepEngine
-from swarm_runtime.engines.registry import EngineOptions
 from swarm_runtime.errors import FailFast, PlanError, StorageError, SwarmError
-from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps, RunLimits
+from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps, RunLimits, StepEngines
 from swarm_runtime.plan.builtins import default_handlers
 from swarm_runtime.plan.calls import HandlerTimeout, ModelCalls, call_handler
 from swarm_runtime.plan.cycle import CYCLE_FLOW, PLAN_BACKEND, CycleRecord
@@ -94,10 +93,9 @@ class PlanRuntime:
         self.store_path = Path(paths.store_path)
         self.repo_root = Path(paths.repo_root or Path.cwd())
         self.handlers = handlers or default_handlers()
-        self.engines = deps.engines
+        self.engines = StepEngines(engine, deps.engines, deps.sleep)
         self.engine_id = engine.engine_id
         self.mode = engine.mode
-        self.engine_config = dict(engine.config)
         self.clock = deps.clock
         self.rand = deps.rand
         self.sleep = deps.sleep
@@ -108,7 +106,6 @@ class PlanRuntime:
         self.max_attempts = limits.max_attempts
         self.origin = dict(origin or {})
         self._store: MemoryStore | None = None
-        self._engines: dict[str, StepEngine] = {}
 
     def memory(self) -> MemoryStore:
         """The plan store, opened on first use."""
@@ -119,22 +116,15 @@ class PlanRuntime:
         return self._store
 
     def engine(self, engine_id: str | None) -> StepEngine:
-        """An engine of the run's mode, built once per runtime."""
-        key = engine_id or self.engine_id
-        built = self._engines.get(key)
-        if built is None:
-            options = EngineOptions(mode=self.mode, sleep=self.sleep, config=self.engine_config)
-            built = self._engines[key] = self.engines.create(key, options)
-        return built
+        """An engine of the run's mode, built once per runtime (as a flow run's are)."""
+        return self.engines.engine(engine_id)
 
     def close(self) -> None:
         """Close the store and the engines."""
         if self._store is not None:
             self._store.close()
             self._store = None
-        engines, self._engines = list(self._engines.values()), {}
-        for built in engines:
-            built.close()
+        self.engines.close()
 
     def run(
         self, plan: ExecutionPlan | Mapping[str, Any], inputs: Iterable[str], *, session: str
