@@ -38,7 +38,8 @@ def main() -> int:
     from swarm_runtime.engines.registry import default_registry
     from swarm_runtime.engines.replay import forget_recordings
     from swarm_runtime.flow.registry import FlowRegistry
-    from swarm_runtime.orchestrator.runner import Orchestrator, RunSpec
+    from swarm_runtime.orchestrator.plan import RunSpec
+    from swarm_runtime.orchestrator.runner import Orchestrator
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=9)

@@ -259,7 +259,8 @@ class InProcess:
     def __init__(self, flows_dir: Path) -> None:
         from swarm_runtime.errors import SwarmError
         from swarm_runtime.flow.registry import FlowRegistry
-        from swarm_runtime.orchestrator.runner import Orchestrator, RunSpec
+        from swarm_runtime.orchestrator.plan import RunSpec
+        from swarm_runtime.orchestrator.runner import Orchestrator
 
         self._orchestrator = Orchestrator
         self._swarm_error = SwarmError

@@ -17,17 +17,6 @@ if TYPE_CHECKING:
     from swarm_runtime.orchestrator.loops import LoopCounters
     from swarm_runtime.orchestrator.routing import Decision
 
-__all__ = [
-    "assert_event_sequence",
-    "assert_mode_parity",
-    "assert_receipt_contract",
-    "assert_routing",
-    "assert_run",
-    "assert_step_results",
-    "assert_teaching_notes",
-    "assert_transcript_contract",
-]
-
 MAX_OUTPUT_BYTES = 50 * 1024
 
 

@@ -20,8 +20,6 @@ import pytest
 if TYPE_CHECKING:
     from swarm_runtime.engines.cassette import Cassettes
 
-__all__ = ["CALL_PASSED", "SwarmCassette", "cassette_name", "check_cassette_name"]
-
 CALL_PASSED = pytest.StashKey[bool]()
 """Whether a test's call phase passed: only then does its recording replace the old one."""
 

@@ -17,8 +17,6 @@ import pytest
 
 from pytest_swarm.options import OPTIONS, OPTIONS_KEY
 
-__all__ = ["CONTRACT_FILE", "command_for", "node_of", "pytest_command"]
-
 CONTRACT_FILE = "test_contract.py"
 """How a printed command names the packaged contract suite's file (``--swarm-contract``)."""
 

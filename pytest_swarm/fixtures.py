@@ -11,7 +11,6 @@ import pytest
 from pytest_swarm.cassettes import CALL_PASSED, SwarmCassette
 from pytest_swarm.options import OPTIONS_KEY, SwarmOptions
 from pytest_swarm.runner import (
-    STUB_ONLY,
     FlowRunner,
     StubScenario,
     SwarmEngine,
@@ -24,27 +23,6 @@ if TYPE_CHECKING:
     from swarm_runtime.config import Settings
     from swarm_runtime.engines.registry import EngineRegistry
     from swarm_runtime.flow.registry import FlowRegistry
-
-__all__ = [
-    "STUB_ONLY",
-    "FlowRunner",
-    "IsolatedRunsEnv",
-    "StubScenario",
-    "SwarmContract",
-    "SwarmEngine",
-    "flow_runner",
-    "flows_dir_error",
-    "isolated_runs_env",
-    "skip_stub_only",
-    "stub_scenario",
-    "swarm_cassette",
-    "swarm_contract",
-    "swarm_engine",
-    "swarm_flows",
-    "swarm_golden",
-    "swarm_mode",
-    "swarm_options",
-]
 
 
 @pytest.fixture(scope="session")

@@ -24,14 +24,6 @@ if TYPE_CHECKING:
 
     from pytest_swarm.run_record import RunRecord
 
-__all__ = [
-    "REPLAY_SUFFIX",
-    "GoldenRunExtension",
-    "SwarmGolden",
-    "golden_extension",
-    "golden_scenario",
-]
-
 
 class GoldenRunExtension(SingleFileSnapshotExtension):
     """One golden artefact per snapshot file, stored at ``<root>/<scenario>/<artefact>``."""

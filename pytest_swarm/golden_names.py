@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-__all__ = ["REPLAY_SUFFIX", "golden_scenario"]
-
 REPLAY_SUFFIX = ".replay"
 """Goldens of recorded runs live beside the stub's: ``golden/<scenario>.replay/``."""
 

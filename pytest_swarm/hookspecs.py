@@ -8,8 +8,6 @@ if TYPE_CHECKING:
     from pytest_swarm.run_record import RunRecord
     from swarm_runtime.engines.registry import EngineRegistry
 
-__all__ = ["pytest_swarm_normalize", "pytest_swarm_register_engines"]
-
 
 def pytest_swarm_register_engines(registry: EngineRegistry) -> None:
     """Add engines to the registry the plugin's fixtures run with.

@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pytest_swarm.cassettes import check_cassette_name
-from pytest_swarm.options import MODES, SwarmOptions
-
-__all__ = ["marker_errors"]
+from pytest_swarm.options import SwarmOptions
+from swarm_runtime.config import MODES
 
 
 def marker_errors(item: pytest.Item, options: SwarmOptions) -> list[str]:

@@ -13,8 +13,6 @@ import socket
 from types import TracebackType
 from typing import Any
 
-__all__ = ["NetworkGuard"]
-
 
 def _loopback(address: Any) -> bool:
     if not isinstance(address, tuple) or not address:

@@ -17,19 +17,6 @@ import pytest
 
 from swarm_runtime.config import MODES
 
-__all__ = [
-    "MODES",
-    "OPTIONS",
-    "OPTIONS_KEY",
-    "RECORD_MODES",
-    "Option",
-    "SwarmOptions",
-    "add_options",
-    "check_credentials",
-    "claude_step_runs",
-    "resolve",
-]
-
 
 class Option:
     """One setting: its flag, environment variable, ini key, default and help."""

@@ -26,8 +26,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pytest_swarm.run_record import RunRecord
 
-__all__ = ["parity_problems"]
-
 OPTIONAL_FIELDS = frozenset({"cassette", "cost", "timing", "context_truncation", "handoff"})
 """Receipt fields only some modes write."""
 

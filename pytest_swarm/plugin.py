@@ -21,22 +21,6 @@ from pytest_swarm.markers import marker_errors
 from pytest_swarm.options import OPTIONS_KEY, add_options, check_credentials, resolve
 from pytest_swarm.summary import TOTALS_KEY, SwarmTotals
 
-__all__ = [
-    "pytest_addhooks",
-    "pytest_addoption",
-    "pytest_assertrepr_compare",
-    "pytest_collection_modifyitems",
-    "pytest_configure",
-    "pytest_report_header",
-    "pytest_runtest_call",
-    "pytest_runtest_makereport",
-    "pytest_runtest_protocol",
-    "pytest_runtest_setup",
-    "pytest_sessionfinish",
-    "pytest_terminal_summary",
-    "pytest_testnodedown",
-]
-
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     """The ``swarm`` option group."""

@@ -8,11 +8,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from swarm_runtime.contracts import Event
+    from swarm_runtime.contracts.events import Event
     from swarm_runtime.engines.base import StepResult
     from swarm_runtime.flow.registry import FlowRegistry
-
-__all__ = ["RunRecord", "RunStatus", "StepKey"]
 
 StepKey = tuple[str, str]
 """``(flow_key, step_id)``."""
@@ -164,7 +162,7 @@ class RunRecord:
     @cached_property
     def events(self) -> list[Event]:
         """The events as models (``event.kind``, ``event.payload.status``, …)."""
-        from swarm_runtime.contracts import parse_event
+        from swarm_runtime.contracts.events import parse_event
 
         return [parse_event(event) for event in self.event_dicts]
 

@@ -26,15 +26,6 @@ if TYPE_CHECKING:
     from swarm_runtime.flow.registry import FlowRegistry
     from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps
 
-__all__ = [
-    "STUB_ONLY",
-    "FlowRunner",
-    "StubScenario",
-    "SwarmEngine",
-    "SwarmSession",
-    "skip_stub_only",
-]
-
 
 class SwarmEngine:
     """The engine registry (with engines from ``pytest_swarm_register_engines``) and mode."""
@@ -167,7 +158,7 @@ class FlowRunner:
 
         from swarm_runtime.errors import SwarmUsageError
         from swarm_runtime.orchestrator.assembly import build_orchestrator
-        from swarm_runtime.orchestrator.runner import RunSpec
+        from swarm_runtime.orchestrator.plan import RunSpec
 
         results: list[tuple[str, StepResult]] = []
         problem: str | None = None

@@ -6,9 +6,6 @@ from typing import Any
 
 import pytest
 
-__all__ = ["COUNTERS", "TOTALS_KEY", "SwarmTotals"]
-
-
 COUNTERS = (
     "runs",
     "steps",

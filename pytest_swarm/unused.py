@@ -15,8 +15,6 @@ from pathlib import Path
 
 from pytest_swarm.golden_names import REPLAY_SUFFIX
 
-__all__ = ["remove", "unused_cassette_dirs", "unused_goldens"]
-
 
 def unused_goldens(golden_root: Path, used: set[str], mode: str) -> list[str]:
     """Golden runs of ``mode``'s family no test compared (names, sorted).

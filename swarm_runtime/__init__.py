@@ -15,18 +15,16 @@ from swarm_runtime.lazy import lazy_names as _lazy_names
 from swarm_runtime.versions import PACKAGE_VERSION as _PACKAGE_VERSION
 
 if TYPE_CHECKING:
-    from swarm_runtime.engines import (
-        EngineOptions,
-        EngineRegistry,
-        Scenario,
+    from swarm_runtime.engines.base import (
         StepContext,
         StepEngine,
         StepOutcome,
         StepResult,
-        StubEngine,
         TokenUsage,
-        default_registry,
     )
+    from swarm_runtime.engines.registry import EngineOptions, EngineRegistry, default_registry
+    from swarm_runtime.engines.scenario import Scenario
+    from swarm_runtime.engines.stub import StubEngine
     from swarm_runtime.errors import (
         ConfigError,
         CredentialLeak,
@@ -42,9 +40,12 @@ if TYPE_CHECKING:
         SwarmRunError,
         SwarmUsageError,
     )
-    from swarm_runtime.flow import FlowRegistry, load_flow
-    from swarm_runtime.orchestrator import HistoryBudget, Orchestrator, RunOutcome, RunSpec
+    from swarm_runtime.flow.loader import load_flow
+    from swarm_runtime.flow.registry import FlowRegistry
     from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps, RunLimits
+    from swarm_runtime.orchestrator.history import HistoryBudget
+    from swarm_runtime.orchestrator.plan import RunOutcome, RunSpec
+    from swarm_runtime.orchestrator.runner import Orchestrator
     from swarm_runtime.service import Backend, get_backend, register_backend
 
 __all__ = [
@@ -97,28 +98,28 @@ _LAZY = {
     "ReplayDivergence": "swarm_runtime.errors",
     "EngineError": "swarm_runtime.errors",
     "FlowDefinitionError": "swarm_runtime.errors",
-    "FlowRegistry": "swarm_runtime.flow",
-    "HistoryBudget": "swarm_runtime.orchestrator",
-    "Orchestrator": "swarm_runtime.orchestrator",
+    "FlowRegistry": "swarm_runtime.flow.registry",
+    "HistoryBudget": "swarm_runtime.orchestrator.history",
+    "Orchestrator": "swarm_runtime.orchestrator.runner",
     "RoutingError": "swarm_runtime.errors",
-    "RunOutcome": "swarm_runtime.orchestrator",
-    "RunSpec": "swarm_runtime.orchestrator",
-    "Scenario": "swarm_runtime.engines",
+    "RunOutcome": "swarm_runtime.orchestrator.plan",
+    "RunSpec": "swarm_runtime.orchestrator.plan",
+    "Scenario": "swarm_runtime.engines.scenario",
     "ScenarioError": "swarm_runtime.errors",
-    "StepContext": "swarm_runtime.engines",
-    "StepEngine": "swarm_runtime.engines",
-    "StepResult": "swarm_runtime.engines",
+    "StepContext": "swarm_runtime.engines.base",
+    "StepEngine": "swarm_runtime.engines.base",
+    "StepResult": "swarm_runtime.engines.base",
     "StorageError": "swarm_runtime.errors",
     "SwarmError": "swarm_runtime.errors",
     "SwarmRunError": "swarm_runtime.errors",
     "SwarmUsageError": "swarm_runtime.errors",
-    "default_registry": "swarm_runtime.engines",
-    "load_flow": "swarm_runtime.flow",
-    "EngineOptions": "swarm_runtime.engines",
-    "EngineRegistry": "swarm_runtime.engines",
-    "StepOutcome": "swarm_runtime.engines",
-    "StubEngine": "swarm_runtime.engines",
-    "TokenUsage": "swarm_runtime.engines",
+    "default_registry": "swarm_runtime.engines.registry",
+    "load_flow": "swarm_runtime.flow.loader",
+    "EngineOptions": "swarm_runtime.engines.registry",
+    "EngineRegistry": "swarm_runtime.engines.registry",
+    "StepOutcome": "swarm_runtime.engines.base",
+    "StubEngine": "swarm_runtime.engines.stub",
+    "TokenUsage": "swarm_runtime.engines.base",
     "EngineChoice": "swarm_runtime.orchestrator.deps",
     "RunDeps": "swarm_runtime.orchestrator.deps",
     "RunLimits": "swarm_runtime.orchestrator.deps",

@@ -12,10 +12,10 @@ import hashlib
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from swarm_runtime.inputs import MAX_RUN_FILE_BYTES, load_json, read_bytes_limited, read_run_text
+from swarm_runtime.inputs.files import read_bytes_limited, read_run_text
+from swarm_runtime.inputs.json_input import load_json
+from swarm_runtime.inputs.limits import MAX_RUN_FILE_BYTES
 from swarm_runtime.record import Record
-
-__all__ = ["ArtifactCheck", "verify_run_artifacts"]
 
 
 class ArtifactCheck(Record):

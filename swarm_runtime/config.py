@@ -16,8 +16,6 @@ from typing import Any
 from swarm_runtime.errors import ConfigError
 from swarm_runtime.record import Record, field
 
-__all__ = ["DEFAULT_CONFIG_PATH", "MODES", "Settings", "resolve_settings"]
-
 MODES = ("stub", "replay", "record", "sdk", "cli")
 """Every mode, in the order messages list them: the stub, recorded sdk calls, live ones."""
 DEFAULT_CONFIG_PATH = Path("swarm/config/runtime.yaml")
@@ -73,7 +71,8 @@ class Settings(Record):
 def _load_yaml(path: Path) -> dict[str, Any]:
     import yaml
 
-    from swarm_runtime.inputs import describe_yaml_error, load_yaml, read_text_limited
+    from swarm_runtime.inputs.files import read_text_limited
+    from swarm_runtime.inputs.yaml_input import describe_yaml_error, load_yaml
 
     try:
         raw = load_yaml(read_text_limited(path))

@@ -15,8 +15,6 @@ from typing import Any
 
 from swarm_runtime.errors import CredentialLeak
 
-__all__ = ["Credentials", "credential_values", "find_credentials", "mask"]
-
 SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.I)
 MIN_LENGTH = 8
 """Shorter values are too likely to occur by chance to be refused."""

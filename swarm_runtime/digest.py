@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["sha256"]
-
 _make: Callable[[], Any] | None = None
 
 

@@ -12,21 +12,6 @@ from __future__ import annotations
 
 from typing import Any, NotRequired, TypedDict
 
-from swarm_runtime.versions import SCHEMA_VERSION
-
-__all__ = [
-    "SCHEMA_VERSION",
-    "CostDoc",
-    "CostTokensDoc",
-    "EventDoc",
-    "FlowTotalsDoc",
-    "ReceiptDoc",
-    "RoutingDoc",
-    "RunSpecDoc",
-    "RunSummaryDoc",
-    "TokensDoc",
-]
-
 
 class TokensDoc(TypedDict):
     """A receipt's or summary's ``tokens``."""

@@ -23,24 +23,6 @@ Messages say what was received, what is allowed and what to do next.
 
 from __future__ import annotations
 
-__all__ = [
-    "ConfigError",
-    "CredentialLeak",
-    "EngineError",
-    "FailFast",
-    "FlowDefinitionError",
-    "HandoffError",
-    "PlanError",
-    "ReplayDivergence",
-    "RoutingError",
-    "RunControlError",
-    "ScenarioError",
-    "StorageError",
-    "SwarmError",
-    "SwarmRunError",
-    "SwarmUsageError",
-]
-
 
 class SwarmError(Exception):
     """Root of every error the runtime raises on purpose."""

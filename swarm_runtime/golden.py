@@ -18,18 +18,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from swarm_runtime.inputs import read_run_text
+from swarm_runtime.inputs.files import read_run_text
 from swarm_runtime.record import Record
-
-__all__ = [
-    "PLACEHOLDERS",
-    "FileChange",
-    "diff_runs",
-    "golden_files",
-    "markdown_report",
-    "normalise_value",
-    "readable_lines",
-]
 
 PLACEHOLDERS = {
     "run_id": "<RUN_ID>",

@@ -12,15 +12,6 @@ import re
 from collections.abc import Callable
 from datetime import datetime
 
-__all__ = [
-    "AGENT_KEY_RE",
-    "ENGINE_SHORT_RE",
-    "FLOW_KEY_RE",
-    "RUN_ID_RE",
-    "STEP_ID_RE",
-    "new_run_id",
-]
-
 STEP_ID_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 AGENT_KEY_RE = re.compile(r"^[a-z][a-z0-9-]*$")
 FLOW_KEY_RE = re.compile(r"^[a-z][a-z0-9_-]*$")

@@ -12,8 +12,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
-__all__ = ["lazy_names"]
-
 
 def lazy_names(
     package: str, homes: Mapping[str, str], namespace: dict[str, Any]

@@ -18,8 +18,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar, dataclass_transform
 
-__all__ = ["MISSING", "Record", "field", "record_fields", "replace"]
-
 _MISSING: Any = object()
 _R = TypeVar("_R", bound="Record")
 

@@ -27,16 +27,6 @@ from swarm_runtime.orchestrator.resumer import orchestrator_for_run
 from swarm_runtime.orchestrator.runner import Orchestrator
 from swarm_runtime.record import Record, replace
 
-__all__ = [
-    "BACKENDS",
-    "Backend",
-    "get_backend",
-    "known_backends",
-    "new_backend",
-    "register_backend",
-    "reset_backends",
-]
-
 OrchestratorFactory = Callable[[Callable[[float], None]], Orchestrator]
 """Builds a fresh orchestrator for one run, given the sleep its engines must use."""
 ResumeFactory = Callable[[Path, Callable[[float], None]], Orchestrator]
@@ -193,7 +183,7 @@ class Backend:
         return worker is not None and worker.thread.is_alive()
 
     def _run_dir(self, run_id: str) -> Path:
-        from swarm_runtime.storage.layout import RUN_ID_RE
+        from swarm_runtime.ids import RUN_ID_RE
 
         if not RUN_ID_RE.fullmatch(run_id) or not (self.runs_dir / run_id).is_dir():
             raise RunControlError(f"no run {run_id!r} in {self.runs_dir}")

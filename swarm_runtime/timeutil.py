@@ -10,16 +10,6 @@ import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-__all__ = [
-    "TIMESTAMP_RE",
-    "Clock",
-    "format_ts",
-    "interruptible_sleep",
-    "ms_between",
-    "parse_ts",
-    "system_clock",
-]
-
 Clock = Callable[[], datetime]
 """A callable returning the current time as a timezone-aware UTC datetime."""
 

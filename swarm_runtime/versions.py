@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-__all__ = ["PACKAGE_VERSION", "SCHEMA_VERSION"]
-
 PACKAGE_VERSION = "0.1.0"
 """The version of swarm-stepwise (``pyproject.toml`` says the same; a test holds them)."""
 

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from pytest_swarm.fixtures import FlowRunner, SwarmContract
+from pytest_swarm.fixtures import SwarmContract
+from pytest_swarm.runner import FlowRunner
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -8,15 +8,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = [
-    "EXIT_FAILED",
-    "EXIT_FAILFAST",
-    "EXIT_INTERRUPTED",
-    "EXIT_OK",
-    "EXIT_USAGE",
-    "path_arg",
-]
-
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2

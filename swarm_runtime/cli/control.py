@@ -19,8 +19,6 @@ from swarm_runtime.cli.common import EXIT_OK, path_arg
 if TYPE_CHECKING:
     from swarm_runtime.orchestrator.runner import Orchestrator
 
-__all__ = ["add_parser", "handle_request", "handle_resume"]
-
 
 def add_parser(commands: Any) -> None:
     """Register ``swarm pause``, ``swarm stop`` and ``swarm resume``."""

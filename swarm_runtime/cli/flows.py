@@ -9,13 +9,6 @@ from typing import Any
 from swarm_runtime.cli.common import EXIT_OK, EXIT_USAGE, path_arg
 from swarm_runtime.errors import SwarmUsageError
 
-__all__ = [
-    "add_parser",
-    "handle_list",
-    "handle_show",
-    "handle_validate",
-]
-
 
 def add_parser(commands: Any) -> None:
     """Register ``swarm flows``."""

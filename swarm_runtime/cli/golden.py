@@ -8,11 +8,6 @@ from typing import Any
 from swarm_runtime.cli.common import EXIT_FAILED, EXIT_OK, path_arg
 from swarm_runtime.errors import SwarmUsageError
 
-__all__ = [
-    "add_parser",
-    "handle_diff",
-]
-
 
 def add_parser(commands: Any) -> None:
     """Register ``swarm golden``."""

@@ -22,8 +22,6 @@ from swarm_runtime.cli.common import (
 )
 from swarm_runtime.errors import FailFast, SwarmError, SwarmUsageError
 
-__all__ = ["build_parser", "main"]
-
 Handler = Callable[[argparse.Namespace], int]
 
 

@@ -19,8 +19,6 @@ if TYPE_CHECKING:
     from swarm_runtime.engines.cassette import Cassettes
     from swarm_runtime.plan.executor import CycleResult, PlanRuntime
 
-__all__ = ["DEFAULT_STORE", "add_parser", "handle_run", "handle_validate"]
-
 DEFAULT_STORE = Path("swarm") / "plan-store.sqlite3"
 """Where memories and sessions are kept, under the working directory (``--store``)."""
 

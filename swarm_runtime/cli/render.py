@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-__all__ = ["ProgressPrinter", "format_table", "run_table"]
-
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """A plain aligned table: numbers right-aligned, text left-aligned."""

@@ -19,14 +19,8 @@ from swarm_runtime.cli.common import (
 
 if TYPE_CHECKING:
     from swarm_runtime.engines.cassette import Cassettes
-    from swarm_runtime.orchestrator.runner import Orchestrator, RunOutcome, RunSpec
-
-__all__ = [
-    "add_parser",
-    "handle",
-    "report",
-    "run_with_signals",
-]
+    from swarm_runtime.orchestrator.plan import RunOutcome, RunSpec
+    from swarm_runtime.orchestrator.runner import Orchestrator
 
 
 def add_parser(commands: Any) -> None:
@@ -221,7 +215,7 @@ def _prepare(args: argparse.Namespace) -> tuple[Orchestrator, RunSpec, Cassettes
     from swarm_runtime.flow.registry import FlowRegistry, default_flows_dir
     from swarm_runtime.orchestrator.assembly import build_orchestrator
     from swarm_runtime.orchestrator.deps import RunDeps, RunLimits, engine_for_mode, no_wait
-    from swarm_runtime.orchestrator.runner import RunSpec
+    from swarm_runtime.orchestrator.plan import RunSpec
     from swarm_runtime.timeutil import interruptible_sleep
 
     settings = resolve_settings(

@@ -11,15 +11,6 @@ from typing import Any
 from swarm_runtime.cli.common import EXIT_FAILED, EXIT_OK, path_arg
 from swarm_runtime.errors import SwarmUsageError
 
-__all__ = [
-    "add_parser",
-    "handle_list",
-    "handle_show",
-    "handle_validate",
-    "handle_verify",
-    "resolve_run_dir",
-]
-
 
 def add_parser(commands: Any) -> None:
     """Register ``swarm runs``."""

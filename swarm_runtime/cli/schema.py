@@ -9,14 +9,6 @@ from typing import Any
 from swarm_runtime.cli.common import EXIT_OK
 from swarm_runtime.errors import SwarmUsageError
 
-__all__ = [
-    "EVENTS",
-    "NAMES",
-    "add_parser",
-    "event_table",
-    "handle",
-]
-
 NAMES = (
     "receipt",
     "transcript",

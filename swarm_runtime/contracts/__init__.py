@@ -9,62 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from swarm_runtime.contracts.base import SCHEMA_VERSION, Contract, Timestamp
-from swarm_runtime.contracts.envelope import (
-    ArtifactRef,
-    EnvelopeIssue,
-    StepInput,
-    StepOutput,
-    Timing,
-    validate_partial,
-    validate_step_input,
-    validate_step_output,
-)
-from swarm_runtime.contracts.events import EVENT_KINDS, RESERVED_KINDS, Event, parse_event
-from swarm_runtime.contracts.plan import ExecutionPlan, PlanMetadata, StepDefinition
-from swarm_runtime.contracts.receipt import ContextTruncation, Receipt, ReceiptRouting, Tokens
+from swarm_runtime.contracts.envelope import StepInput, StepOutput
+from swarm_runtime.contracts.events import Event
+from swarm_runtime.contracts.plan import ExecutionPlan
+from swarm_runtime.contracts.receipt import Receipt
 from swarm_runtime.contracts.run import RunSpecDocument, RunSummary
-from swarm_runtime.contracts.transcript import (
-    MessageLine,
-    ToolResultLine,
-    ToolUseLine,
-    TranscriptLine,
-    parse_transcript_line,
-)
-
-__all__ = [
-    "EVENT_KINDS",
-    "RESERVED_KINDS",
-    "SCHEMAS",
-    "SCHEMA_VERSION",
-    "ArtifactRef",
-    "ContextTruncation",
-    "Contract",
-    "EnvelopeIssue",
-    "Event",
-    "ExecutionPlan",
-    "MessageLine",
-    "PlanMetadata",
-    "Receipt",
-    "ReceiptRouting",
-    "RunSpecDocument",
-    "RunSummary",
-    "StepDefinition",
-    "StepInput",
-    "StepOutput",
-    "Timestamp",
-    "Timing",
-    "Tokens",
-    "ToolResultLine",
-    "ToolUseLine",
-    "TranscriptLine",
-    "json_schema",
-    "parse_event",
-    "parse_transcript_line",
-    "validate_partial",
-    "validate_step_input",
-    "validate_step_output",
-]
+from swarm_runtime.contracts.transcript import TranscriptLine
 
 SCHEMAS = (
     "receipt",

@@ -16,8 +16,6 @@ from typing import Any
 
 from swarm_runtime.contracts.violation import Violation
 
-__all__ = ["check_meta_agrees", "check_receipts_present", "check_stray_files"]
-
 TERMINAL = ("succeeded", "failed", "stopped")
 
 

@@ -6,10 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict
 
-from swarm_runtime.documents import SCHEMA_VERSION
 from swarm_runtime.timeutil import parse_ts
-
-__all__ = ["SCHEMA_VERSION", "Contract", "OpenContract", "SchemaVersion", "Timestamp"]
 
 
 def _check_ts(value: str) -> str:

@@ -29,17 +29,8 @@ from swarm_runtime.contracts.sequence import check_event_sequence
 from swarm_runtime.contracts.transcript import parse_transcript_line
 from swarm_runtime.contracts.violation import Violation
 from swarm_runtime.errors import StorageError
-from swarm_runtime.inputs import load_json, read_run_text
-
-__all__ = [
-    "Violation",
-    "check_event_sequence",
-    "check_events_file",
-    "check_receipt_file",
-    "check_transcript_file",
-    "run_is_crashed",
-    "validate_run_dir",
-]
+from swarm_runtime.inputs.files import read_run_text
+from swarm_runtime.inputs.json_input import load_json
 
 
 def _key_line(text: str, path: Sequence[str | int]) -> int | None:

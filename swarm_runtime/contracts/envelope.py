@@ -28,23 +28,6 @@ from swarm_runtime.contracts.base import Timestamp
 from swarm_runtime.record import Record
 from swarm_runtime.timeutil import parse_ts
 
-__all__ = [
-    "ArtifactRef",
-    "Cost",
-    "CostTokens",
-    "EnvelopeIssue",
-    "InlineArtifact",
-    "PointerArtifact",
-    "StepError",
-    "StepInput",
-    "StepOutput",
-    "Timing",
-    "check_pair",
-    "validate_partial",
-    "validate_step_input",
-    "validate_step_output",
-]
-
 INLINE_LIMIT = 64 * 1024
 """An inline artifact's content stays under this many bytes; larger ones are pointers."""
 

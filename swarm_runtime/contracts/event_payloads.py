@@ -11,21 +11,6 @@ from pydantic import Field
 
 from swarm_runtime.contracts.base import Contract, OpenContract
 
-__all__ = [
-    "ControlPayload",
-    "LogPayload",
-    "ReservedPayload",
-    "RouteDecisionPayload",
-    "RunCompletedPayload",
-    "RunCreatedPayload",
-    "RunStartedPayload",
-    "StepEndPayload",
-    "StepErrorPayload",
-    "StepStartPayload",
-    "ToolEndPayload",
-    "ToolStartPayload",
-]
-
 
 class RunCreatedPayload(Contract):
     """``run_created``."""

@@ -14,26 +14,6 @@ from pydantic import Field
 
 from swarm_runtime.contracts.base import Contract, OpenContract
 
-__all__ = [
-    "RESULT_MODELS",
-    "STEP_TYPES",
-    "ContextSelectResult",
-    "ExecutionPlan",
-    "LLMCallResult",
-    "MemoryItem",
-    "PersistMemoryResult",
-    "PersistSessionResult",
-    "PlanBudgets",
-    "PlanMetadata",
-    "PlanTimeouts",
-    "PromptAssembleResult",
-    "RepoScanResult",
-    "RetrieveMemoryResult",
-    "StepDefinition",
-    "SummarizeMemoryResult",
-    "result_problem",
-]
-
 StepType = Literal[
     "RepoScan",
     "ContextSelect",

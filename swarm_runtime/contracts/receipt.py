@@ -10,8 +10,6 @@ from swarm_runtime.contracts.base import Contract, SchemaVersion, Timestamp
 from swarm_runtime.contracts.envelope import ArtifactRef, Timing
 from swarm_runtime.timeutil import parse_ts
 
-__all__ = ["ContextTruncation", "Receipt", "ReceiptRouting", "Tokens"]
-
 
 class Tokens(Contract):
     """Token usage of the step's call."""

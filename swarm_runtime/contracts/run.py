@@ -9,8 +9,6 @@ from pydantic import Field
 from swarm_runtime.contracts.base import Contract, SchemaVersion, Timestamp
 from swarm_runtime.contracts.receipt import Tokens
 
-__all__ = ["FlowTotals", "RunSpecDocument", "RunSummary"]
-
 
 class RunSpecDocument(Contract):
     """``spec.json``: what was asked for, written once when the run is created."""

@@ -13,8 +13,6 @@ from typing import Any
 
 from swarm_runtime.contracts.violation import Violation
 
-__all__ = ["STEP_EVENTS", "check_event_sequence"]
-
 STEP_EVENTS = ("step_start", "step_end", "step_error", "tool_start", "tool_end", "route_decision")
 
 

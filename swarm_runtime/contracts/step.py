@@ -19,8 +19,6 @@ from pydantic import BaseModel, ConfigDict, create_model
 from swarm_runtime.engines.base import HistoryItem, Prompt, StepContext, StepResult
 from swarm_runtime.record import MISSING, Record, record_fields
 
-__all__ = ["model_of", "step_context_schema", "step_result_schema"]
-
 
 @cache
 def model_of(cls: type[Record], nested: tuple[type[Record], ...] = ()) -> type[BaseModel]:

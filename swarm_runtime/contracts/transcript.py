@@ -6,14 +6,6 @@ from typing import Any, Literal
 
 from swarm_runtime.contracts.base import Contract, Timestamp
 
-__all__ = [
-    "MessageLine",
-    "ToolResultLine",
-    "ToolUseLine",
-    "TranscriptLine",
-    "parse_transcript_line",
-]
-
 
 class MessageLine(Contract):
     """A message of the conversation."""

@@ -14,21 +14,6 @@ from typing import Any, Literal
 
 from swarm_runtime.record import Record, field
 
-__all__ = [
-    "DEFAULT_TIMEOUT_S",
-    "MAX_OUTPUT_BYTES",
-    "HistoryItem",
-    "Prompt",
-    "ResultCode",
-    "RunEvent",
-    "StepContext",
-    "StepEngine",
-    "StepOutcome",
-    "StepResult",
-    "TokenUsage",
-    "truncate_output",
-]
-
 DEFAULT_TIMEOUT_S = 300.0
 """How long one engine call of a step may take in all, in every mode, unless the step's
 ``timeout_s`` or the engine's ``timeout_s`` in runtime.yaml says otherwise."""

@@ -30,17 +30,6 @@ from swarm_runtime.engines.sdk import SdkEngine
 from swarm_runtime.errors import ConfigError, CredentialLeak, ReplayDivergence
 from swarm_runtime.storage.store import write_text_atomic
 
-__all__ = [
-    "DROPPED_HEADERS",
-    "CassetteSdkEngine",
-    "Cassettes",
-    "CredentialLeak",
-    "ReplayDivergence",
-    "body_diff",
-    "body_value",
-    "require_vcrpy",
-]
-
 DROPPED_HEADERS = re.compile(
     r"^(authorization|x-api-key|cookie|set-cookie|anthropic-.*-id|request-id)$", re.I
 )

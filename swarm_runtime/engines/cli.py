@@ -18,28 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from swarm_runtime.engines.base import (
-    DEFAULT_TIMEOUT_S,
     StepContext,
     StepEngine,
     StepOutcome,
     StepResult,
     truncate_output,
 )
-from swarm_runtime.engines.cli_settings import DEFAULT_GRACE_S, CliSettings, cli_settings
+from swarm_runtime.engines.cli_settings import CliSettings, cli_settings
 from swarm_runtime.engines.prices import estimate_cost, load_prices
 from swarm_runtime.engines.process import ProcessEnd, run_process
 from swarm_runtime.engines.streams import ClaudeStream, GeminiStream, StreamReport
-
-__all__ = [
-    "DEFAULT_GEMINI_MODEL",
-    "DEFAULT_GRACE_S",
-    "DEFAULT_TIMEOUT_S",
-    "ClaudeCliEngine",
-    "CliEngine",
-    "CliSettings",
-    "GeminiCliEngine",
-    "build_cli_engine",
-]
 
 DEFAULT_GEMINI_MODEL = "gemini-2.5-flash"
 MAX_ARG_BYTES = 100_000
@@ -152,7 +140,8 @@ class CliEngine(StepEngine):
         self, ctx: StepContext, report: StreamReport, end: ProcessEnd, timeout: float
     ) -> StepOutcome:
         """The outcome of a call from the stream and the process's end."""
-        from swarm_runtime.engines.handoff import HandoffError, parse_handoff
+        from swarm_runtime.engines.handoff import parse_handoff
+        from swarm_runtime.errors import HandoffError
 
         name = self.cli_name
         if end.timed_out:

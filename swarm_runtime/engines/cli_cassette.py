@@ -40,13 +40,6 @@ from swarm_runtime.engines.streams import StreamReport
 from swarm_runtime.errors import CredentialLeak, ReplayDivergence
 from swarm_runtime.storage.store import write_text_atomic
 
-__all__ = [
-    "CassetteClaudeCliEngine",
-    "CassetteGeminiCliEngine",
-    "CassetteServer",
-    "ReplayByCassette",
-]
-
 _HOP_HEADERS = frozenset(
     {"host", "content-length", "connection", "accept-encoding", "transfer-encoding", "keep-alive"}
 )
@@ -164,7 +157,8 @@ class CassetteServer:
             return tape
 
     def _load(self, path: Path) -> list[dict[str, Any]]:
-        from swarm_runtime.inputs import load_yaml, read_text_limited
+        from swarm_runtime.inputs.files import read_text_limited
+        from swarm_runtime.inputs.yaml_input import load_yaml
 
         if not path.is_file():
             return []

@@ -16,8 +16,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MARKER", "placeholders", "recorded_via", "request_key"]
-
 MARKER = "recorded_via: cli"
 DROPPED_KEYS = frozenset(
     {
@@ -49,7 +47,7 @@ _VOLATILE = (
 
 def recorded_via(path: Path) -> str:
     """``cli`` for a cassette a CLI step recorded, else ``sdk``."""
-    from swarm_runtime.inputs import read_prefix
+    from swarm_runtime.inputs.files import read_prefix
 
     try:
         head = read_prefix(path, len(MARKER))  # never blocks: a FIFO is refused, not read

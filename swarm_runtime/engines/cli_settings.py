@@ -14,8 +14,6 @@ from typing import Any
 from swarm_runtime.engines.base import DEFAULT_TIMEOUT_S
 from swarm_runtime.record import Record
 
-__all__ = ["DEFAULT_GRACE_S", "CliSettings", "cli_settings"]
-
 DEFAULT_GRACE_S = 3.0
 """How long a process may take to end after SIGTERM before it is killed."""
 

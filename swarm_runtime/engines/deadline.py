@@ -21,8 +21,6 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import Any
 
-__all__ = ["CallDeadline", "call_deadline", "deadline_hooks"]
-
 _current: ContextVar[CallDeadline | None] = ContextVar("swarm_call_deadline", default=None)
 
 _CONNECTED = ("connection.connect_tcp.complete", "connection.start_tls.complete")

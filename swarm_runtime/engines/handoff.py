@@ -9,8 +9,6 @@ from typing import Any
 
 from swarm_runtime.errors import HandoffError
 
-__all__ = ["HandoffError", "format_handoff", "handoff_blocks", "parse_handoff"]
-
 _OPEN = re.compile(r"```handoff[ \t]*\n")
 _CLOSE = re.compile(r"\n[ \t]*```")
 
@@ -57,7 +55,8 @@ def _parse_body(body: str) -> Any:
 
     A reply is untrusted: nesting and aliases are bounded either way.
     """
-    from swarm_runtime.inputs import InputRefused, load_json
+    from swarm_runtime.inputs.json_input import load_json
+    from swarm_runtime.inputs.limits import InputRefused
 
     if body.startswith("{"):
         try:
@@ -72,7 +71,7 @@ def _parse_body(body: str) -> Any:
 def _parse_yaml_body(body: str) -> Any:
     import yaml  # only here: the stub's JSON blocks never need it
 
-    from swarm_runtime.inputs import describe_yaml_error, is_limit_refusal, load_yaml
+    from swarm_runtime.inputs.yaml_input import describe_yaml_error, is_limit_refusal, load_yaml
 
     try:
         value = load_yaml(body)

@@ -16,8 +16,6 @@ from typing import Any
 from swarm_runtime.engines.base import TokenUsage
 from swarm_runtime.errors import ConfigError
 
-__all__ = ["Prices", "estimate_cost", "load_prices"]
-
 Prices = dict[str, dict[str, float]]
 """USD per million tokens by model: ``{model: {"input": …, "output": …}}``."""
 
@@ -37,7 +35,8 @@ def load_prices(user: Mapping[str, Any] | str | Path | None = None) -> Prices:
 
 
 def _read(source: Path) -> Any:
-    from swarm_runtime.inputs import load_json, read_text_limited
+    from swarm_runtime.inputs.files import read_text_limited
+    from swarm_runtime.inputs.json_input import load_json
 
     try:
         return load_json(read_text_limited(source))

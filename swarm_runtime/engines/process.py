@@ -20,8 +20,6 @@ from pathlib import Path
 
 from swarm_runtime.record import Record
 
-__all__ = ["MAX_LINE_BYTES", "ProcessEnd", "StreamBroken", "run_process"]
-
 MAX_LINE_BYTES = 16 * 1024 * 1024
 """A stream line longer than this is not a line of a CLI's JSON stream."""
 STDERR_TAIL_BYTES = 16 * 1024

@@ -21,8 +21,6 @@ from swarm_runtime.errors import ConfigError, EngineError
 from swarm_runtime.record import Record, field
 from swarm_runtime.record import replace as replace_record
 
-__all__ = ["ENTRY_POINT_GROUP", "EngineOptions", "EngineRegistry", "default_registry"]
-
 ENTRY_POINT_GROUP = "swarm_runtime.engines"
 
 

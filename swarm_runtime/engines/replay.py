@@ -27,8 +27,6 @@ from swarm_runtime.engines.cassette import DROPPED_HEADERS, Cassettes, body_diff
 from swarm_runtime.engines.sdk import SdkEngine
 from swarm_runtime.errors import CredentialLeak
 
-__all__ = ["Recording", "ReplaySdkEngine", "forget_recordings", "load_recording"]
-
 MAX_KEPT = 1024
 """Parsed cassettes kept per process (the least recently used go first)."""
 
@@ -53,7 +51,8 @@ def load_recording(path: Path) -> tuple[list[Any], list[dict[str, Any]]]:
     from vcr.serialize import deserialize  # type: ignore[import-untyped]
     from vcr.serializers import yamlserializer  # type: ignore[import-untyped]
 
-    from swarm_runtime.inputs import MAX_RUN_FILE_BYTES, InputRefused, read_bytes_limited
+    from swarm_runtime.inputs.files import read_bytes_limited
+    from swarm_runtime.inputs.limits import MAX_RUN_FILE_BYTES, InputRefused
 
     try:
         text = read_bytes_limited(path, MAX_RUN_FILE_BYTES).decode("utf-8")

@@ -15,8 +15,6 @@ from swarm_runtime.engines.base import RESULT_CODES
 from swarm_runtime.errors import ScenarioError
 from swarm_runtime.record import Record, field
 
-__all__ = ["Outcome", "Scenario", "ToolCall"]
-
 OUTCOME_KEYS = (
     "handoff",
     "text",
@@ -287,7 +285,8 @@ class Scenario(Record):
         """Read a scenario YAML (or JSON) file."""
         import yaml
 
-        from swarm_runtime.inputs import describe_yaml_error, load_yaml, read_text_limited
+        from swarm_runtime.inputs.files import read_text_limited
+        from swarm_runtime.inputs.yaml_input import describe_yaml_error, load_yaml
 
         path = Path(path)
         try:

@@ -28,14 +28,6 @@ from swarm_runtime.engines.status import code_for_status
 from swarm_runtime.errors import ConfigError
 from swarm_runtime.record import Record
 
-__all__ = [
-    "DEFAULT_MAX_TOKENS",
-    "DEFAULT_MODEL",
-    "SdkEngine",
-    "SdkSettings",
-    "build_sdk_engine",
-]
-
 DEFAULT_MODEL = "claude-sonnet-4-6"
 DEFAULT_MAX_TOKENS = 4096
 
@@ -195,7 +187,8 @@ class SdkEngine(StepEngine):
 
     def run_step(self, ctx: StepContext) -> StepOutcome:
         """Call the Messages API once and turn the reply (or the error) into an outcome."""
-        from swarm_runtime.engines.handoff import HandoffError, parse_handoff
+        from swarm_runtime.engines.handoff import parse_handoff
+        from swarm_runtime.errors import HandoffError
 
         prompt = ctx.prompt
         if prompt is None:

@@ -13,8 +13,6 @@ from swarm_runtime.config import Settings
 from swarm_runtime.credentials import Credentials
 from swarm_runtime.errors import ConfigError
 
-__all__ = ["engine_config"]
-
 
 def engine_config(settings: Settings, env: Mapping[str, str]) -> dict[str, Any]:
     """What the claude-step engine factories need, from runtime.yaml and the environment.

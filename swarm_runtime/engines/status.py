@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from swarm_runtime.engines.base import ResultCode
 
-__all__ = ["FATAL_STATUS", "RETRYABLE_STATUS", "code_for_status"]
-
 RETRYABLE_STATUS = frozenset({408, 409, 429, 529})
 FATAL_STATUS = frozenset({400, 401, 403, 404, 413, 422})
 

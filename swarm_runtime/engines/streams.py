@@ -25,8 +25,6 @@ from swarm_runtime.engines.process import StreamBroken
 from swarm_runtime.engines.status import code_for_status
 from swarm_runtime.timeutil import format_ts
 
-__all__ = ["ClaudeStream", "GeminiStream", "StreamReport", "status_in"]
-
 _STATUS_IN_TEXT = re.compile(
     r'"code"\s*:\s*(\d{3})|API Error:?\s*(\d{3})|status(?: code)?\s*(\d{3})'
 )

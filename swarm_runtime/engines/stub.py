@@ -26,8 +26,6 @@ from swarm_runtime.engines.scenario import Outcome, Scenario
 from swarm_runtime.flow.kinds import NO_FURTHER_HELP_FIELD, stub_handoff
 from swarm_runtime.timeutil import interruptible_sleep
 
-__all__ = ["StubEngine", "estimate_tokens"]
-
 STUB_MODEL = "claude-stub"
 ECHO_CHARS = 2000
 """How much of the prompt a reply with ``echo_prompt`` repeats."""

@@ -30,8 +30,6 @@ from swarm_runtime.flow.spec import Budget, FlowSpec, RoutingSpec, StepSpec, Tea
 from swarm_runtime.record import Record
 from swarm_runtime.versions import PACKAGE_VERSION
 
-__all__ = ["FlowCache", "Uncacheable", "cache_root", "decode_flow", "encode_flow"]
-
 FORMAT = 1
 """Bumped whenever the encoding below changes."""
 

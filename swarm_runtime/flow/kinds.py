@@ -17,18 +17,6 @@ from typing import Any
 from swarm_runtime.flow.spec import FlowSpec, RoutingSpec, StepSpec
 from swarm_runtime.record import Record
 
-__all__ = [
-    "KINDS",
-    "NO_FURTHER_HELP_FIELD",
-    "ROUTING_KEYS",
-    "STUB_FAILING_VALUE",
-    "HandoffField",
-    "RoutingKind",
-    "handoff_fields",
-    "step_handoff",
-    "stub_handoff",
-]
-
 NO_FURTHER_HELP_FIELD = "can_further_iteration_help"
 """The handoff field with which an agent ends a microloop early (SPEC §4.3 rule 2)."""
 STUB_FAILING_VALUE = "NEEDS_WORK"

@@ -20,8 +20,6 @@ from swarm_runtime.flow.step_reader import StepReader
 from swarm_runtime.flow.yaml_reader import load_yaml_nodes
 from swarm_runtime.ids import FLOW_KEY_RE
 
-__all__ = ["check_flow_file", "load_flow", "load_yaml_nodes"]
-
 TOP_KEYS = ("key", "title", "description", "charter", "steps")
 CHARTER_KEYS = ("goal", "exit_criteria", "non_goals")
 
@@ -127,7 +125,8 @@ def check_flow_file(
     ``raw``: the file's bytes, when the caller has read them already.
     """
     from swarm_runtime.flow.validate import validate_flow
-    from swarm_runtime.inputs import MAX_INPUT_BYTES, InputRefused, decode_utf8, read_bytes_limited
+    from swarm_runtime.inputs.files import decode_utf8, read_bytes_limited
+    from swarm_runtime.inputs.limits import MAX_INPUT_BYTES, InputRefused
 
     try:
         if raw is None:

@@ -15,18 +15,11 @@ from swarm_runtime.errors import FlowDefinitionError, SwarmUsageError
 from swarm_runtime.flow.cache import FlowCache
 from swarm_runtime.flow.spec import FlowSpec
 from swarm_runtime.ids import AGENT_KEY_RE
-from swarm_runtime.inputs import (
-    MAX_INPUT_BYTES,
-    InputRefused,
-    decode_utf8,
-    read_bytes_limited,
-    read_text_limited,
-)
+from swarm_runtime.inputs.files import decode_utf8, read_bytes_limited, read_text_limited
+from swarm_runtime.inputs.limits import MAX_INPUT_BYTES, InputRefused
 
 if TYPE_CHECKING:
     import yaml  # only for annotations: the YAML library is imported when a file is read
-
-__all__ = ["ORDER_FILE", "FlowRegistry", "default_flows_dir", "packaged_flows_dir"]
 
 ORDER_FILE = "flows.yaml"
 

@@ -7,8 +7,6 @@ from typing import Literal
 
 from swarm_runtime.record import Record, field
 
-__all__ = ["Budget", "FlowSpec", "RoutingSpec", "StepSpec", "TeachingNotes"]
-
 RoutingKind = Literal["linear", "microloop", "branch"]
 
 DEFAULT_MAX_ITERATIONS = 5

@@ -17,8 +17,6 @@ from swarm_runtime.flow.spec import Budget, RoutingSpec, StepSpec, TeachingNotes
 from swarm_runtime.flow.yaml_reader import NodeReader, line_of, suggest
 from swarm_runtime.ids import AGENT_KEY_RE, STEP_ID_RE
 
-__all__ = ["StepReader"]
-
 STEP_KEYS = (
     "id",
     "agents",

@@ -6,8 +6,6 @@ from swarm_runtime.errors import FlowDefinitionError
 from swarm_runtime.flow.kinds import KINDS
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
 
-__all__ = ["successors", "validate_flow"]
-
 
 def successors(flow: FlowSpec, step: StepSpec) -> list[tuple[str, str]]:
     """Every (field, step id) edge out of ``step``, including the fall-through."""

@@ -14,8 +14,6 @@ import yaml
 
 from swarm_runtime.errors import FlowDefinitionError
 
-__all__ = ["NodeReader", "line_of", "load_yaml_nodes", "scalar_value", "suggest"]
-
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """Only for single scalars (:func:`scalar_value`); documents go through compose_yaml."""
 
@@ -30,7 +28,7 @@ def load_yaml_nodes(path: Path, text: str) -> yaml.Node | None:
 
     Nesting and alias expansion are bounded (:mod:`swarm_runtime.inputs`).
     """
-    from swarm_runtime.inputs import compose_yaml, describe_yaml_error
+    from swarm_runtime.inputs.yaml_input import compose_yaml, describe_yaml_error
 
     try:
         node: yaml.Node | None = compose_yaml(text)

@@ -11,8 +11,6 @@ import stat
 
 from swarm_runtime.inputs.limits import MAX_INPUT_BYTES, MAX_RUN_FILE_BYTES, InputRefused
 
-__all__ = ["decode_utf8", "read_bytes_limited", "read_prefix", "read_run_text", "read_text_limited"]
-
 
 def read_bytes_limited(
     path: str | os.PathLike[str], limit: int, *, nofollow: bool = False

@@ -10,8 +10,6 @@ from typing import Any
 from swarm_runtime.inputs.files import decode_utf8
 from swarm_runtime.inputs.limits import MAX_DEPTH, InputRefused, too_deep
 
-__all__ = ["check_json_depth", "load_json"]
-
 
 def load_json(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> Any:
     """Strict JSON within the nesting limit: what ``json.loads`` reads, less what is ambiguous.

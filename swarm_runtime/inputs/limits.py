@@ -2,15 +2,6 @@
 
 from __future__ import annotations
 
-__all__ = [
-    "MAX_DEPTH",
-    "MAX_INPUT_BYTES",
-    "MAX_NODES",
-    "MAX_RUN_FILE_BYTES",
-    "InputRefused",
-    "too_deep",
-]
-
 MAX_INPUT_BYTES = 8 << 20
 """The largest YAML input read (flows, scenarios, runtime.yaml): 8 MiB."""
 

@@ -6,8 +6,6 @@ from typing import Any
 
 from swarm_runtime.inputs.limits import MAX_DEPTH, MAX_NODES, too_deep
 
-__all__ = ["compose_yaml", "describe_yaml_error", "is_limit_refusal", "load_yaml"]
-
 
 def compose_yaml(
     text: str,

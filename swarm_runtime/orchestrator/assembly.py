@@ -21,8 +21,6 @@ from swarm_runtime.orchestrator.history import HistoryBudget
 from swarm_runtime.orchestrator.runner import Orchestrator
 from swarm_runtime.record import replace
 
-__all__ = ["build_orchestrator"]
-
 
 def build_orchestrator(
     settings: Settings,

@@ -18,8 +18,6 @@ from swarm_runtime.orchestrator.verdict import backoff_delay
 from swarm_runtime.record import replace
 from swarm_runtime.timeutil import Clock, ms_between
 
-__all__ = ["EngineCaller"]
-
 
 class EngineCaller:
     """Calls the engine of a step execution, with its retries, and records its events."""

@@ -25,15 +25,6 @@ from swarm_runtime.orchestrator.state import RunState, Totals
 from swarm_runtime.record import Record, field
 from swarm_runtime.versions import SCHEMA_VERSION
 
-__all__ = [
-    "BlockedStep",
-    "Checkpoint",
-    "Position",
-    "executions_in",
-    "restore_totals",
-    "totals_document",
-]
-
 
 class Position(Record):
     """Where a run goes on: a flow of its plan, and a step of it (None: the slice's first)."""

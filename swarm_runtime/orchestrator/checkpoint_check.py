@@ -15,8 +15,6 @@ from swarm_runtime.errors import RunControlError
 from swarm_runtime.orchestrator.checkpoint import Checkpoint
 from swarm_runtime.orchestrator.plan import FlowSlice
 
-__all__ = ["PENDING_KINDS", "check_checkpoint"]
-
 PENDING_KINDS = frozenset({"step_end", "step_error", "route_decision", "run_pausing", "run_paused"})
 """The events a checkpoint may carry for the log: those of the step it was written after."""
 

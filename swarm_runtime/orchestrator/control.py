@@ -15,19 +15,11 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from swarm_runtime.inputs import load_json, read_run_text
+from swarm_runtime.inputs.files import read_run_text
+from swarm_runtime.inputs.json_input import load_json
 
 if TYPE_CHECKING:
     from swarm_runtime.orchestrator.checkpoint import BlockedStep
-
-__all__ = [
-    "CONTROL_REQUESTS",
-    "Blocked",
-    "Interrupted",
-    "RunControl",
-    "ask_running_process",
-    "write_request",
-]
 
 CONTROL_REQUESTS = ("pause", "stop")
 

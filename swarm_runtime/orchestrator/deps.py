@@ -27,19 +27,6 @@ from swarm_runtime.orchestrator.recorder import EventObserver
 from swarm_runtime.record import Record, field
 from swarm_runtime.timeutil import Clock, interruptible_sleep, system_clock
 
-__all__ = [
-    "REPLAY_CONFIG",
-    "EngineChoice",
-    "RunContext",
-    "RunDeps",
-    "RunLimits",
-    "StepEngines",
-    "engine_for_mode",
-    "engines_in_use",
-    "no_wait",
-    "step_engine_id",
-]
-
 REPLAY_CONFIG = {"api_key": "replay-needs-no-key", "base_url": "http://127.0.0.1:9"}
 """A replay never reaches a server: the cassettes answer, or refuse."""
 

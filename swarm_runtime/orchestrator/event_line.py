@@ -13,8 +13,6 @@ from swarm_runtime.storage.store import encode_line, quoted
 if TYPE_CHECKING:
     from swarm_runtime.documents import EventDoc
 
-__all__ = ["event_line"]
-
 _EVENT_FIELDS = frozenset(
     ("agent_key", "flow_key", "kind", "payload", "run_id", "seq", "step_id", "ts")
 )

@@ -18,8 +18,6 @@ from swarm_runtime.engines.base import HistoryItem
 from swarm_runtime.record import Record, field
 from swarm_runtime.storage.store import json_escape
 
-__all__ = ["History", "HistoryBudget", "HistoryItem", "RenderedHistory"]
-
 
 class HistoryBudget(Record):
     """Character budgets for the history part of a prompt."""

@@ -15,8 +15,6 @@ from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.storage.layout import RunLayout
 from swarm_runtime.timeutil import ms_between, parse_ts
 
-__all__ = ["find_open_step", "interrupted_error", "move_orphans"]
-
 
 def find_open_step(events: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The ``step_start`` that has no end in the log, if any."""

@@ -29,8 +29,6 @@ from swarm_runtime.timeutil import format_ts, ms_between
 if TYPE_CHECKING:
     from swarm_runtime.documents import RunSummaryDoc
 
-__all__ = ["RunLifecycle"]
-
 
 class RunLifecycle:
     """One run while it executes: the lifecycle around the step loop."""

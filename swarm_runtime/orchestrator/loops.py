@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from swarm_runtime.flow.spec import StepSpec
 
-__all__ = ["LoopCounters", "loop_key"]
-
 
 def loop_key(step: StepSpec) -> str:
     """The ``loop_state`` key of a microloop step: ``<step>:<loop_target>``."""

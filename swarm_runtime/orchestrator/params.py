@@ -17,9 +17,8 @@ from typing import Any
 
 from swarm_runtime.credentials import Credentials
 from swarm_runtime.errors import SwarmUsageError
-from swarm_runtime.inputs import MAX_DEPTH, InputRefused, check_json_depth
-
-__all__ = ["MAX_PARAMS_BYTES", "check_params"]
+from swarm_runtime.inputs.json_input import check_json_depth
+from swarm_runtime.inputs.limits import MAX_DEPTH, InputRefused
 
 MAX_PARAMS_BYTES = 256 * 1024
 """The most a run's params may hold, as JSON: they go into every prompt of the run."""

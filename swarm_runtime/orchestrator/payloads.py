@@ -12,25 +12,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal, TypedDict
 
-__all__ = [
-    "ReasonPayload",
-    "RouteDecisionPayload",
-    "RunCompletedPayload",
-    "RunCreatedPayload",
-    "RunStartedPayload",
-    "StepEndPayload",
-    "StepErrorPayload",
-    "StepStartPayload",
-    "reason",
-    "route_decision",
-    "run_completed",
-    "run_created",
-    "run_started",
-    "step_end",
-    "step_error",
-    "step_start",
-]
-
 
 class RunCreatedPayload(TypedDict):
     flows: list[str]

@@ -23,15 +23,6 @@ from swarm_runtime.versions import SCHEMA_VERSION
 if TYPE_CHECKING:
     from swarm_runtime.documents import RunSpecDoc
 
-__all__ = [
-    "DEFAULT_MAX_RUN_MB",
-    "FlowSlice",
-    "RunOutcome",
-    "RunSpec",
-    "default_max_steps",
-    "plan_run",
-]
-
 DEFAULT_MAX_RUN_MB = 1024
 """How big a run dir may grow by default (MiB): past it the run ends, failed, at a step
 boundary - a loop whose prompts keep growing must not fill the disk."""

@@ -17,14 +17,6 @@ from swarm_runtime.flow.spec import FlowSpec, StepSpec
 from swarm_runtime.orchestrator.history import RenderedHistory
 from swarm_runtime.storage.store import json_escape
 
-__all__ = [
-    "PromptParts",
-    "handoff_instructions",
-    "request_text",
-    "system_prompt",
-    "user_prompt",
-]
-
 SECTIONS = (
     ("Inputs", "inputs"),
     ("Outputs", "outputs"),

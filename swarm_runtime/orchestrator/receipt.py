@@ -21,8 +21,6 @@ from swarm_runtime.versions import SCHEMA_VERSION
 if TYPE_CHECKING:
     from swarm_runtime.documents import ReceiptDoc
 
-__all__ = ["Call", "ReceiptHead", "base_receipt", "build_receipt", "settle", "step_timing"]
-
 
 class Call(Record):
     """The engine's answer for one step execution, after its retries."""

@@ -36,8 +36,6 @@ from swarm_runtime.timeutil import Clock, format_ts
 if TYPE_CHECKING:
     from swarm_runtime.documents import EventDoc, ReceiptDoc, RunSpecDoc, RunSummaryDoc
 
-__all__ = ["ARTIFACT_NAME_RE", "EventObserver", "RunRecorder", "TranscriptLine"]
-
 ARTIFACT_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 """An artifact's file name: no directories, no leading dot."""
 

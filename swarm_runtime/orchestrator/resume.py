@@ -23,7 +23,10 @@ from swarm_runtime.credentials import Credentials
 from swarm_runtime.digest import sha256
 from swarm_runtime.engines.base import HistoryItem
 from swarm_runtime.errors import RunControlError, StorageError
-from swarm_runtime.inputs import MAX_RUN_FILE_BYTES, load_json, read_bytes_limited, read_run_text
+from swarm_runtime.ids import RUN_ID_RE
+from swarm_runtime.inputs.files import read_bytes_limited, read_run_text
+from swarm_runtime.inputs.json_input import load_json
+from swarm_runtime.inputs.limits import MAX_RUN_FILE_BYTES
 from swarm_runtime.orchestrator.checkpoint import BlockedStep, Checkpoint, Position
 from swarm_runtime.orchestrator.checkpoint_check import check_checkpoint
 from swarm_runtime.orchestrator.history import HistoryBudget
@@ -32,11 +35,9 @@ from swarm_runtime.orchestrator.plan import FlowSlice, RunSpec
 from swarm_runtime.orchestrator.recorder import EventObserver, RunRecorder
 from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.record import Record, field
-from swarm_runtime.storage.layout import RUN_ID_RE, RunLayout
+from swarm_runtime.storage.layout import RunLayout
 from swarm_runtime.storage.store import read_event_log
 from swarm_runtime.timeutil import Clock
-
-__all__ = ["Reopened", "read_json", "read_run_spec", "reopen_run"]
 
 
 class Reopened(Record):

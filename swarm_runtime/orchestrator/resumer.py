@@ -19,8 +19,6 @@ from swarm_runtime.orchestrator.resume import read_run_spec
 from swarm_runtime.orchestrator.runner import Orchestrator
 from swarm_runtime.record import Record
 
-__all__ = ["ResumeChoices", "orchestrator_for_run"]
-
 RESUMED_MODES = ("stub", "sdk", "cli")
 
 

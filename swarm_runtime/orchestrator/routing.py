@@ -10,8 +10,6 @@ from swarm_runtime.flow.kinds import NO_FURTHER_HELP_FIELD
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
 from swarm_runtime.record import Record
 
-__all__ = ["ROUTERS", "Decision", "decide"]
-
 
 class Decision(Record):
     """Where to go after a step, and why."""

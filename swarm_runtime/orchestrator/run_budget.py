@@ -12,8 +12,6 @@ from swarm_runtime.orchestrator.deps import RunLimits
 from swarm_runtime.orchestrator.plan import DEFAULT_MAX_RUN_MB, FlowSlice, default_max_steps
 from swarm_runtime.record import Record
 
-__all__ = ["RunBudget"]
-
 
 class RunBudget(Record):
     """The step executions and the run-dir size one run may spend."""

@@ -16,8 +16,6 @@ from swarm_runtime.storage.layout import RunLayout
 from swarm_runtime.storage.lock import RunLock
 from swarm_runtime.timeutil import Clock, format_ts
 
-__all__ = ["claim_run_dir", "remove_run_dir"]
-
 
 def claim_run_dir(
     runs_dir: Path,

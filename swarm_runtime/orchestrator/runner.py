@@ -29,16 +29,6 @@ from swarm_runtime.orchestrator.plan import RunOutcome, RunSpec, plan_run
 from swarm_runtime.orchestrator.resume import read_run_spec, reopen_run
 from swarm_runtime.record import Record
 
-__all__ = [
-    "EngineChoice",
-    "Orchestrator",
-    "PreparedRun",
-    "RunDeps",
-    "RunLimits",
-    "RunOutcome",
-    "RunSpec",
-]
-
 
 class PreparedRun(Record):
     """A run whose directory exists: ``execute()`` runs it (in this thread or a worker)."""

@@ -18,8 +18,6 @@ from swarm_runtime.versions import SCHEMA_VERSION
 if TYPE_CHECKING:
     from swarm_runtime.documents import FlowTotalsDoc, RunSummaryDoc, TokensDoc
 
-__all__ = ["RunState", "Totals"]
-
 
 class Totals:
     """Counters of a run, or of one flow in it."""

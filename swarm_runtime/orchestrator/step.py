@@ -36,8 +36,6 @@ from swarm_runtime.timeutil import Clock, format_ts, ms_between, parse_ts
 if TYPE_CHECKING:
     from swarm_runtime.documents import EventDoc, ReceiptDoc
 
-__all__ = ["Completed", "PromptParts", "StepRunner", "StepSettings"]
-
 Completed = Callable[[list["EventDoc"], "str | None"], list[str]]
 """Called once a step is complete, with its ``step_end`` and ``route_decision`` (not yet
 written) and the step routed to: the run checkpoints there and gives back the two events'

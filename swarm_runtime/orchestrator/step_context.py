@@ -16,8 +16,6 @@ from swarm_runtime.orchestrator.history import RenderedHistory
 from swarm_runtime.orchestrator.prompt import PromptParts
 from swarm_runtime.storage.layout import RunLayout
 
-__all__ = ["ContextMaker"]
-
 
 class ContextMaker:
     """Makes the StepContext of every step execution of one run."""

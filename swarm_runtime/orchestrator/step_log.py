@@ -22,8 +22,6 @@ from swarm_runtime.timeutil import Clock, format_ts, ms_between
 if TYPE_CHECKING:
     from swarm_runtime.documents import EventDoc
 
-__all__ = ["OpenStep", "StepLog"]
-
 
 class OpenStep(Record):
     """A step execution that has a ``step_start`` and no end yet."""

@@ -10,8 +10,6 @@ from __future__ import annotations
 from swarm_runtime.engines.base import StepOutcome, TokenUsage
 from swarm_runtime.flow.spec import StepSpec
 
-__all__ = ["BACKOFF_BASE_S", "BACKOFF_CAP_S", "backoff_delay", "budget_error", "outcome_error"]
-
 BACKOFF_BASE_S = 0.5
 """The first retry waits about this long (SPEC §7.3: 0.5 s × 2ⁿ)."""
 BACKOFF_CAP_S = 30.0

@@ -17,17 +17,6 @@ from swarm_runtime.plan.repo import context_select, repo_scan
 from swarm_runtime.plan.validate import LIMITS
 from swarm_runtime.timeutil import format_ts
 
-__all__ = [
-    "BUILTINS",
-    "default_handlers",
-    "llm_call",
-    "persist_memory",
-    "persist_session",
-    "prompt_assemble",
-    "retrieve_memory",
-    "summarize_memory",
-]
-
 SUMMARY_CHARS = 280
 KEYWORDS = 8
 

@@ -20,8 +20,6 @@ from swarm_runtime.plan.handlers import HandlerError, LLMReply
 if TYPE_CHECKING:
     from swarm_runtime.plan.handlers import Handler, StepCall
 
-__all__ = ["HandlerTimeout", "ModelCalls", "call_handler"]
-
 
 class HandlerTimeout(Exception):
     """The handler did not answer within its limit."""

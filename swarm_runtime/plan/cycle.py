@@ -32,8 +32,6 @@ if TYPE_CHECKING:
         RunSummaryDoc,
     )
 
-__all__ = ["CYCLE_FLOW", "PLAN_BACKEND", "CycleRecord", "StepRecord"]
-
 CYCLE_FLOW = "cycle"
 """The flow key of a cycle's steps in its run (``<run>/cycle/receipts/…``)."""
 PLAN_BACKEND = "plan-executor"

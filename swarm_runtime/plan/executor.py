@@ -37,8 +37,6 @@ if TYPE_CHECKING:
     from swarm_runtime.documents import RunSpecDoc
     from swarm_runtime.plan.memory_store import MemoryStore
 
-__all__ = ["CycleResult", "PlanPaths", "PlanRuntime"]
-
 
 class CycleResult(Record):
     """How one cycle ended."""

@@ -24,15 +24,6 @@ from swarm_runtime.record import Record, field
 if TYPE_CHECKING:
     from swarm_runtime.plan.memory_store import MemoryStore
 
-__all__ = [
-    "ENTRY_POINT_GROUP",
-    "Handler",
-    "HandlerError",
-    "HandlerRegistry",
-    "LLMReply",
-    "StepCall",
-]
-
 ENTRY_POINT_GROUP = "swarm_runtime.plan_handlers"
 
 

@@ -10,8 +10,6 @@ from typing import Literal
 
 from swarm_runtime.record import Record
 
-__all__ = ["CANONICAL_ORDER", "KINDS", "StepKind"]
-
 
 class StepKind(Record):
     """One v1 step type as the core sees it."""

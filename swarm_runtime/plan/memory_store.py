@@ -20,8 +20,6 @@ from typing import Any
 
 from swarm_runtime.errors import StorageError
 
-__all__ = ["APPLICATION_ID", "STORE_VERSION", "MemoryStore", "keywords_of", "search_terms"]
-
 STORE_VERSION = 1
 """The layout of the tables (SQLite's ``user_version``)."""
 APPLICATION_ID = 0x53574D53

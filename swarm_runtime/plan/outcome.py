@@ -22,8 +22,6 @@ if TYPE_CHECKING:
     from swarm_runtime.plan.calls import ModelCalls
     from swarm_runtime.plan.kinds import StepKind
 
-__all__ = ["step_record"]
-
 
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True, default=str)

@@ -20,8 +20,6 @@ from typing import Any
 
 from swarm_runtime.plan.handlers import HandlerError, StepCall
 
-__all__ = ["fill_template", "payload_fields", "render_value", "resolve"]
-
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
 

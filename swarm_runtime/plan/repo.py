@@ -18,8 +18,6 @@ from swarm_runtime.plan.handlers import HandlerError, StepCall
 from swarm_runtime.plan.memory_store import search_terms
 from swarm_runtime.plan.refs import payload_fields
 
-__all__ = ["context_select", "repo_scan"]
-
 MAX_SOURCE_FILES = 500
 """Files a ContextSelect reads at most, over all its sources."""
 MAX_FILE_BYTES = 256 * 1024
@@ -132,7 +130,8 @@ def _source_files(root: Path, source: str, number: int) -> list[str]:
 
 def _read(path: Path) -> str | None:
     """A text file's content; None for one too big, unreadable or not UTF-8."""
-    from swarm_runtime.inputs import InputRefused, read_text_limited
+    from swarm_runtime.inputs.files import read_text_limited
+    from swarm_runtime.inputs.limits import InputRefused
 
     try:
         return read_text_limited(path, MAX_FILE_BYTES, nofollow=True)

@@ -20,16 +20,6 @@ from swarm_runtime.record import Record
 if TYPE_CHECKING:
     from swarm_runtime.contracts.plan import ExecutionPlan
 
-__all__ = [
-    "LIMITS",
-    "RULES",
-    "PlanViolation",
-    "checked_plan",
-    "plan_violations",
-    "read_plan_file",
-    "summarise",
-]
-
 RULES: dict[str, str] = {
     "document": "a plan is a JSON object with step_contract_version, extensions, metadata "
     "and steps, and nothing else",
@@ -77,7 +67,9 @@ class PlanViolation(Record):
 
 def read_plan_file(path: Path) -> Any:
     """The JSON document of a plan file; a PlanError naming the file and line if unreadable."""
-    from swarm_runtime.inputs import InputRefused, load_json, read_text_limited
+    from swarm_runtime.inputs.files import read_text_limited
+    from swarm_runtime.inputs.json_input import load_json
+    from swarm_runtime.inputs.limits import InputRefused
 
     try:
         text = read_text_limited(path)

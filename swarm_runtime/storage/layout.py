@@ -14,19 +14,8 @@ from swarm_runtime.ids import (
     FLOW_KEY_RE,
     RUN_ID_RE,
     STEP_ID_RE,
-    new_run_id,
 )
 from swarm_runtime.storage.store import describe_os_error
-
-__all__ = [
-    "AGENT_KEY_RE",
-    "ENGINE_SHORT_RE",
-    "FLOW_KEY_RE",
-    "RUN_ID_RE",
-    "STEP_ID_RE",
-    "RunLayout",
-    "new_run_id",
-]
 
 
 def _check(value: str, pattern: re.Pattern[str], what: str) -> str:

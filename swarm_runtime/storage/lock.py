@@ -22,10 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from swarm_runtime.errors import RunControlError, StorageError
-from swarm_runtime.inputs import load_json, read_run_text
+from swarm_runtime.inputs.files import read_run_text
+from swarm_runtime.inputs.json_input import load_json
 from swarm_runtime.record import Record
-
-__all__ = ["LOCK_NAME", "LockHolder", "RunLock", "process_start", "read_holder"]
 
 LOCK_NAME = "run.lock"
 

@@ -9,10 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from swarm_runtime.inputs import load_json, read_run_text
+from swarm_runtime.inputs.files import read_run_text
+from swarm_runtime.inputs.json_input import load_json
 from swarm_runtime.storage.lock import read_holder
-
-__all__ = ["observed_status", "read_meta"]
 
 
 def read_meta(run_dir: Path) -> dict[str, Any] | None:

@@ -21,24 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from swarm_runtime.errors import StorageError
-from swarm_runtime.inputs import InputRefused, load_json, read_run_text
+from swarm_runtime.inputs.files import read_run_text
+from swarm_runtime.inputs.json_input import load_json
+from swarm_runtime.inputs.limits import InputRefused
 from swarm_runtime.record import Record, field
-
-__all__ = [
-    "EventLog",
-    "EventLogReadResult",
-    "TornLine",
-    "describe_os_error",
-    "dump_json",
-    "encode_line",
-    "json_escape",
-    "preserve_previous",
-    "quoted",
-    "read_event_log",
-    "write_json_atomic",
-    "write_jsonl_atomic",
-    "write_text_atomic",
-]
 
 _tmp_counter = itertools.count()
 _PID = os.getpid()

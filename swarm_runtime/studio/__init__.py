@@ -5,10 +5,3 @@ event tail, the buttons' actions) are importable without the ``studio`` extra;
 :mod:`swarm_runtime.studio.app` and :mod:`swarm_runtime.studio.server` need Starlette and
 uvicorn (``pip install 'swarm-stepwise[studio]'``).
 """
-
-from __future__ import annotations
-
-from swarm_runtime.studio.files import NotFound, RunFiles
-from swarm_runtime.studio.index import RunIndex, scan_runs
-
-__all__ = ["NotFound", "RunFiles", "RunIndex", "scan_runs"]

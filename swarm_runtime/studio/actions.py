@@ -19,8 +19,6 @@ from swarm_runtime.errors import RunControlError, SwarmUsageError
 from swarm_runtime.service import Backend, known_backends, new_backend
 from swarm_runtime.studio.files import RunFiles
 
-__all__ = ["MODES", "RunActions"]
-
 MODES = ("stub", "sdk", "cli")
 """The modes a run can be started in from the page (stub is the default)."""
 

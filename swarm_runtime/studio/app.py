@@ -25,7 +25,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from swarm_runtime.errors import RunControlError, SwarmError, SwarmUsageError
-from swarm_runtime.inputs import InputRefused, load_json
+from swarm_runtime.inputs.json_input import load_json
+from swarm_runtime.inputs.limits import InputRefused
 from swarm_runtime.record import Record
 from swarm_runtime.studio.actions import MODES, RunActions
 from swarm_runtime.studio.files import LIVE_STATUSES, NotFound, run_row
@@ -35,8 +36,6 @@ from swarm_runtime.studio.index import RunIndex
 from swarm_runtime.studio.openapi import openapi_document
 from swarm_runtime.studio.sse import StreamLimits, StreamSlots, event_stream
 from swarm_runtime.studio.tail import EventTail
-
-__all__ = ["StudioConfig", "create_app"]
 
 Handler = Callable[[Request], Awaitable[Response]]
 

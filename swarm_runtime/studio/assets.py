@@ -9,8 +9,6 @@ from __future__ import annotations
 from functools import cache
 from importlib import resources
 
-__all__ = ["ASSETS", "asset"]
-
 ASSETS = {
     "index.html": "text/html; charset=utf-8",
     "studio.js": "text/javascript; charset=utf-8",

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from swarm_runtime.ids import FLOW_KEY_RE, RUN_ID_RE, STEP_ID_RE
-from swarm_runtime.inputs import MAX_RUN_FILE_BYTES, InputRefused, load_json, read_bytes_limited
-
-__all__ = ["LIVE_STATUSES", "NotFound", "RunFiles", "run_row"]
+from swarm_runtime.inputs.files import read_bytes_limited
+from swarm_runtime.inputs.json_input import load_json
+from swarm_runtime.inputs.limits import MAX_RUN_FILE_BYTES, InputRefused
 
 LIVE_STATUSES = frozenset({"pending", "running", "paused"})
 """Statuses whose run may still change while the studio looks at it."""

@@ -20,8 +20,6 @@ from swarm_runtime.flow.spec import FlowSpec
 from swarm_runtime.studio.files import NotFound, RunFiles
 from swarm_runtime.studio.graph import flow_graph
 
-__all__ = ["GOLDEN_PREFIX", "FlowCatalog"]
-
 GOLDEN_PREFIX = "golden:"
 _GOLDEN_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 

@@ -17,8 +17,6 @@ from typing import Any
 from swarm_runtime.flow.kinds import KINDS
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
 
-__all__ = ["flow_graph", "run_graphs", "step_states"]
-
 Graph = dict[str, Any]
 
 

@@ -21,8 +21,6 @@ import json
 from typing import Any
 from urllib.parse import urlsplit
 
-__all__ = ["SECURITY_HEADERS", "GuardMiddleware", "host_allowed", "same_origin"]
-
 SECURITY_HEADERS = (
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),

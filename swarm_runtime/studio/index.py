@@ -32,8 +32,6 @@ from typing import Any
 from swarm_runtime.ids import RUN_ID_RE
 from swarm_runtime.studio.files import LIVE_STATUSES, NotFound, RunFiles, run_row
 
-__all__ = ["INDEX_NAME", "LAYOUT_VERSION", "RunIndex", "scan_runs"]
-
 INDEX_NAME = ".studio/index.sqlite3"
 """Where the index lives, relative to the runs dir."""
 

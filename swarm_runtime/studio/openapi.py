@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["API_PATHS", "openapi_document"]
-
 _RUN_ID = {
     "name": "run_id",
     "in": "path",

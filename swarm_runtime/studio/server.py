@@ -15,8 +15,6 @@ from swarm_runtime.errors import SwarmUsageError
 from swarm_runtime.record import replace
 from swarm_runtime.studio.app import StudioConfig, create_app
 
-__all__ = ["bind", "host_names", "is_loopback", "serve"]
-
 
 def is_loopback(host: str) -> bool:
     """Whether ``host`` names this machine only (127.0.0.0/8, ::1, localhost)."""

@@ -21,8 +21,6 @@ from starlette.types import Receive, Scope, Send
 from swarm_runtime.record import Record
 from swarm_runtime.studio.tail import EventTail
 
-__all__ = ["StreamLimits", "StreamSlots", "event_stream"]
-
 
 class StreamLimits(Record):
     """How much the event streams of one studio may hold."""

@@ -14,9 +14,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from swarm_runtime.inputs import load_json
-
-__all__ = ["EventTail"]
+from swarm_runtime.inputs.json_input import load_json
 
 _CHUNK = 1 << 20
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_swarm.fixtures import FlowRunner
 from pytest_swarm.golden import SwarmGolden
+from pytest_swarm.runner import FlowRunner
 from tests.conftest import SHIPPED_FLOWS
 
 FLOWS = sorted(p.stem for p in SHIPPED_FLOWS.glob("*.yaml") if p.name != "flows.yaml")

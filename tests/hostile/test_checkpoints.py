@@ -18,8 +18,9 @@ import pytest
 
 from swarm_runtime.contracts.check import validate_run_dir
 from swarm_runtime.flow.registry import FlowRegistry
+from swarm_runtime.orchestrator.plan import RunSpec
 from swarm_runtime.orchestrator.recorder import RunRecorder
-from swarm_runtime.orchestrator.runner import Orchestrator, RunSpec
+from swarm_runtime.orchestrator.runner import Orchestrator
 from tests.hostile.conftest import Outcome
 from tests.runtime.helpers import step_yaml, write_flow
 

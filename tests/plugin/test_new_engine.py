@@ -28,7 +28,7 @@ import json
 import os
 import urllib.request
 
-from swarm_runtime.engines import StepEngine, StepOutcome, StepResult, StubEngine, TokenUsage
+from swarm_runtime import StepEngine, StepOutcome, StepResult, StubEngine, TokenUsage
 
 
 class OpenAIStep(StepEngine):

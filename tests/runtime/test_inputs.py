@@ -8,13 +8,12 @@ from typing import Any
 import pytest
 import yaml
 
-from swarm_runtime.inputs import (
-    MAX_DEPTH,
-    InputRefused,
+from swarm_runtime.inputs.json_input import load_json
+from swarm_runtime.inputs.limits import MAX_DEPTH, InputRefused
+from swarm_runtime.inputs.yaml_input import (
     compose_yaml,
     describe_yaml_error,
     is_limit_refusal,
-    load_json,
     load_yaml,
 )
 
@@ -131,7 +130,7 @@ def test_json_brackets_inside_strings_do_not_count() -> None:
 
 
 def test_a_document_too_big_says_which_limit_it_met() -> None:
-    from swarm_runtime.inputs import MAX_NODES
+    from swarm_runtime.inputs.limits import MAX_NODES
 
     plain = "steps:\n" + "".join(f"  - {{id: s{n}, role: r}}\n" for n in range(MAX_NODES // 4))
     message, line = _refusal(plain)

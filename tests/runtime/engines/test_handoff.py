@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from swarm_runtime.engines.handoff import HandoffError, format_handoff, parse_handoff
+from swarm_runtime.engines.handoff import format_handoff, parse_handoff
+from swarm_runtime.errors import HandoffError
 
 
 def test_handoff_yaml_json_last_block_and_yes_no_words() -> None:

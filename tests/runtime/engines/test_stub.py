@@ -30,7 +30,8 @@ def test_a_scripted_delay_past_the_step_deadline_is_a_retryable_timeout(tmp_path
     from swarm_runtime.contracts.check import validate_run_dir
     from swarm_runtime.engines.scenario import Scenario
     from swarm_runtime.flow.registry import FlowRegistry
-    from swarm_runtime.orchestrator.runner import Orchestrator, RunSpec
+    from swarm_runtime.orchestrator.plan import RunSpec
+    from swarm_runtime.orchestrator.runner import Orchestrator
 
     flows = tmp_path / "flows"
     write_flow(flows, "slow", [step_yaml("wait") + "    timeout_s: 0.25\n"])

@@ -21,8 +21,9 @@ from swarm_runtime.errors import RunControlError
 from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.golden import normalise_value
 from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps
+from swarm_runtime.orchestrator.plan import RunSpec
 from swarm_runtime.orchestrator.recorder import RunRecorder
-from swarm_runtime.orchestrator.runner import Orchestrator, RunSpec
+from swarm_runtime.orchestrator.runner import Orchestrator
 from swarm_runtime.storage.lock import RunLock
 from swarm_runtime.storage.store import read_event_log
 

@@ -10,7 +10,8 @@ from swarm_runtime.engines.base import StepContext, StepEngine, StepOutcome, Ste
 from swarm_runtime.engines.registry import EngineRegistry
 from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.orchestrator.deps import RunDeps
-from swarm_runtime.orchestrator.runner import Orchestrator, RunSpec
+from swarm_runtime.orchestrator.plan import RunSpec
+from swarm_runtime.orchestrator.runner import Orchestrator
 from tests.runtime.helpers import step_yaml, write_flow
 
 

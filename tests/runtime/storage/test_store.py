@@ -13,7 +13,7 @@ import pytest
 from swarm_runtime.errors import (
     StorageError,
 )
-from swarm_runtime.storage.layout import RUN_ID_RE, new_run_id
+from swarm_runtime.ids import RUN_ID_RE, new_run_id
 from swarm_runtime.storage.store import (
     EventLog,
     preserve_previous,
