@@ -55,14 +55,14 @@ def event_table() -> list[str]:
     reserved kind is named by the contract and validated when present, but no run writes
     it yet.
     """
-    from swarm_runtime.contracts.events import EVENT_MODELS, RESERVED_KINDS, payload_fields
+    from swarm_runtime.contracts.events import kind_table
 
-    width = max(map(len, EVENT_MODELS))
+    table = kind_table()
+    width = max(map(len, table))
     lines = [f"{'kind':<{width}}  {'written':<8} payload", f"{'-' * width}  {'-' * 8} {'-' * 7}"]
-    for kind in EVENT_MODELS:
-        fields, open_ended = payload_fields(kind)
-        names = [name if required else f"{name}?" for name, required in fields.items()]
-        text = ", ".join(names + ["..."] * open_ended)
-        written = "reserved" if kind in RESERVED_KINDS else "yes"
+    for kind, row in table.items():
+        names = [name if name in row["required"] else f"{name}?" for name in row["fields"]]
+        text = ", ".join(names + ["..."] * row["open"])
+        written = "yes" if row["written"] else "reserved"
         lines.append(f"{kind:<{width}}  {written:<8} {text}")
     return lines

@@ -6,7 +6,7 @@ Each event carries the payload of its kind, from :mod:`swarm_runtime.contracts.e
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, Field, TypeAdapter
 
@@ -266,6 +266,25 @@ def payload_fields(kind: str) -> tuple[dict[str, bool], bool]:
     assert isinstance(payload, type) and issubclass(payload, BaseModel)
     fields = {name: info.is_required() for name, info in payload.model_fields.items()}
     return fields, payload.model_config.get("extra") == "allow"
+
+
+def kind_table() -> dict[str, dict[str, Any]]:
+    """Every event kind as readers show it, from :data:`EVENT_MODELS`.
+
+    Per kind: its payload fields in order, the required ones, whether others may come too,
+    and whether runs write it yet. ``swarm schema events`` prints it, and Flow Studio lays
+    its timeline out with it.
+    """
+    table: dict[str, dict[str, Any]] = {}
+    for kind in EVENT_MODELS:
+        fields, open_ended = payload_fields(kind)
+        table[kind] = {
+            "fields": list(fields),
+            "required": [name for name, required in fields.items() if required],
+            "open": open_ended,
+            "written": kind not in RESERVED_KINDS,
+        }
+    return table
 
 
 _adapter: TypeAdapter[Event] | None = None

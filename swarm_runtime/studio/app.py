@@ -118,6 +118,11 @@ class _Studio:
         events = await run_in_threadpool(EventTail(path, since).read_all)
         return _JSONResponse({"run_id": run_id, "events": events})
 
+    async def event_kinds(self, request: Request) -> Response:
+        from swarm_runtime.contracts.events import kind_table
+
+        return _JSONResponse(await run_in_threadpool(kind_table))
+
     async def graph(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]
         return _JSONResponse(await run_in_threadpool(self._graph, run_id))
@@ -261,6 +266,7 @@ def create_app(config: StudioConfig) -> Starlette:
         ("/api/facets", studio.facets, ["GET"]),
         ("/api/runs/{run_id}", studio.run, ["GET"]),
         ("/api/runs/{run_id}/events", studio.events, ["GET"]),
+        ("/api/event-kinds", studio.event_kinds, ["GET"]),
         ("/api/runs/{run_id}/stream", studio.stream, ["GET"]),
         ("/api/runs/{run_id}/graph", studio.graph, ["GET"]),
         ("/api/runs/{run_id}/flows/{flow_key}/steps/{step_id}", studio.step, ["GET"]),

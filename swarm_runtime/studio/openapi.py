@@ -105,6 +105,10 @@ API_PATHS: dict[str, dict[str, Any]] = {
             },
         }
     },
+    "/api/event-kinds": _get(
+        "Every event kind: its payload fields in order, the required ones, whether others may"
+        " come, whether runs write it yet (the timeline shows each event's fields in this order)"
+    ),
     "/api/flows": _get("The flows of the flows dir in run order"),
     "/api/flows/{flow_key}/graph": _get(
         "A flow's steps and edges", _path("flow_key", "^[a-z][a-z0-9_-]*$")

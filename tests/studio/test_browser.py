@@ -180,6 +180,18 @@ def test_the_run_page_draws_every_step_and_the_loop_and_branch_edges(
     expect(page.locator("#timeline-rows tr")).to_have_count(
         len((project.runs_dir / run_id / "events.jsonl").read_text().splitlines())
     )
+    # Each payload is laid out by the fields its kind's contract declares, in their order.
+    loop_row = page.locator('#timeline-rows tr[data-kind="route_decision"]').filter(
+        has_text="decision=loop"
+    )
+    expect(loop_row.first.locator("td").nth(4)).to_have_text(
+        re.compile(
+            r"^from_step=critique_requirements to_step=author_requirements decision=loop "
+            r"reason=\S+ loop_state=\{.*\} routing_source=\w+$"
+        )
+    )
+    start_row = page.locator('#timeline-rows tr[data-kind="step_start"]').first
+    expect(start_row.locator("td").nth(4)).to_contain_text("step_index=1")
     _shot(page, "run-page.png")
 
 

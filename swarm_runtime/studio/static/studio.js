@@ -250,7 +250,7 @@ function addTimelineRow(event, page) {
     el("td", { text: String(event.ts || "").slice(11, 23), title: String(event.ts || "") }),
     el("td", { text: kind }),
     el("td", { text: event.step_id ? `${event.flow_key}/${event.step_id}` : "" }),
-    el("td", { text: summarise(event.payload) })));
+    el("td", { text: summarise(kind, event.payload, page.kinds) })));
   page.lastSeq = Math.max(page.lastSeq, event.seq);
 }
 
@@ -280,11 +280,20 @@ function applyEvent(event, page) {
   if (String(event.kind || "").startsWith("run_")) page.reloadSummary();
 }
 
-function summarise(payload) {
-  if (!payload) return "";
-  const keys = ["status", "decision", "to_step", "reason", "error", "message", "engine", "duration_ms"];
-  const parts = keys.filter((k) => payload[k] !== undefined && payload[k] !== null).map((k) => `${k}=${payload[k]}`);
+// An event's payload as one line: the fields its kind declares, in the contract's order
+// (GET /api/event-kinds, made from the event models), then any others it carries.
+function summarise(kind, payload, kinds) {
+  if (!payload || typeof payload !== "object") return "";
+  const declared = (kinds && kinds[kind] && kinds[kind].fields) || [];
+  const keys = [...declared.filter((k) => k in payload), ...Object.keys(payload).filter((k) => !declared.includes(k))];
+  const parts = keys.filter((k) => payload[k] !== undefined && payload[k] !== null)
+    .map((k) => `${k}=${brief(payload[k])}`);
   return parts.join(" ").slice(0, 300);
+}
+
+function brief(value) {
+  const text = typeof value === "object" ? JSON.stringify(value) : String(value);
+  return text.length > 80 ? `${text.slice(0, 79)}…` : text;
 }
 
 async function runPage(runId) {
@@ -303,7 +312,7 @@ async function runPage(runId) {
           el("thead", {}, el("tr", {}, ["seq", "time", "kind", "step", "payload"].map((h) => el("th", { text: h })))),
           timeline))),
       panel));
-  const page = { timeline, lastSeq: 0, source: null, events: [], reloadSummary: null, redrawGraph: null };
+  const page = { timeline, lastSeq: 0, source: null, events: [], reloadSummary: null, redrawGraph: null, kinds: {} };
   let redrawing = false;
   async function drawGraphs() {
     const graph = await api(`${base}/graph`);
@@ -327,6 +336,7 @@ async function runPage(runId) {
   page.reloadSummary = () => { reloadSummary().catch((e) => notice(e.message, true)); };
   try {
     await reloadSummary();
+    page.kinds = await api("/api/event-kinds");
     const events = await api(`${base}/events`);
     for (const event of events.events) {
       page.events.push(event);
