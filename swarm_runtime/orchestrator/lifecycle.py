@@ -21,6 +21,7 @@ from swarm_runtime.orchestrator.plan import FlowSlice, RunOutcome, RunSpec
 from swarm_runtime.orchestrator.prompt import PromptParts
 from swarm_runtime.orchestrator.recorder import RunRecorder
 from swarm_runtime.orchestrator.resume import Reopened
+from swarm_runtime.orchestrator.run_book import RunBook, RunHeader
 from swarm_runtime.orchestrator.run_budget import RunBudget
 from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.orchestrator.step import StepRunner, StepSettings
@@ -51,7 +52,13 @@ class RunLifecycle:
         self.flows = [part.flow.key for part in plan]
         """The flows this run runs: those of the spec, less what a slice leaves out."""
         self.budget = RunBudget.of(limits, plan)
-        self.created_at = format_ts(self.clock())
+        choice = context.engine
+        self.book = RunBook(
+            recorder,
+            state,
+            RunHeader(self.flows, spec.backend, choice.mode, choice.engine_id, spec.initiator),
+            deps.clock,
+        )
         self.flow_index = 0
         self.failure: Exception | None = None
         """What made the run fail, when it was an exception (a write error, an engine bug)."""
@@ -96,21 +103,17 @@ class RunLifecycle:
 
     def summary(self, *, completed_at: str | None = None) -> RunSummaryDoc:
         """``meta.json`` as it stands."""
-        choice = (self.spec.backend, self.context.engine.mode, self.context.engine.engine_id)
-        return self.state.summary(
-            self.recorder.run_id, self.flows, choice, self.created_at, completed_at
-        )
+        return self.book.summary(completed_at)
 
     def set_status(self, status: str, *, completed_at: str | None = None) -> None:
-        self.state.status = status
-        self.recorder.write_meta(self.summary(completed_at=completed_at))
+        self.book.set_status(status, completed_at)
 
     def execute(self, reopened: Reopened | None = None) -> RunOutcome:
         interrupted: Interrupted | None = None
         completed: str | None = None
         try:
             if reopened is not None:
-                self.created_at = reopened.created_at or self.created_at
+                self.book.created_at = reopened.created_at or self.book.created_at
                 if reopened.finished is not None:
                     return self._finish_bookkeeping(reopened.finished)
             interrupted = self._run_flows(reopened)
@@ -153,13 +156,10 @@ class RunLifecycle:
         """The opening events of a new or resumed run; where its steps start."""
         recorder = self.recorder
         if reopened is None:
-            self.set_status("pending")
-            self._created()
-            self.set_status("running")
-            recorder.emit("run_started", payloads.run_started())
+            self.book.open()
             return Position(0)
         if reopened.needs_created:
-            self._created()
+            self.book.created()
         for event in reopened.closing:  # the step a crash left open
             recorder.emit(**event)
         self.state.error = None
@@ -168,12 +168,6 @@ class RunLifecycle:
         if reopened.needs_started:
             recorder.emit("run_started", payloads.run_started())
         return reopened.position
-
-    def _created(self) -> None:
-        """``run_created``: the run's flows, its backend and who started it."""
-        self.recorder.emit(
-            "run_created", payloads.run_created(self.flows, self.spec.backend, self.spec.initiator)
-        )
 
     def _checkpoint(self, pending: list[Any], to_step: str | None) -> list[str]:
         """After a completed step: save where the run goes next (SPEC §8.2).
@@ -285,7 +279,7 @@ class RunLifecycle:
             if interrupted is not None:
                 self.recorder.emit("run_stopping", payloads.reason(interrupted.reason))
                 self.recorder.emit("run_stopped", payloads.reason(interrupted.reason))
-            self.recorder.emit("run_completed", state.completed(final))
+            self.book.emit_completed(final)
         except StorageError as exc:
             # The log cannot be written (disk full, …): meta.json says why it ends open.
             earlier = f"{state.error}; then " if state.error else ""
@@ -294,9 +288,7 @@ class RunLifecycle:
             with contextlib.suppress(StorageError):
                 self.set_status("failed", completed_at=format_ts(self.clock()))
             raise
-        completed = format_ts(self.clock())
-        self.set_status(final, completed_at=completed)
-        return completed
+        return self.book.finish(final)
 
     def _close_open_step(self, error: str) -> None:
         self.steps.log.close_open(error)

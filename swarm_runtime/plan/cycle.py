@@ -19,6 +19,7 @@ from swarm_runtime.orchestrator import payloads
 from swarm_runtime.orchestrator.history import HistoryBudget
 from swarm_runtime.orchestrator.receipt import ReceiptHead, base_receipt, settle
 from swarm_runtime.orchestrator.recorder import EventObserver, RunRecorder, TranscriptLine
+from swarm_runtime.orchestrator.run_book import RunBook, RunHeader
 from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.orchestrator.step_log import OpenStep, StepLog
 from swarm_runtime.record import Record
@@ -95,7 +96,12 @@ class CycleRecord:
             credentials=credentials,
             observer=observer,
         )
-        self.created_at = format_ts(clock())
+        self.book = RunBook(
+            self.recorder,
+            self.state,
+            RunHeader([CYCLE_FLOW], PLAN_BACKEND, spec["mode"], spec["engine"], spec["initiator"]),
+            clock,
+        )
         self.steps = StepLog(self.recorder, self.state, clock)
         """The events of the plan's step executions, as a flow run writes them."""
 
@@ -111,22 +117,11 @@ class CycleRecord:
 
     def summary(self, completed_at: str | None = None) -> RunSummaryDoc:
         """``meta.json`` as it stands."""
-        choice = (PLAN_BACKEND, self.spec["mode"], self.spec["engine"])
-        return self.state.summary(self.run_id, [CYCLE_FLOW], choice, self.created_at, completed_at)
-
-    def _status(self, status: str, completed_at: str | None = None) -> None:
-        self.state.status = status
-        self.recorder.write_meta(self.summary(completed_at))
+        return self.book.summary(completed_at)
 
     def begin(self) -> None:
         """``meta.json`` pending, ``run_created``, running, ``run_started``."""
-        self._status("pending")
-        self.recorder.emit(
-            "run_created",
-            payloads.run_created([CYCLE_FLOW], PLAN_BACKEND, self.spec["initiator"]),
-        )
-        self._status("running")
-        self.recorder.emit("run_started", payloads.run_started())
+        self.book.open()
 
     def start_step(self, step_id: str, agent: str, role: str, index: int, engine: str) -> datetime:
         """``step_start`` of a plan step; when it started."""
@@ -212,12 +207,9 @@ class CycleRecord:
 
     def complete(self, status: str, error: str | None) -> str:
         """``run_completed`` and the final ``meta.json``; when the cycle ended."""
-        state = self.state
-        state.status, state.error = status, error
-        self.recorder.emit("run_completed", state.completed(status))
-        completed = format_ts(self.clock())
-        self._status(status, completed)
-        return completed
+        self.state.status, self.state.error = status, error
+        self.book.emit_completed(status)
+        return self.book.finish(status)
 
     def close(self) -> None:
         """Close the log and give the run's lock up."""

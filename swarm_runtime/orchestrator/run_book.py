@@ -1,0 +1,84 @@
+"""A run's ``meta.json`` and the events that open and end it, for flow runs and plan cycles.
+
+Every run, whatever runs its steps, opens the same way (``meta.json`` pending,
+``run_created``, running, ``run_started``) and ends the same way (``run_completed``, then
+the final ``meta.json``); :class:`RunBook` does both, so each is built in one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from swarm_runtime.orchestrator import payloads
+from swarm_runtime.orchestrator.recorder import RunRecorder
+from swarm_runtime.orchestrator.state import RunState
+from swarm_runtime.record import Record
+from swarm_runtime.timeutil import Clock, format_ts
+
+if TYPE_CHECKING:
+    from swarm_runtime.documents import RunSummaryDoc
+
+
+class RunHeader(Record):
+    """What a run's ``meta.json`` and ``run_created`` say of it besides its counters."""
+
+    flows: Sequence[str]
+    backend: str
+    mode: str
+    engine: str
+    initiator: str
+
+
+class RunBook:
+    """Writes one run's ``meta.json`` and its opening and closing events."""
+
+    def __init__(
+        self, recorder: RunRecorder, state: RunState, header: RunHeader, clock: Clock
+    ) -> None:
+        self.recorder = recorder
+        self.state = state
+        self.header = header
+        self.clock = clock
+        self.created_at = format_ts(clock())
+        """When the run was made (a resumed run keeps its first attempt's)."""
+
+    def summary(self, completed_at: str | None = None) -> RunSummaryDoc:
+        """``meta.json`` as the run stands."""
+        header = self.header
+        return self.state.summary(
+            self.recorder.run_id,
+            header.flows,
+            (header.backend, header.mode, header.engine),
+            self.created_at,
+            completed_at,
+        )
+
+    def set_status(self, status: str, completed_at: str | None = None) -> None:
+        """A new status, into ``meta.json`` at once."""
+        self.state.status = status
+        self.recorder.write_meta(self.summary(completed_at))
+
+    def created(self) -> None:
+        """``run_created``: the run's flows, its backend and who started it."""
+        header = self.header
+        self.recorder.emit(
+            "run_created", payloads.run_created(header.flows, header.backend, header.initiator)
+        )
+
+    def open(self) -> None:
+        """A new run: ``meta.json`` pending, ``run_created``, running, ``run_started``."""
+        self.set_status("pending")
+        self.created()
+        self.set_status("running")
+        self.recorder.emit("run_started", payloads.run_started())
+
+    def emit_completed(self, status: str) -> None:
+        """``run_completed`` of this attempt, ending with ``status``."""
+        self.recorder.emit("run_completed", self.state.completed(status))
+
+    def finish(self, status: str) -> str:
+        """The final ``meta.json`` after ``run_completed``; when the attempt ended."""
+        completed = format_ts(self.clock())
+        self.set_status(status, completed)
+        return completed
