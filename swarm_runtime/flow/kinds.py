@@ -2,7 +2,7 @@
 
 An entry says which routing keys the kind takes and which it needs, where a step of that
 kind may go next (for validation), which handoff fields its step declares and what each
-value does (for the prompt and for the stub), and how ``swarm flows show`` describes it.
+value does (for the prompt and for the stub), how ``swarm flows show`` describes it, and
 how a graph draws its edges (the studio). Deciding the route at run time is the kind's
 function in :mod:`swarm_runtime.orchestrator.routing` (``ROUTERS``), and its name is one
 value of :data:`swarm_runtime.flow.spec.RoutingKind`: a new kind is one entry here, that
