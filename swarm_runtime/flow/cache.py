@@ -30,7 +30,7 @@ from swarm_runtime.flow.spec import Budget, FlowSpec, RoutingSpec, StepSpec, Tea
 from swarm_runtime.record import Record
 from swarm_runtime.versions import PACKAGE_VERSION
 
-FORMAT = 1
+FORMAT = 2
 """Bumped whenever the encoding below changes."""
 
 MAX_ENTRY_BYTES = 8 * 1024 * 1024
@@ -41,6 +41,11 @@ dirs, a test suite's say, would otherwise pile up)."""
 _RECORDS: dict[str, type[Record]] = {
     cls.__name__: cls for cls in (Budget, FlowSpec, RoutingSpec, StepSpec, TeachingNotes)
 }
+_FIELDS: dict[str, tuple[str, ...]] = {
+    name: tuple(key for key in cls.__record_fields__ if not key.startswith("_"))
+    for name, cls in _RECORDS.items()
+}
+"""The fields an encoded record lists, in this order."""
 _LOADER_MODULES = (
     "cache.py",
     "kinds.py",
@@ -83,9 +88,11 @@ def cache_root(environ: os._Environ[str] | dict[str, str] | None = None) -> Path
 def encode_flow(flow: FlowSpec) -> Any:
     """``flow`` as plain JSON values, tagged so that :func:`decode_flow` rebuilds it exactly.
 
-    Every object is tagged by its one key: ``r`` a record (class and fields), ``t`` a
-    tuple, ``p`` a path, ``d`` a mapping with string keys. Raises :class:`Uncacheable`
-    for anything else.
+    Every JSON object is tagged by its one key: ``r`` a record (its class and its field
+    values in :data:`_FIELDS` order), ``t`` a tuple, ``p`` a path, ``d`` a mapping with
+    string keys (as key-value pairs). Since no other object occurs, the decoder turns each
+    one into its value as soon as it is parsed, and a big flow never lives twice in memory.
+    Raises :class:`Uncacheable` for anything else.
     """
     return _encode(flow)
 
@@ -101,12 +108,7 @@ def _encode(value: Any) -> Any:
         name = type(value).__name__
         if _RECORDS.get(name) is not type(value):
             raise Uncacheable(name)
-        fields = {
-            key: _encode(getattr(value, key))
-            for key in type(value).__record_fields__
-            if not key.startswith("_")
-        }
-        return {"r": [name, fields]}
+        return {"r": [name, [_encode(getattr(value, key)) for key in _FIELDS[name]]]}
     if isinstance(value, tuple):
         return {"t": [_encode(item) for item in value]}
     if isinstance(value, list):
@@ -116,35 +118,37 @@ def _encode(value: Any) -> Any:
     if isinstance(value, dict):
         if not all(isinstance(key, str) for key in value):
             raise Uncacheable("a mapping with keys that are not strings")
-        return {"d": {key: _encode(item) for key, item in value.items()}}
+        return {"d": [[key, _encode(item)] for key, item in value.items()]}
     raise Uncacheable(type(value).__name__)
 
 
-def decode_flow(doc: Any) -> FlowSpec:
-    """The flow :func:`encode_flow` encoded; ValueError/TypeError/KeyError when malformed."""
-    flow = _decode(doc)
+def decode_flow(text: str | bytes) -> FlowSpec:
+    """The flow :func:`encode_flow` encoded, from its JSON text.
+
+    ValueError/TypeError/KeyError when malformed.
+    """
+    flow = json.loads(text, object_hook=_decode_object)
     if not isinstance(flow, FlowSpec):
         raise ValueError("not a flow")
     return flow
 
 
-def _decode(value: Any) -> Any:
-    kind = type(value)
-    if kind is dict:
-        ((tag, inner),) = value.items()
-        if tag == "t":
-            return tuple(map(_decode, inner))
-        if tag == "r":
-            name, fields = inner
-            return _RECORDS[name](**{key: _decode(item) for key, item in fields.items()})
-        if tag == "d":
-            return {str(key): _decode(item) for key, item in inner.items()}
-        if tag == "p":
-            return Path(inner)
-        raise ValueError(f"unknown tag {tag!r}")
-    if kind is list:
-        return list(map(_decode, value))
-    return value
+def _decode_object(value: dict[str, Any]) -> Any:
+    """One tagged JSON object, its contents decoded already, as the value it stands for."""
+    ((tag, inner),) = value.items()
+    if tag == "t":
+        return tuple(inner)
+    if tag == "r":
+        name, values = inner
+        fields = _FIELDS[name]
+        if len(values) != len(fields):
+            raise ValueError(f"{name} with {len(values)} fields, expected {len(fields)}")
+        return _RECORDS[name](**dict(zip(fields, values, strict=True)))
+    if tag == "d":
+        return {str(key): item for key, item in inner}
+    if tag == "p":
+        return Path(inner)
+    raise ValueError(f"unknown tag {tag!r}")
 
 
 class FlowCache:
@@ -184,25 +188,23 @@ class FlowCache:
             digest.update(data)
         return self.directory / f"{kind}-{digest.hexdigest()[:40]}.json"
 
-    def _read(self, entry: Path | None) -> Any:
+    def _read(self, entry: Path | None) -> bytes | None:
         if entry is None:
             return None
         try:
             fd = os.open(entry, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         except OSError:
             return None
-        try:
-            data = os.read(fd, MAX_ENTRY_BYTES + 1)
+        try:  # no bigger buffer than the entry: reading is what a big flow's peak is made of
+            size = min(os.fstat(fd).st_size, MAX_ENTRY_BYTES) + 1
+            data = os.read(fd, size)
         except OSError:
             return None
         finally:
             os.close(fd)
         if len(data) > MAX_ENTRY_BYTES:
             return None
-        try:
-            return json.loads(data)
-        except ValueError:
-            return None
+        return data
 
     def _write(self, entry: Path | None, document: Any) -> None:
         if entry is None:
@@ -231,11 +233,11 @@ class FlowCache:
     def flow(self, path: Path, raw: bytes) -> FlowSpec | None:
         """The cached flow for ``path`` whose bytes are ``raw``, or None."""
         entry = self._entry("flow", str(path), raw)
-        doc = self._read(entry)
-        if doc is None:
+        data = self._read(entry)
+        if data is None:
             return None
         try:
-            return decode_flow(doc)
+            return decode_flow(data)
         except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
             return None
 
@@ -249,7 +251,11 @@ class FlowCache:
 
     def order(self, path: Path, raw: bytes, keys: list[str]) -> list[str] | None:
         """The cached order of ``flows.yaml`` at ``path`` with bytes ``raw``, or None."""
-        doc = self._read(self._entry("order", str(path), raw, "\0".join(keys)))
+        data = self._read(self._entry("order", str(path), raw, "\0".join(keys)))
+        try:
+            doc = json.loads(data) if data is not None else None
+        except ValueError:
+            return None
         if not isinstance(doc, list) or not all(isinstance(key, str) for key in doc):
             return None
         return doc

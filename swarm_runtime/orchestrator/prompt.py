@@ -72,6 +72,11 @@ def user_prompt(request: str, history_text: str) -> str:
     return f"{request}\n\n## History (newest first)\n{history_text or '(no earlier steps)'}"
 
 
+MAX_CACHED_SYSTEM_PROMPTS = 512
+"""System prompts kept per flow registry (the oldest go first): a loop finds its steps'
+prompts, and a flow of thousands of distinct steps does not keep all of them."""
+
+
 class PromptParts:
     """The prompt parts of one run: cached system prompts, the request, escaped once."""
 
@@ -92,6 +97,8 @@ class PromptParts:
         cached = self._cache.get(key)
         if cached is None:
             text = system_prompt(flow, step, persona=self._flows.persona(step.primary_agent))
+            if len(self._cache) >= MAX_CACHED_SYSTEM_PROMPTS:
+                del self._cache[next(iter(self._cache))]
             cached = self._cache[key] = (text, json_escape(text))
         return cached
 

@@ -35,11 +35,28 @@ def test_every_flow_in_the_repo_comes_back_from_the_cache_exactly() -> None:
     assert len(flows) >= 7  # the shipped SDLC flows at least
     for path in flows:
         flow = load_flow(path)
-        again = decode_flow(json.loads(json.dumps(encode_flow(flow))))
+        again = decode_flow(json.dumps(encode_flow(flow)))
         assert again == flow, path
         # Fields left out of == (the YAML lines of step references) come back too.
         assert [s.field_lines for s in again.steps] == [s.field_lines for s in flow.steps]
         assert [again.index_of(s.id) for s in flow.steps] == list(range(len(flow.steps)))
+
+
+def test_a_mapping_whose_keys_look_like_tags_comes_back_as_it_was() -> None:
+    from swarm_runtime.record import replace
+
+    flow = load_flow(SHIPPED_FLOWS / "build.yaml")
+    odd = replace(flow, charter={"t": ["a tuple?"], "r": ["a record?"], "d": [], "p": "x"})
+    assert decode_flow(json.dumps(encode_flow(odd))).charter == odd.charter
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"r": ["FlowSpec", []]}', '{"x": 1}', "{}", '{"t": [], "d": []}', '{"r": ["Nope", []]}'],
+)
+def test_a_malformed_entry_is_refused_not_half_read(text: str) -> None:
+    with pytest.raises((ValueError, TypeError, KeyError)):
+        decode_flow(text)
 
 
 def _registry(flows: Path, cache: Path) -> FlowRegistry:

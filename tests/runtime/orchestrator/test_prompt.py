@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from swarm_runtime.storage.store import encode_line
 from tests.runtime.helpers import run_flows, step_yaml, write_flow
 
@@ -58,3 +60,23 @@ def test_a_branch_prompt_names_every_key_and_where_it_goes(tmp_path: Path) -> No
         "- decision: one of GO (goes to 'two'), STOP (goes to 'three'); any other value fails "
         "the step" in line["content"]
     )
+
+
+def test_a_flow_of_many_steps_keeps_only_the_newest_system_prompts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from swarm_runtime.flow.registry import FlowRegistry
+    from swarm_runtime.orchestrator import prompt
+
+    monkeypatch.setattr(prompt, "MAX_CACHED_SYSTEM_PROMPTS", 3)
+    write_flow(tmp_path / "flows", "big", [step_yaml(f"s{n}") for n in range(6)])
+    registry = FlowRegistry(tmp_path / "flows")
+    flow = registry.get("big")
+    parts = prompt.PromptParts(registry, {}, registry.system_prompts)
+    for again in (False, True):  # the second pass finds evicted prompts made anew, right
+        for number, step in enumerate(flow.steps, start=1):
+            text, escaped = parts.system(flow, step)
+            assert f"## Step {number} of 6: {step.id}" in text
+            assert json.loads(f'"{escaped}"') == text
+            assert len(registry.system_prompts) <= 3, again
+    assert list(registry.system_prompts) == [("big", "s3"), ("big", "s4"), ("big", "s5")]
