@@ -28,7 +28,7 @@ from swarm_runtime.orchestrator.step import StepRunner, StepSettings
 from swarm_runtime.timeutil import format_ts, ms_between
 
 if TYPE_CHECKING:
-    from swarm_runtime.documents import RunSummaryDoc
+    pass
 
 
 class RunLifecycle:
@@ -101,13 +101,6 @@ class RunLifecycle:
         )
         return cls(context, spec, plan, recorder, state)
 
-    def summary(self, *, completed_at: str | None = None) -> RunSummaryDoc:
-        """``meta.json`` as it stands."""
-        return self.book.summary(completed_at)
-
-    def set_status(self, status: str, *, completed_at: str | None = None) -> None:
-        self.book.set_status(status, completed_at)
-
     def execute(self, reopened: Reopened | None = None) -> RunOutcome:
         interrupted: Interrupted | None = None
         completed: str | None = None
@@ -130,7 +123,7 @@ class RunLifecycle:
             status=self.state.status,
             error=self.state.error,
             path=self.recorder.layout.root,
-            summary=dict(self.summary(completed_at=completed)),
+            summary=dict(self.book.summary(completed)),
             interrupted=interrupted is not None,
             aborted=interrupted is not None and interrupted.aborted,
             paused=interrupted is not None and interrupted.pause,
@@ -143,13 +136,13 @@ class RunLifecycle:
         payload = completed["payload"]
         self.state.status = str(payload["status"])
         self.state.error = payload.get("error")
-        self.set_status(self.state.status, completed_at=str(completed["ts"]))
+        self.book.set_status(self.state.status, str(completed["ts"]))
         return RunOutcome(
             run_id=self.recorder.run_id,
             status=self.state.status,
             error=self.state.error,
             path=self.recorder.layout.root,
-            summary=dict(self.summary(completed_at=str(completed["ts"]))),
+            summary=dict(self.book.summary(str(completed["ts"]))),
         )
 
     def _begin(self, reopened: Reopened | None) -> Position:
@@ -163,7 +156,7 @@ class RunLifecycle:
         for event in reopened.closing:  # the step a crash left open
             recorder.emit(**event)
         self.state.error = None
-        self.set_status("running")
+        self.book.set_status("running")
         recorder.emit("run_resumed", reopened.resumed_payload())
         if reopened.needs_started:
             recorder.emit("run_started", payloads.run_started())
@@ -230,7 +223,7 @@ class RunLifecycle:
         """At a step boundary: ``run_pausing``, status paused, ``run_paused``."""
         self.recorder.emit("run_pausing", payloads.reason(reason))
         self.state.error = None
-        self.set_status("paused")
+        self.book.set_status("paused")
         self.recorder.emit("run_paused", payloads.reason(reason))
 
     def _pause_blocked(self, step: BlockedStep) -> None:
@@ -262,7 +255,7 @@ class RunLifecycle:
         self.steps.log.leave_open()  # it stays open in the log, on purpose
         recorder.append(pending[0])
         self.state.error = reason
-        self.set_status("paused")
+        self.book.set_status("paused")
         recorder.append(pending[1])
 
     def _complete(self, interrupted: Interrupted | None) -> str:
@@ -286,7 +279,7 @@ class RunLifecycle:
             state.status = "failed"
             state.error = f"{earlier}run_completed could not be appended: {exc}"
             with contextlib.suppress(StorageError):
-                self.set_status("failed", completed_at=format_ts(self.clock()))
+                self.book.set_status("failed", format_ts(self.clock()))
             raise
         return self.book.finish(final)
 

@@ -30,7 +30,6 @@ if TYPE_CHECKING:
         CostDoc,
         RoutingDoc,
         RunSpecDoc,
-        RunSummaryDoc,
     )
 
 CYCLE_FLOW = "cycle"
@@ -114,10 +113,6 @@ class CycleRecord:
     def path(self) -> Path:
         """The cycle's run directory."""
         return self.recorder.layout.root
-
-    def summary(self, completed_at: str | None = None) -> RunSummaryDoc:
-        """``meta.json`` as it stands."""
-        return self.book.summary(completed_at)
 
     def begin(self) -> None:
         """``meta.json`` pending, ``run_created``, running, ``run_started``."""
