@@ -13,24 +13,25 @@ keyed also by the flow files present. The dir holds at most about ``MAX_ENTRIES`
 
 The cache is an optimisation only. ``SWARM_NO_CACHE=1`` turns it off; an entry that
 cannot be read or decoded is a miss (and is written again), and a cache dir that cannot be
-written is ignored: a run never fails because of it. Entries are plain JSON decoded into
-the flow records named below, never pickles.
+written is ignored: a run never fails because of it. Entries are plain JSON that ``msgspec``
+decodes into the flow records by their declared types, never pickles.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from pathlib import Path
 from typing import Any
 
+import msgspec
+import msgspec.json
+
 from swarm_runtime.digest import sha256
-from swarm_runtime.flow.spec import Budget, FlowSpec, RoutingSpec, StepSpec, TeachingNotes
-from swarm_runtime.record import Record
+from swarm_runtime.flow.spec import FlowSpec
 from swarm_runtime.versions import PACKAGE_VERSION
 
-FORMAT = 2
+FORMAT = 3
 """Bumped whenever the encoding below changes."""
 
 MAX_ENTRY_BYTES = 8 * 1024 * 1024
@@ -38,14 +39,6 @@ MAX_ENTRIES = 1000
 """When a new entry makes more than this, the older half is removed (flows in temporary
 dirs, a test suite's say, would otherwise pile up)."""
 
-_RECORDS: dict[str, type[Record]] = {
-    cls.__name__: cls for cls in (Budget, FlowSpec, RoutingSpec, StepSpec, TeachingNotes)
-}
-_FIELDS: dict[str, tuple[str, ...]] = {
-    name: tuple(key for key in cls.__record_fields__ if not key.startswith("_"))
-    for name, cls in _RECORDS.items()
-}
-"""The fields an encoded record lists, in this order."""
 _LOADER_MODULES = (
     "cache.py",
     "kinds.py",
@@ -85,70 +78,53 @@ def cache_root(environ: os._Environ[str] | dict[str, str] | None = None) -> Path
     return Path(home) / ".cache" / "swarm-stepwise"
 
 
-def encode_flow(flow: FlowSpec) -> Any:
-    """``flow`` as plain JSON values, tagged so that :func:`decode_flow` rebuilds it exactly.
-
-    Every JSON object is tagged by its one key: ``r`` a record (its class and its field
-    values in :data:`_FIELDS` order), ``t`` a tuple, ``p`` a path, ``d`` a mapping with
-    string keys (as key-value pairs). Since no other object occurs, the decoder turns each
-    one into its value as soon as it is parsed, and a big flow never lives twice in memory.
-    Raises :class:`Uncacheable` for anything else.
-    """
-    return _encode(flow)
-
-
-def _encode(value: Any) -> Any:
-    if value is None or isinstance(value, bool | int | str):
-        return value
-    if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
-            raise Uncacheable(repr(value))
-        return value
-    if isinstance(value, Record):
-        name = type(value).__name__
-        if _RECORDS.get(name) is not type(value):
-            raise Uncacheable(name)
-        return {"r": [name, [_encode(getattr(value, key)) for key in _FIELDS[name]]]}
-    if isinstance(value, tuple):
-        return {"t": [_encode(item) for item in value]}
-    if isinstance(value, list):
-        return [_encode(item) for item in value]
+def _enc_hook(value: Any) -> Any:
     if isinstance(value, Path):
-        return {"p": str(value)}
-    if isinstance(value, dict):
-        if not all(isinstance(key, str) for key in value):
-            raise Uncacheable("a mapping with keys that are not strings")
-        return {"d": [[key, _encode(item)] for key, item in value.items()]}
+        return str(value)
     raise Uncacheable(type(value).__name__)
+
+
+def _dec_hook(kind: type, value: Any) -> Any:
+    if kind is Path and isinstance(value, str):
+        return Path(value)
+    raise TypeError(f"cannot decode {type(value).__name__} as {kind.__name__}")
+
+
+_ENCODER = msgspec.json.Encoder(enc_hook=_enc_hook)
+_DECODER: msgspec.json.Decoder[FlowSpec] | None = None
+
+
+def encode_flow(flow: FlowSpec) -> bytes:
+    """``flow`` as JSON that :func:`decode_flow` turns back into the same records.
+
+    ``msgspec`` writes each record as an object of its fields, and reads it back by the
+    types its class declares (a tuple as a tuple, a path as a path), building each record
+    as it parses: a big flow never lives in memory twice. Raises :class:`Uncacheable` for
+    a value JSON cannot give back exactly (a type it has no form for; ``msgspec`` would
+    write a NaN as null, so the entry is decoded and compared before it is kept).
+    """
+    data = _ENCODER.encode(flow)
+    try:
+        same = decode_flow(data) == flow
+    except ValueError:
+        same = False
+    if not same:
+        raise Uncacheable("a value that does not come back the same from JSON")
+    return data
 
 
 def decode_flow(text: str | bytes) -> FlowSpec:
     """The flow :func:`encode_flow` encoded, from its JSON text.
 
-    ValueError/TypeError/KeyError when malformed.
+    ValueError when malformed.
     """
-    flow = json.loads(text, object_hook=_decode_object)
-    if not isinstance(flow, FlowSpec):
-        raise ValueError("not a flow")
-    return flow
-
-
-def _decode_object(value: dict[str, Any]) -> Any:
-    """One tagged JSON object, its contents decoded already, as the value it stands for."""
-    ((tag, inner),) = value.items()
-    if tag == "t":
-        return tuple(inner)
-    if tag == "r":
-        name, values = inner
-        fields = _FIELDS[name]
-        if len(values) != len(fields):
-            raise ValueError(f"{name} with {len(values)} fields, expected {len(fields)}")
-        return _RECORDS[name](**dict(zip(fields, values, strict=True)))
-    if tag == "d":
-        return {str(key): item for key, item in inner}
-    if tag == "p":
-        return Path(inner)
-    raise ValueError(f"unknown tag {tag!r}")
+    global _DECODER
+    if _DECODER is None:  # built on first use: it resolves the records' field types
+        _DECODER = msgspec.json.Decoder(FlowSpec, dec_hook=_dec_hook)
+    try:
+        return _DECODER.decode(text)
+    except msgspec.DecodeError as exc:
+        raise ValueError(str(exc)) from None
 
 
 class FlowCache:
@@ -206,14 +182,13 @@ class FlowCache:
             return None
         return data
 
-    def _write(self, entry: Path | None, document: Any) -> None:
+    def _write(self, entry: Path | None, data: bytes) -> None:
         if entry is None:
             return
         temp = entry.with_name(f"{entry.name}.{os.getpid()}.tmp")
         try:
-            text = json.dumps(document, ensure_ascii=False, allow_nan=False) + "\n"
             entry.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            temp.write_text(text, encoding="utf-8")
+            temp.write_bytes(data)
             os.replace(temp, entry)  # readers see a whole entry or none
             self._prune(entry.parent)
         except Exception:  # a cache that cannot be written is no cache
@@ -238,28 +213,27 @@ class FlowCache:
             return None
         try:
             return decode_flow(data)
-        except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
+        except (ValueError, TypeError, RecursionError):  # __post_init__ may refuse too
             return None
 
     def keep_flow(self, path: Path, raw: bytes, flow: FlowSpec) -> None:
         """Cache ``flow``, loaded without errors from ``path`` whose bytes are ``raw``."""
         try:
-            document = encode_flow(flow)
+            data = encode_flow(flow)
         except Uncacheable:
             return
-        self._write(self._entry("flow", str(path), raw), document)
+        self._write(self._entry("flow", str(path), raw), data)
 
     def order(self, path: Path, raw: bytes, keys: list[str]) -> list[str] | None:
         """The cached order of ``flows.yaml`` at ``path`` with bytes ``raw``, or None."""
         data = self._read(self._entry("order", str(path), raw, "\0".join(keys)))
+        if data is None:
+            return None
         try:
-            doc = json.loads(data) if data is not None else None
-        except ValueError:
+            return msgspec.json.decode(data, type=list[str])
+        except msgspec.DecodeError:
             return None
-        if not isinstance(doc, list) or not all(isinstance(key, str) for key in doc):
-            return None
-        return doc
 
     def keep_order(self, path: Path, raw: bytes, keys: list[str], order: list[str]) -> None:
         """Cache a valid order read from ``path`` (``keys``: the flow files present)."""
-        self._write(self._entry("order", str(path), raw, "\0".join(keys)), order)
+        self._write(self._entry("order", str(path), raw, "\0".join(keys)), _ENCODER.encode(order))

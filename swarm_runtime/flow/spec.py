@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from functools import cached_property
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from swarm_runtime.record import Record, field
 
@@ -63,7 +64,7 @@ class StepSpec(Record):
     """The tools a CLI engine lets the step use (none when absent)."""
     timeout_s: float | None = None
     """How long a CLI engine's process may run for one call (the engine's default when absent)."""
-    field_lines: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+    field_lines: dict[str, int] = field(default_factory=dict)
     """The YAML line of each field that names another step, for error messages."""
 
     def line_of(self, field_name: str) -> int:
@@ -76,7 +77,7 @@ class StepSpec(Record):
         return self.agents[0]
 
 
-class FlowSpec(Record):
+class FlowSpec(Record, dict=True):
     """A validated flow."""
 
     key: str
@@ -84,11 +85,11 @@ class FlowSpec(Record):
     description: str
     steps: tuple[StepSpec, ...]
     path: Path
-    charter: dict[str, object] | None = None
-    _index: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+    charter: dict[str, Any] | None = None
 
-    def __post_init__(self) -> None:
-        self._index.update({step.id: i for i, step in enumerate(self.steps)})
+    @cached_property
+    def _index(self) -> dict[str, int]:
+        return {step.id: i for i, step in enumerate(self.steps)}
 
     def index_of(self, step_id: str) -> int:
         """0-based position of a step; KeyError if it is not in the flow."""

@@ -23,14 +23,15 @@ def test_contract_suite_runs_against_my_flows(swarm_pytester: pytest.Pytester) -
 def test_contract_suite_fails_for_a_broken_engine(swarm_pytester: pytest.Pytester) -> None:
     swarm_pytester.makeconftest(
         """
+        from msgspec.structs import replace
+
         from swarm_runtime.engines.stub import StubEngine
 
         class Forgetful(StubEngine):
             def run_step(self, ctx):
                 outcome = super().run_step(ctx)
                 # drops the assistant reply from the transcript: a contract violation
-                return type(outcome)(**{**{k: getattr(outcome, k) for k in outcome.__record_fields__},
-                                        "transcript": ()})
+                return replace(outcome, transcript=())
 
         def pytest_swarm_register_engines(registry):
             registry.register("claude-step", lambda options: Forgetful(scenario=options.scenario),
