@@ -73,8 +73,8 @@ class FlowRegistry:
         self._flows: dict[str, FlowSpec] = {}
         self._resolved: Path | None = None
         self._personas: dict[str, str | None] = {}
-        self.system_prompts: dict[tuple[str, str], tuple[str, str]] = {}
-        """Each step's system prompt and its JSON escape, made from these flows and
+        self.system_prompts: dict[tuple[str, str], str] = {}
+        """Each step's system prompt, made from these flows and
         personas (which the registry reads once): runs of the same flows share them."""
 
     @property

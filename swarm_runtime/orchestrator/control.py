@@ -10,7 +10,6 @@ interrupted mid-write, so the run's files stay whole.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -45,10 +44,10 @@ class Blocked(Exception):
 
 def write_request(control_file: Path, request: str, reason: str) -> None:
     """Ask the process running a run to pause or stop (``swarm pause|stop``)."""
-    from swarm_runtime.storage.store import write_text_atomic
+    from swarm_runtime.storage.store import write_json_atomic
 
     document = {"request": request, "reason": reason, "pid": os.getpid()}
-    write_text_atomic(control_file, json.dumps(document, sort_keys=True) + "\n")
+    write_json_atomic(control_file, document)
 
 
 def ask_running_process(run_dir: Path, request: str, reason: str) -> str:

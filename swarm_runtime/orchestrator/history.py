@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from swarm_runtime.engines.base import HistoryItem
 from swarm_runtime.record import Record, field
-from swarm_runtime.storage.store import json_escape
 
 
 class HistoryBudget(Record):
@@ -31,8 +30,6 @@ class RenderedHistory(Record):
     """The history text for a prompt, and what was cut from it."""
 
     text: str
-    json_text: str | None = None
-    """``text`` escaped as the inside of a JSON string, when it came cheaply."""
     items: tuple[HistoryItem, ...] = ()
     """The items that appear in the text, newest first."""
     items_dropped: int = 0
@@ -53,9 +50,6 @@ class History:
         """The chars each item takes as an older item, ``min(output, older_chars)``."""
         self._older: list[str] = []
         """Each item rendered within ``older_chars``, oldest first."""
-        self._older_json: list[str] = []
-        """The same, escaped for a JSON string: escaping is per character, so the
-        escaped prompt is a join of escaped parts and is never escaped whole again."""
         self._older_chars = 0
         self._cut: list[bool] = []
         self._cut_count = 0
@@ -73,7 +67,6 @@ class History:
         text, used, cut = item.render(self.budget.older_chars)
         self.items.append(item)
         self._older.append(text)
-        self._older_json.append(json_escape(text))
         self._used.append(used)
         self._older_chars += used
         self._cut.append(cut > 0)
@@ -94,7 +87,7 @@ class History:
         while len(self.items) > 2 and self._older_chars - self._used[0] - self._used[-1] >= total:
             self._older_chars -= self._used[0]
             self._cut_count -= self._cut[0]
-            for kept in (self.items, self._older, self._older_json, self._used, self._cut):
+            for kept in (self.items, self._older, self._used, self._cut):
                 del kept[0]
             del self._chars_before[0]
             self.released += 1
@@ -116,24 +109,14 @@ class History:
         ):
             parts = self._older[:-1]
             parts.reverse()
-            escaped = self._older_json[:-1]
-            escaped.reverse()
-            if self._cut[-1]:  # the newest is cut as an older item, but not as the newest
-                first = newest.render(len(newest.output))[0]
-                first_json = json_escape(first)
-            else:
-                first, first_json = self._older[-1], self._older_json[-1]
-            return RenderedHistory(
-                text="\n\n".join([first, *parts]),
-                json_text="\\n\\n".join([first_json, *escaped]),
-                items=tuple(reversed(items)),
-            )
+            # The newest may be cut as an older item, but not as the newest.
+            first = newest.render(len(newest.output))[0] if self._cut[-1] else self._older[-1]
+            return RenderedHistory(text="\n\n".join([first, *parts]), items=tuple(reversed(items)))
         return self._render_slowly()
 
     def _render_slowly(self) -> RenderedHistory:
         budget = self.budget
         parts: list[str] = []
-        escaped: list[str] = []
         kept: list[HistoryItem] = []
         used = chars_dropped = 0
         items = self.items
@@ -150,10 +133,8 @@ class History:
             if left < len(items) and room >= budget.older_chars:  # as rendered in add()
                 text, took = self._older[left - 1], min(len(item.output), limit)
                 cut = len(item.output) - took
-                escaped.append(self._older_json[left - 1])
             else:
                 text, took, cut = item.render(room)
-                escaped.append(json_escape(text))
             used += took
             chars_dropped += cut
             parts.append(text)
@@ -169,7 +150,6 @@ class History:
                 f"{dropped_whole} chars]"
             )
             parts.append(marker)
-            escaped.append(json_escape(marker))
         chars_dropped += dropped_whole
         truncation = (
             {"items_dropped": items_dropped, "chars_dropped": chars_dropped}
@@ -178,7 +158,6 @@ class History:
         )
         return RenderedHistory(
             text="\n\n".join(parts),
-            json_text="\\n\\n".join(escaped),
             items=tuple(kept),
             items_dropped=items_dropped,
             chars_dropped=chars_dropped,

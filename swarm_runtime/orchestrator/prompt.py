@@ -15,7 +15,6 @@ from swarm_runtime.flow.kinds import HandoffField, step_handoff
 from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
 from swarm_runtime.orchestrator.history import RenderedHistory
-from swarm_runtime.storage.store import json_escape
 
 SECTIONS = (
     ("Inputs", "inputs"),
@@ -78,36 +77,32 @@ prompts, and a flow of thousands of distinct steps does not keep all of them."""
 
 
 class PromptParts:
-    """The prompt parts of one run: cached system prompts, the request, escaped once."""
+    """The prompt parts of one run: cached system prompts and the request."""
 
     def __init__(
         self,
         flows: FlowRegistry,
         params: dict[str, Any],
-        cache: dict[tuple[str, str], tuple[str, str]],
+        cache: dict[tuple[str, str], str],
     ) -> None:
         self._flows = flows
         self._cache = cache
         self.request = request_text(params)
-        self._user_json_head = json_escape(user_prompt(self.request, "x")[:-1])
 
-    def system(self, flow: FlowSpec, step: StepSpec) -> tuple[str, str]:
-        """A step's system prompt and its JSON-escaped form (fixed within a flow)."""
+    def system(self, flow: FlowSpec, step: StepSpec) -> str:
+        """A step's system prompt (fixed within a flow)."""
         key = (flow.key, step.id)
         cached = self._cache.get(key)
         if cached is None:
             text = system_prompt(flow, step, persona=self._flows.persona(step.primary_agent))
             if len(self._cache) >= MAX_CACHED_SYSTEM_PROMPTS:
                 del self._cache[next(iter(self._cache))]
-            cached = self._cache[key] = (text, json_escape(text))
+            cached = self._cache[key] = text
         return cached
 
-    def user(self, rendered: RenderedHistory, external: str | None = None) -> tuple[str, str]:
-        """The user prompt for ``rendered`` history, and its JSON-escaped form."""
+    def user(self, rendered: RenderedHistory, external: str | None = None) -> str:
+        """The user prompt for ``rendered`` history."""
         text = user_prompt(self.request, rendered.text)
         if external is not None:  # a blocked step re-invoked with what it waited for
             text = f"{text}\n\n## External input\n{external}"
-            return text, json_escape(text)
-        if rendered.json_text is not None:
-            return text, self._user_json_head + rendered.json_text
-        return text, json_escape(text)
+        return text

@@ -19,7 +19,6 @@ from swarm_runtime.credentials import Credentials
 from swarm_runtime.digest import sha256
 from swarm_runtime.engines.base import HistoryItem
 from swarm_runtime.errors import StorageError
-from swarm_runtime.orchestrator.event_line import event_line
 from swarm_runtime.orchestrator.rundir import claim_run_dir, remove_run_dir
 from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.storage.layout import RunLayout
@@ -185,11 +184,9 @@ class RunRecorder:
     def encode(self, event: EventDoc) -> str:
         """The line :meth:`append` writes for ``event``, checked for credentials.
 
-        Encoded once, it can go into a checkpoint's pending events and then the log. An
-        event made by :meth:`event` is laid out field by field (only its payload goes
-        through the encoder); the bytes are those ``encode_line`` gives.
+        Encoded once, it can go into a checkpoint's pending events and then the log.
         """
-        line = event_line(event)
+        line = encode_line(event)
         if self.credentials:  # the message is made only when there is something to find
             self.credentials.check(line, f"a {event['kind']} event to {self._events_path}")
         return line

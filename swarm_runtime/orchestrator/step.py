@@ -106,7 +106,7 @@ class StepRunner:
         """
         engine = self.engine_for(flow, step)
         rendered = self.state.history.render()
-        user, user_json = self.prompts.user(rendered, external_input)
+        user = self.prompts.user(rendered, external_input)
         iteration, started = self._open(flow, step, engine, blocked)
         ctx = self.contexts.make(flow, step, iteration, rendered, user)
         if external_input is not None:
@@ -131,7 +131,7 @@ class StepRunner:
             except RoutingError as exc:
                 error = str(exc)
         settle(receipt, error=error, routing=decision.receipt_routing if decision else None)
-        self._write(receipt, flow, step, engine, outcome, user_json)
+        self._write(receipt, flow, step, engine, outcome, user)
         self._count_call(flow, outcome)
         if error is not None or decision is None:
             self._fail(flow, step, receipt["duration_ms"], error or "no routing decision")
@@ -267,17 +267,15 @@ class StepRunner:
         step: StepSpec,
         engine: StepEngine,
         outcome: StepOutcome,
-        user_json: str,
+        user: str,
     ) -> None:
         receipt_path, transcript_path = self.recorder.layout.step_files(
             flow.key, step.id, step.primary_agent, engine.engine_short
         )
-        _, system_json = self.prompts.system(flow, step)
         started_ts, completed_ts = receipt["started_at"], receipt["completed_at"]
         lines: list[TranscriptLine] = [
-            # The same bytes encode_line would write, from escapes made once per part.
-            f'{{"content": "{system_json}", "role": "system", "timestamp": "{started_ts}"}}\n',
-            f'{{"content": "{user_json}", "role": "user", "timestamp": "{started_ts}"}}\n',
+            {"content": self.prompts.system(flow, step), "role": "system", "timestamp": started_ts},
+            {"content": user, "role": "user", "timestamp": started_ts},
         ]
         lines.extend({"timestamp": completed_ts, **line} for line in outcome.transcript)
         self.recorder.write_step(

@@ -35,7 +35,7 @@ class ContextMaker:
         self, flow: FlowSpec, step: StepSpec, iteration: int, rendered: RenderedHistory, user: str
     ) -> StepContext:
         """The context of an execution of ``step``, with its system and ``user`` prompt."""
-        system, _ = self.prompts.system(flow, step)
+        system = self.prompts.system(flow, step)
         run_base = self._run_bases.get(flow.key)
         if run_base is None:
             run_base = self._run_bases[flow.key] = self.layout.flow_base(flow.key)

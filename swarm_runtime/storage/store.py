@@ -5,8 +5,12 @@ with ``os.replace``, so a reader never sees half a document. Event lines are wri
 with one ``write`` each and flushed; ``durable`` adds an fsync. A reader tolerates a torn
 last line of ``events.jsonl`` (it reports and skips it), never a torn line in the middle.
 
-Receipts and lines are compact JSON with sorted keys (the C encoder; this is the hot
-path); the run-level documents (spec, meta, checkpoint) are indented for people.
+Every run document is JSON written by one encoder, ``msgspec``'s (this is the hot path),
+with sorted keys: receipts, lines and the checkpoint on one line (``{"a": 1, "b": [2, 3]}``,
+the layout ``json.dumps`` gives, so a ``grep '"kind": "log"'`` finds what it always did), the
+run-level documents (spec, meta) indented for people. A NaN or an infinity is written as null, as
+JavaScript's ``JSON.stringify`` does: every input a run reads refuses them, so only a
+model's own output (a tool call's input, say) could hold one.
 """
 
 from __future__ import annotations
@@ -16,9 +20,12 @@ import errno
 import itertools
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+import msgspec
+import msgspec.json
 
 from swarm_runtime.errors import StorageError
 from swarm_runtime.inputs.files import read_run_text
@@ -28,36 +35,10 @@ from swarm_runtime.record import Record, field
 
 _tmp_counter = itertools.count()
 _PID = os.getpid()
-_COMPACT = json.JSONEncoder(ensure_ascii=False, sort_keys=True, allow_nan=False)
-"""Strict JSON: NaN and infinities are refused (ValueError), never written as bare words."""
-_escape = json.encoder.encode_basestring  # what _COMPACT uses for strings
-
-
-def _line_encoder() -> Callable[[Any], str]:
-    # JSONEncoder.encode builds a new C encoder on every call, which costs more than
-    # encoding a small event does; build the same C encoder once (the arguments are the
-    # ones JSONEncoder.iterencode passes). Output is identical to _COMPACT.encode; where
-    # the C accelerator is missing or differs, _COMPACT.encode is used.
-    make = getattr(json.encoder, "c_make_encoder", None)
-    try:
-        encoder = make(None, _COMPACT.default, _escape, None, ": ", ", ", True, False, False)  # type: ignore[misc]
-        probe = {"b": [1, 2.5, None, True], "a": "\u00e9\n"}
-        if "".join(encoder(probe, 0)) != _COMPACT.encode(probe):
-            raise ValueError("C encoder output differs")
-        with contextlib.suppress(ValueError):
-            encoder(float("nan"), 0)
-            raise TypeError("C encoder writes NaN")
-    except (TypeError, ValueError):
-        return _COMPACT.encode
-
-    def encode(value: Any) -> str:
-        return "".join(encoder(value, 0))
-
-    return encode
-
-
-_encode = _line_encoder()
-_PRETTY = json.JSONEncoder(ensure_ascii=False, sort_keys=True, indent=2, allow_nan=False)
+_ENCODER = msgspec.json.Encoder(order="sorted")
+"""The one JSON encoder of run documents: keys sorted, UTF-8 as is, no spaces."""
+_encode = _ENCODER.encode
+_format = msgspec.json.format
 
 StrPath = str | os.PathLike[str]
 
@@ -65,24 +46,19 @@ _write = os.write
 """Every byte of a run file goes through this (tests replace it to fail like a full disk)."""
 
 
-quoted: Callable[[str], str] = _escape
-"""A string as a JSON string, quotes included, exactly as the line encoder writes it
-(TypeError for anything that is not a string)."""
-
-
-def json_escape(text: str) -> str:
-    """``text`` as the inside of a JSON string, exactly as the line encoder writes it."""
-    return _escape(text)[1:-1]
-
-
 def encode_line(value: Any) -> str:
-    """One JSON line (compact, sorted keys, trailing newline)."""
-    return _encode(value) + "\n"
+    """One JSON line (sorted keys, a space after each ``:`` and ``,``, trailing newline)."""
+    return _format(_encode(value), indent=0).decode("utf-8") + "\n"
 
 
 def dump_json(document: Any, *, pretty: bool = False) -> str:
     """The JSON text of a run document with sorted keys and a trailing newline."""
-    return (_PRETTY.encode(document) if pretty else _encode(document)) + "\n"
+    return _format(_encode(document), indent=2 if pretty else 0).decode("utf-8") + "\n"
+
+
+def json_escape(text: str) -> str:
+    """``text`` as the inside of a JSON string, exactly as the encoder writes it."""
+    return _encode(text)[1:-1].decode("utf-8")
 
 
 def write_text_atomic(path: StrPath, text: str, *, durable: bool = False) -> None:
@@ -175,7 +151,7 @@ class EventLog:
 
     def append(self, event: Mapping[str, Any]) -> None:
         """Write one event as one line."""
-        self.append_line(_encode(event) + "\n")
+        self.append_line(encode_line(event))
 
     def append_line(self, line: str) -> None:
         """Write encoded lines (each ending in a newline) whole, or not at all."""
