@@ -168,3 +168,61 @@ def test_the_package_version_is_the_one_pyproject_declares() -> None:
     found = re.search(r'^PACKAGE_VERSION = "([^"]+)"', versions, re.M)
     assert found is not None
     assert found.group(1) == declared["project"]["version"]
+
+
+def _calls_and_bases(tree: ast.AST) -> tuple[set[str], set[str]]:
+    """Dotted names called, and names used as decorators or base classes, in ``tree``."""
+
+    def dotted(node: ast.expr) -> str:
+        if isinstance(node, ast.Call):
+            return dotted(node.func)
+        if isinstance(node, ast.Attribute):
+            return f"{dotted(node.value)}.{node.attr}"
+        return node.id if isinstance(node, ast.Name) else ""
+
+    calls = {dotted(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    shapes = {
+        dotted(expr)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.ClassDef)
+        for expr in (*n.bases, *n.decorator_list)
+    }
+    return calls, shapes
+
+
+def test_records_are_declared_one_way_and_never_compiled() -> None:
+    # A value record is a Record (a msgspec struct); a payload written to a run file is a
+    # TypedDict; a document read back is a pydantic model. Nothing compiles source.
+    found = []
+    for name, path in MODULES.items():
+        calls, shapes = _calls_and_bases(ast.parse(path.read_text(encoding="utf-8")))
+        for bad in sorted(
+            (calls | shapes)
+            & {
+                "exec",
+                "compile",
+                "eval",
+                "dataclass",
+                "dataclasses.dataclass",
+                "NamedTuple",
+                "typing.NamedTuple",
+                "namedtuple",
+            }
+        ):
+            found.append(f"{name}: {bad}")
+    assert not found, "\n".join(found)
+
+
+def test_run_files_are_encoded_by_one_encoder() -> None:
+    # Run documents go through storage/store.py's encoder; nothing on the run kernel's
+    # path builds JSON by hand or with the json module.
+    kernel = [n for n in MODULES if n.startswith("swarm_runtime.orchestrator")]
+    found = []
+    for name in kernel:
+        calls, _ = _calls_and_bases(ast.parse(MODULES[name].read_text(encoding="utf-8")))
+        found.extend(f"{name}: {c}" for c in sorted(calls) if c.startswith("json.dump"))
+    # params.py measures a param as JSON; prompt.py lays params out in a prompt's text.
+    assert found == [
+        "swarm_runtime.orchestrator.params: json.dumps",
+        "swarm_runtime.orchestrator.prompt: json.dumps",
+    ]

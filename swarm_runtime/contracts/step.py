@@ -7,7 +7,6 @@ fields (unknown fields are errors) to export the schema and validate.
 
 from __future__ import annotations
 
-import inspect
 import sys
 import typing
 from functools import cache
@@ -30,11 +29,7 @@ def model_of(cls: type[Record], nested: tuple[type[Record], ...] = ()) -> type[B
     namespace.update(vars(sys.modules[cls.__module__]))
     for inner in nested:
         namespace[inner.__name__] = model_of(inner)
-    own = inspect.get_annotations(cls)
-    hints = {
-        name: eval(own[name], namespace) if isinstance(own[name], str) else own[name]
-        for name in record_fields(cls)
-    }
+    hints = typing.get_type_hints(cls, globalns=namespace)
     fields: dict[str, Any] = {}
     for name, (default, factory) in record_fields(cls).items():
         if factory is not None:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from swarm_runtime.record import Record
 
 
-@dataclass(frozen=True, order=True)
-class Violation:
-    """One contract violation: where, and what."""
+class Violation(Record, order=True):
+    """One contract violation: where, and what (ordered by file, line, message)."""
 
     file: str
     line: int | None
