@@ -25,6 +25,7 @@ from swarm_runtime.orchestrator.run_book import RunBook, RunHeader
 from swarm_runtime.orchestrator.run_budget import RunBudget
 from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.orchestrator.step import StepRunner, StepSettings
+from swarm_runtime.storage.store import encoded
 from swarm_runtime.timeutil import format_ts, ms_between
 
 if TYPE_CHECKING:
@@ -180,7 +181,7 @@ class RunLifecycle:
                 recorder.run_id,
                 position,
                 history=recorder.history_mark,
-                pending=pending,
+                pending=[encoded(line) for line in lines],
             )
         )
         return lines

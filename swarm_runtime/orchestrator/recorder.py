@@ -70,6 +70,8 @@ class RunRecorder:
         self._history_items = 0
         self._history_hash = sha256()
         self._checkpoint_path = str(layout.checkpoint)
+        self._rewritten = (self._checkpoint_path, str(layout.meta))
+        """The documents rewritten in place, counted once in :attr:`size`."""
         self._events_path = str(layout.events)
         self._history_path = str(layout.history)
         self._grown = 0
@@ -333,7 +335,7 @@ class RunRecorder:
             self.credentials.check(text, str(path))
         write_text_atomic(path, text, durable=self.durable)
         where = str(path)
-        if where in (self._checkpoint_path, str(self.layout.meta)):
+        if where in self._rewritten:
             self._documents[where] = len(text)
         else:
             self._grown += len(text)

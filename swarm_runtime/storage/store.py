@@ -51,6 +51,15 @@ def encode_line(value: Any) -> str:
     return _format(_encode(value), indent=0).decode("utf-8") + "\n"
 
 
+def encoded(line: str) -> Any:
+    """A line :func:`encode_line` wrote, to stand in a document as the value it encodes.
+
+    The checkpoint carries the events it writes ahead of the log: their lines are put in
+    it as they are, not encoded a second time.
+    """
+    return msgspec.Raw(line.rstrip("\n").encode("utf-8"))
+
+
 def dump_json(document: Any, *, pretty: bool = False) -> str:
     """The JSON text of a run document with sorted keys and a trailing newline."""
     return _format(_encode(document), indent=2 if pretty else 0).decode("utf-8") + "\n"
