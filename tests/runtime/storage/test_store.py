@@ -16,6 +16,9 @@ from swarm_runtime.errors import (
 from swarm_runtime.ids import RUN_ID_RE, new_run_id
 from swarm_runtime.storage.store import (
     EventLog,
+    dump_json,
+    encode_line,
+    encoded,
     preserve_previous,
     read_event_log,
     write_json_atomic,
@@ -180,3 +183,31 @@ def test_preserve_previous_starts_where_the_caller_says(tmp_path: Path) -> None:
     # A hint that is too low still finds the next free number: nothing is overwritten.
     assert preserve_previous(path, first=2) == str(tmp_path / "step-agent~5.json")
     assert [(tmp_path / f"step-agent~{n}.json").read_text() for n in (4, 5)] == ["fourth", "fifth"]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"kind": "log", "payload": {"b": [1, 2.5, None, True], "a": 'é\n\u2028\x7f\t"q\\'}},
+        {"nested": {"z": {}, "y": [], "x": [{"k": "v"}]}, "n": -0.0, "big": 2**70},
+        ["plain", 0, False],
+    ],
+)
+def test_run_files_keep_the_layout_json_dumps_gives(value: object) -> None:
+    # What a user greps for ('"kind": "log"') and what every earlier run dir holds.
+    line = encode_line(value)
+    assert line == json.dumps(value, sort_keys=True, ensure_ascii=False) + "\n"
+    pretty = dump_json(value, pretty=True)
+    assert pretty == json.dumps(value, sort_keys=True, ensure_ascii=False, indent=2) + "\n"
+
+
+def test_a_nan_in_a_reply_is_written_as_null_never_as_a_bare_word() -> None:
+    line = encode_line({"input": {"score": float("nan"), "top": float("inf")}})
+    assert line == '{"input": {"score": null, "top": null}}\n'
+    assert json.loads(line, parse_constant=lambda word: pytest.fail(word)) is not None
+
+
+def test_an_encoded_line_stands_in_a_document_as_its_value() -> None:
+    event = {"seq": 3, "kind": "step_end", "payload": {"status": "succeeded"}}
+    document = {"pending_events": [encoded(encode_line(event))], "next_seq": 4}
+    assert json.loads(dump_json(document)) == {"pending_events": [event], "next_seq": 4}
