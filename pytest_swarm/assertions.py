@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pytest_swarm.run_record import RunRecord
     from swarm_runtime.flow.registry import FlowRegistry
-    from swarm_runtime.flow.spec import StepSpec
+    from swarm_runtime.flow.spec import FlowSpec, StepSpec
     from swarm_runtime.orchestrator.loops import LoopCounters
     from swarm_runtime.orchestrator.routing import Decision
 
@@ -157,7 +157,10 @@ def _route_problems(
     if number >= len(runs):
         return [f"{where}: no receipt for execution {number + 1}"]
     receipt = runs[number]
-    nxt = events[index + 1] if index + 1 < len(events) else {}
+    routed = index + 1
+    while routed < len(events) and events[routed].get("kind") in _NAVIGATOR_KINDS:
+        routed += 1  # a navigator's routing_decision and routing_offroad come first
+    nxt = events[routed] if routed < len(events) else {}
     if nxt.get("kind") != "route_decision":
         return [f"{where}: step_end is not followed by a route_decision"]
     flow = flows.get(flow_key)
@@ -165,23 +168,64 @@ def _route_problems(
     executions = loops.executions(flow_key, step)
     skipped = (event.get("payload") or {}).get("status") == "skipped"
     try:
-        expected = decide(
-            flow,
-            step,
-            handoff=receipt.get("handoff"),
-            receipt=receipt,
-            executions=executions,
-            linear_only=skipped,
-        )
+        if step.routing.kind == "navigator" and not skipped:
+            expected = _navigated(record, flow, step, receipt, events[index + 1 : routed], loops)
+        else:
+            expected = decide(
+                flow,
+                step,
+                handoff=receipt.get("handoff"),
+                receipt=receipt,
+                executions=executions,
+                linear_only=skipped,
+            )
     except Exception as exc:  # a routing error should have been a step_error
         return [f"{where}: routed although routing fails: {exc}"]
     got = nxt.get("payload") or {}
-    problems = _decision_problems(got, expected, receipt, step, flow_key, index + 2)
+    problems = _decision_problems(got, expected, receipt, step, flow_key, routed + 1)
     loops.after(flow_key, step, str(got.get("decision")), skipped=skipped)
-    went_wrong = _went_elsewhere(events, index + 1, f"{flow_key}/{step_id}")
+    went_wrong = _went_elsewhere(events, routed, f"{flow_key}/{step_id}")
     if went_wrong:
         problems.append(went_wrong)
     return problems
+
+
+_NAVIGATOR_KINDS = ("routing_decision", "routing_offroad")
+
+
+def _navigated(
+    record: RunRecord,
+    flow: FlowSpec,
+    step: StepSpec,
+    receipt: dict[str, Any],
+    written: list[dict[str, Any]],
+    loops: LoopCounters,
+) -> Decision:
+    """The move the kernel makes after a navigator step, given the choice it recorded.
+
+    The candidate set is recomputed from the conditions; the navigator's answer is the
+    ``routing_decision`` the run wrote (none: it was not asked, or the run was
+    deterministic, as the route_decision's reason says).
+    """
+    from swarm_runtime.orchestrator.navigator import NavigatorAnswer, route
+
+    asked = next((e for e in written if e.get("kind") == "routing_decision"), None)
+    chosen = (asked.get("payload") or {}).get("chosen") if asked else None
+    values = {
+        "handoff": receipt.get("handoff") or {},
+        "receipt": receipt,
+        "params": record.spec.get("params") or {},
+        "loop_state": loops.of_flow(flow.key),
+    }
+    origin = record.spec.get("origin") or {}
+    mode = "llm" if asked is not None else str(origin.get("navigator") or "llm")
+    return route(
+        flow,
+        step,
+        values,
+        mode=mode,
+        ask=lambda _held: NavigatorAnswer(choice=chosen, error=None if chosen else "recorded"),
+    ).decision
 
 
 def _decision_problems(

@@ -20,7 +20,10 @@ MODES = ("stub", "replay", "record", "sdk", "cli")
 """Every mode, in the order messages list them: the stub, recorded sdk calls, live ones."""
 DEFAULT_CONFIG_PATH = Path("swarm/config/runtime.yaml")
 DEFAULT_RUNS_DIR = Path("swarm/runs")
-_TOP_KEYS = ("runs_dir", "engines", "engine_strategy", "history", "max_run_mb")
+_TOP_KEYS = ("runs_dir", "engines", "engine_strategy", "history", "max_run_mb", "navigator")
+NAVIGATOR_MODES = ("llm", "deterministic")
+"""How a navigator step's move is chosen (SPEC §4.5): ask the navigator, or take the first
+candidate whose condition holds, with no call."""
 _ENGINE_KEYS = {
     "claude": (
         "mode",
@@ -61,6 +64,8 @@ class Settings(Record):
     """gemini-step's mode: ``stub`` or ``cli`` (SWARM_GEMINI_STUB, engines.gemini.mode)."""
     record_via: str = "sdk"
     """What ``record`` mode records claude-step through: the SDK or the Claude Code CLI."""
+    navigator: str = "llm"
+    """How a navigator step's move is chosen: ``llm`` or ``deterministic`` (SPEC §4.5)."""
     max_run_mb: int | None = None
     """How big a run dir may grow, in MiB (runtime.yaml ``max_run_mb``); None: the default."""
     config_source: str = ""
@@ -99,6 +104,9 @@ def _load_yaml(path: Path) -> dict[str, Any]:
     if "runs_dir" in raw and not isinstance(raw["runs_dir"], str):
         raise ConfigError(f"{path}: 'runs_dir' must be a path (a string), got {raw['runs_dir']!r}")
     _check_engines(path, raw.get("engines") or {})
+    navigator = raw.get("navigator") or {}
+    if not isinstance(navigator, dict) or any(key != "mode" for key in navigator):
+        raise ConfigError(f"{path}: 'navigator' must be a mapping with 'mode' (llm, deterministic)")
     strategy = raw.get("engine_strategy") or {}
     if not isinstance(strategy, dict) or not all(
         isinstance(steps, dict) and all(isinstance(v, str) for v in steps.values())
@@ -157,6 +165,7 @@ def resolve_settings(
     cwd: Path | None = None,
     gemini_mode: str | None = None,
     record_via: str | None = None,
+    navigator: str | None = None,
 ) -> Settings:
     """Resolve every setting: explicit argument, then ``env``, then runtime.yaml, then default."""
     base = cwd or Path.cwd()
@@ -173,6 +182,8 @@ def resolve_settings(
     gemini = dict((config.get("engines") or {}).get("gemini") or {})
     gemini_mode = _gemini_mode(env, gemini, config_source, sources, explicit=gemini_mode)
     record_via = _record_via(env, claude, config_source, sources, explicit=record_via)
+    navigator_section = dict(config.get("navigator") or {})
+    navigator = _navigator(env, navigator_section, config_source, sources, explicit=navigator)
     return Settings(
         mode=resolved_mode,
         runs_dir=resolved_runs,
@@ -189,6 +200,7 @@ def resolve_settings(
         },
         gemini_mode=gemini_mode,
         record_via=record_via,
+        navigator=navigator,
         max_run_mb=config.get("max_run_mb"),
         config_source=config_source,
         sources=sources,
@@ -325,3 +337,27 @@ def _record_via(
         return str(value)
     sources["record_via"] = "default"
     return "sdk"
+
+
+def _navigator(
+    env: Mapping[str, str],
+    section: dict[str, Any],
+    config_source: str,
+    sources: dict[str, str],
+    *,
+    explicit: str | None,
+) -> str:
+    """The navigator mode: argument, SWARM_NAVIGATOR, runtime.yaml navigator.mode, llm."""
+    for value, source in (
+        (explicit, "--navigator"),
+        (env.get("SWARM_NAVIGATOR") or None, "SWARM_NAVIGATOR"),
+        (section.get("mode"), f"{config_source}: navigator.mode"),
+    ):
+        if value is None:
+            continue
+        if value not in NAVIGATOR_MODES:
+            raise ConfigError(f"{source}: {value!r} is not one of {', '.join(NAVIGATOR_MODES)}")
+        sources["navigator"] = source
+        return str(value)
+    sources["navigator"] = "default"
+    return "llm"

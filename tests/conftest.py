@@ -71,6 +71,7 @@ def cli(
         "SWARM_RUNS_DIR",
         "SWARM_FLOWS_DIR",
         "SWARM_CLAUDE_STEP_ENGINE_MODE",
+        "SWARM_NAVIGATOR",
         "ANTHROPIC_API_KEY",
         "ANTHROPIC_BASE_URL",
     ):

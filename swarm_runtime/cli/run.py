@@ -72,6 +72,13 @@ def _add_engines(parser: argparse.ArgumentParser) -> None:
         "(the Claude Code CLI); a replay runs each step the way it was recorded",
     )
     parser.add_argument(
+        "--navigator",
+        choices=("llm", "deterministic"),
+        help="how a navigator step's move is chosen: llm (default: asked of the navigator, "
+        "one call through the step's engine) or deterministic (the first candidate whose "
+        "condition holds, no call); also SWARM_NAVIGATOR, runtime.yaml navigator.mode",
+    )
+    parser.add_argument(
         "--backend",
         default="claude-step-orchestrator",
         help="claude-step-orchestrator (default) or gemini-step-orchestrator",
@@ -227,6 +234,7 @@ def _prepare(args: argparse.Namespace) -> tuple[Orchestrator, RunSpec, Cassettes
         config_path=args.config,
         gemini_mode=args.gemini_mode,
         record_via=args.record_via,
+        navigator=args.navigator,
     )
     if args.backend not in _BACKENDS:
         raise SwarmUsageError(f"--backend {args.backend!r}: allowed: {', '.join(_BACKENDS)}")

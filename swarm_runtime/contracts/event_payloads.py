@@ -94,6 +94,47 @@ class RouteDecisionPayload(Contract):
     ]
 
 
+class CandidateEntry(Contract):
+    """A move the navigator was offered."""
+
+    id: str
+    kind: Literal["edge", "detour", "utility"]
+    to: str
+
+
+class ConditionEntry(Contract):
+    """A condition, and what it gave."""
+
+    expr: str
+    value: bool
+
+
+class RoutingDecisionPayload(Contract):
+    """``routing_decision``: the navigator was asked (SPEC §4.5)."""
+
+    step: str
+    candidates: list[CandidateEntry] = Field(min_length=2)
+    chosen: str | None
+    routing_source: Literal["navigator", "navigator:detour"]
+    rationale: str | None
+    confidence: float | None = Field(ge=0, le=1)
+    evaluated_conditions: list[ConditionEntry]
+    tie_breaker_used: bool
+
+
+class RoutingOffroadPayload(Contract):
+    """``routing_offroad``: a move off the golden path (the seed's payload)."""
+
+    golden_path_step: str | None
+    actual_step: str
+    route_type: Literal["DETOUR", "INJECTION", "SKIP", "LOOP"]
+    rationale: str | None
+    return_address: str | None
+    confidence: float | None = Field(ge=0, le=1)
+    evaluated_conditions: list[str]
+    tie_breaker_used: bool
+
+
 class ControlPayload(OpenContract):
     """``run_pausing`` … ``run_stopped``: a reason and context."""
 

@@ -16,6 +16,8 @@ from swarm_runtime.contracts.event_payloads import (
     LogPayload,
     ReservedPayload,
     RouteDecisionPayload,
+    RoutingDecisionPayload,
+    RoutingOffroadPayload,
     RunCompletedPayload,
     RunCreatedPayload,
     RunStartedPayload,
@@ -142,11 +144,18 @@ class RunCompletedEvent(_EventBase):
     payload: RunCompletedPayload
 
 
+class RoutingDecisionEvent(_EventBase):
+    """A ``routing_decision`` event: the navigator was asked."""
+
+    kind: Literal["routing_decision"]
+    payload: RoutingDecisionPayload
+
+
 class RoutingOffroadEvent(_EventBase):
-    """Reserved kind ``routing_offroad``: typed, not emitted yet."""
+    """A ``routing_offroad`` event: a move off the golden path."""
 
     kind: Literal["routing_offroad"]
-    payload: ReservedPayload
+    payload: RoutingOffroadPayload
 
 
 class FlowInjectedEvent(_EventBase):
@@ -228,6 +237,7 @@ Event = Annotated[
     | RunStoppingEvent
     | RunStoppedEvent
     | RunCompletedEvent
+    | RoutingDecisionEvent
     | RoutingOffroadEvent
     | FlowInjectedEvent
     | NodeInjectedEvent

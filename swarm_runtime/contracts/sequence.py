@@ -2,8 +2,9 @@
 
 Walked once over the (line, event) pairs of an event log that parsed: ``run_created``
 first, steps that open and close in turn with their tool events between, a
-``route_decision`` after every ``step_end``, one ``run_completed`` per attempt, ``seq``
-with no gap or repeat, across resumes too.
+``route_decision`` after every ``step_end`` (a navigator's ``routing_decision`` and
+``routing_offroad`` between the two, naming moves it was offered and the one taken), one
+``run_completed`` per attempt, ``seq`` with no gap or repeat, across resumes too.
 """
 
 from __future__ import annotations
@@ -13,7 +14,11 @@ from typing import Any
 
 from swarm_runtime.contracts.violation import Violation
 
-STEP_EVENTS = ("step_start", "step_end", "step_error", "tool_start", "tool_end", "route_decision")
+ROUTING_KINDS = ("routing_decision", "routing_offroad")
+STEP_EVENTS = (
+    *("step_start", "step_end", "step_error", "tool_start", "tool_end", "route_decision"),
+    *ROUTING_KINDS,
+)
 
 
 def _payload(event: dict[str, Any]) -> dict[str, Any]:
@@ -49,6 +54,10 @@ class _SequenceCheck:
         self.started = False
         self.open_step: tuple[int, dict[str, Any]] | None = None
         self.awaiting_route: tuple[int, dict[str, Any]] | None = None
+        self.offered: set[str] | None = None
+        """The steps a ``routing_decision`` offered, until the ``route_decision``."""
+        self.offroad: str | None = None
+        """Where a ``routing_offroad`` said the run goes, until the ``route_decision``."""
         self.completed: list[int] = []
         self.completed_status: object = None
         self.paused_open = False
@@ -103,7 +112,7 @@ class _SequenceCheck:
             return
         if kind in STEP_EVENTS and not self.started:
             self.at(line, f"{kind} before run_started")
-        if self.awaiting_route is not None and kind != "route_decision":
+        if self.awaiting_route is not None and kind not in ("route_decision", *ROUTING_KINDS):
             self._unrouted()
         if kind == "step_start":
             self._step_start(line, event)
@@ -111,6 +120,8 @@ class _SequenceCheck:
             self._inside_step(line, str(kind), event)
         elif kind == "route_decision":
             self._route_decision(line, event)
+        elif kind in ROUTING_KINDS:
+            self._routing(line, str(kind), event)
 
     def _resumed(self, line: int) -> None:
         """``run_resumed``: the run goes on after a pause, a stop or a crash."""
@@ -170,7 +181,43 @@ class _SequenceCheck:
             if kind == "step_end":
                 self.awaiting_route = (line, event)
 
+    def _routing(self, line: int, kind: str, event: dict[str, Any]) -> None:
+        """A navigator's ``routing_decision`` or ``routing_offroad``, inside a step's routing."""
+        if self.awaiting_route is None:
+            self.at(
+                line,
+                f"{kind} outside a step's routing (it comes between step_end and route_decision)",
+            )
+            return
+        step = self.awaiting_route[1].get("step_id")
+        if event.get("step_id") != step:
+            self.at(line, f"{kind} of '{event.get('step_id')}' follows the step_end of '{step}'")
+        payload = _payload(event)
+        if kind == "routing_decision":
+            candidates = [c for c in payload.get("candidates") or [] if isinstance(c, dict)]
+            self.offered = {str(c.get("to")) for c in candidates}
+            chosen = payload.get("chosen")
+            if chosen is not None and chosen not in {c.get("id") for c in candidates}:
+                self.at(line, f"routing_decision chose '{chosen}', which it was not offered")
+            return
+        self.offroad = str(payload.get("actual_step"))
+        if self.offered is not None and self.offroad not in self.offered:
+            self.at(
+                line,
+                f"routing_offroad goes to '{self.offroad}', which no candidate offered "
+                f"({', '.join(sorted(self.offered))})",
+            )
+
     def _route_decision(self, line: int, event: dict[str, Any]) -> None:
+        offroad, self.offroad, self.offered = self.offroad, None, None
+        payload = _payload(event)
+        moved = payload.get("decision") != "terminate"
+        if offroad is not None and moved and payload.get("to_step") != offroad:
+            self.at(
+                line,
+                f"route_decision goes to '{payload.get('to_step')}' where routing_offroad "
+                f"said '{offroad}'",
+            )
         if self.awaiting_route is None:
             self.at(line, "route_decision without a step_end just before it")
         else:

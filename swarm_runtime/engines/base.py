@@ -95,6 +95,9 @@ class StepContext(Record):
     """The step's own limit for one call of a CLI engine (the engine's default when None)."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Anything else; ``input`` holds the external input a ``blocked`` step waited for."""
+    call: str = "step"
+    """``step``, or ``navigator``: the kernel asks which move to make after the step
+    (SPEC §4.5); ``handoff_fields["choice"]`` then lists the candidate ids."""
 
 
 class StepResult(Record):

@@ -237,6 +237,29 @@ def _parse_outcome(raw: Any, where: str) -> Outcome:
     )
 
 
+def _parse_navigator(raw: Any, where: str) -> dict[str, tuple[str, ...]]:
+    """``navigator: {<step>: <candidate id> | [<id per execution>, …]}``."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise ScenarioError(
+            f"{where}: must map step ids (or flow/step) to the candidate id the navigator "
+            "chooses, or to a list of them, one per execution"
+        )
+    choices: dict[str, tuple[str, ...]] = {}
+    for key, value in raw.items():
+        items = value if isinstance(value, list) else [value]
+        if not isinstance(key, str) or not key:
+            raise ScenarioError(f"{where}: keys must be step ids, got {key!r}")
+        if not items or not all(isinstance(item, str) and item for item in items):
+            raise ScenarioError(
+                f"{where}.{key}: must be a candidate id or a non-empty list of them, "
+                f"got {_preview(value)}"
+            )
+        choices[key] = tuple(items)
+    return choices
+
+
 def _plain(raw: Mapping[Any, Any]) -> Any:
     """``raw`` as JSON can carry it, or None when it holds what JSON cannot."""
     import json
@@ -251,6 +274,9 @@ class Scenario(Record):
     """A parsed scenario; ``outcome_for`` answers per step and execution."""
 
     entries: dict[str, tuple[Outcome, ...]] = field(default_factory=dict)
+    navigator: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """``navigator:``: per step (or flow/step), the candidate the stub's navigator chooses,
+    one per execution (the last one repeats)."""
     source: str = "<scenario>"
     used: set[str] = field(default_factory=set)
     raw: Any = None
@@ -266,8 +292,11 @@ class Scenario(Record):
                 f"{source}: a scenario must be a mapping of step id (or flow/step) to outcomes"
             )
         entries: dict[str, tuple[Outcome, ...]] = {}
+        navigator = _parse_navigator(raw.get("navigator"), f"{source}: navigator")
         for key, value in raw.items():
             where = f"{source}: {key}"
+            if key == "navigator":
+                continue
             if not isinstance(key, str) or not key:
                 raise ScenarioError(f"{source}: scenario keys must be step ids, got {key!r}")
             if isinstance(value, list):
@@ -278,7 +307,7 @@ class Scenario(Record):
                 )
             else:
                 entries[key] = (_parse_outcome(value, where),)
-        return cls(entries=entries, source=source, raw=_plain(raw))
+        return cls(entries=entries, navigator=navigator, source=source, raw=_plain(raw))
 
     @classmethod
     def from_file(cls, path: Path | str) -> Scenario:
@@ -314,7 +343,7 @@ class Scenario(Record):
             for step_id in step_ids:
                 known.add(step_id)
                 known.add(f"{flow_key}/{step_id}")
-        for key in self.entries:
+        for key in (*self.entries, *self.navigator):
             if key not in known:
                 import difflib
 
@@ -333,6 +362,17 @@ class Scenario(Record):
                 return outcomes[min(execution, len(outcomes) - 1)]
         return None
 
+    def navigator_choice(self, flow_key: str, step_id: str, execution: int) -> str | None:
+        """The candidate the navigator chooses after a step's ``execution`` (0-based)."""
+        for key in (f"{flow_key}/{step_id}", step_id):
+            choices = self.navigator.get(key)
+            if choices is not None:
+                self.used.add(f"navigator.{key}")
+                return choices[min(execution, len(choices) - 1)]
+        return None
+
     def unused(self) -> list[str]:
         """Keys never consulted: a scripted step that never ran."""
-        return sorted(set(self.entries) - self.used)
+        return sorted(
+            (set(self.entries) | {f"navigator.{key}" for key in self.navigator}) - self.used
+        )

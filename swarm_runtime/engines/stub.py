@@ -107,12 +107,38 @@ class StubEngine(StepEngine):
             cost_usd=0.0,
         )
 
+    def _navigate(self, ctx: StepContext) -> StepOutcome:
+        """The navigator's answer: the scenario's choice, else the first candidate."""
+        from swarm_runtime.engines.handoff import parse_handoff
+
+        offered = ctx.handoff_fields.get("choice", ())
+        scripted = self.scenario.navigator_choice(ctx.flow_key, ctx.step_id, ctx.iteration)
+        choice = scripted if scripted is not None else (offered[0] if offered else "")
+        why = "as the scenario says" if scripted is not None else "the first candidate"
+        text = (
+            f"[stub] navigator after {ctx.flow_key}/{ctx.step_id}: {choice} ({why})\n\n"
+            + format_handoff({"choice": choice, "rationale": why, "confidence": 1.0})
+        )
+        return StepOutcome(
+            result=StepResult(step_id=ctx.step_id, status="succeeded", output=text),
+            text=text,
+            handoff=parse_handoff(text),
+            tokens=TokenUsage(prompt=0, completion=0),
+            model=STUB_MODEL,
+            provider="none",
+            mode="stub",
+            transcript=({"role": "assistant", "content": text},),
+            cost_usd=0.0,
+        )
+
     def run_step(self, ctx: StepContext) -> StepOutcome:
         """Produce the scripted (or default) reply for the step."""
         from swarm_runtime.engines.handoff import parse_handoff
 
         # Outcomes are counted per execution (the run's count, so a resumed run gets the
         # same ones); a retry within an execution keeps its outcome (see code_for).
+        if ctx.call == "navigator":
+            return self._navigate(ctx)
         outcome = self.scenario.outcome_for(ctx.flow_key, ctx.step_id, ctx.iteration)
         if outcome is not None and outcome.delay_ms:
             limit = ctx.timeout_s or self.timeout_s

@@ -41,6 +41,7 @@ dirs, a test suite's say, would otherwise pile up)."""
 
 _LOADER_MODULES = (
     "cache.py",
+    "conditions.py",
     "kinds.py",
     "loader.py",
     "registry.py",

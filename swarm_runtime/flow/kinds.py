@@ -187,6 +187,30 @@ def _branch_edges(routing: RoutingSpec, _following: str | None) -> list[tuple[st
     return edges
 
 
+# -- navigator ---------------------------------------------------------------------------
+
+
+def _navigator_successors(routing: RoutingSpec, _following: str | None) -> list[tuple[str, str]]:
+    edges = [(f"routing.candidates.{c.id}.to", c.to) for c in routing.candidates]
+    if routing.default:
+        edges.append(("routing.default", routing.default))
+    return edges
+
+
+def _navigator_describe(routing: RoutingSpec) -> str:
+    moves = ", ".join(
+        f"{c.id}->{c.to}" + (f" if {c.when}" if c.when else "") for c in routing.candidates
+    )
+    return f"navigator: default->{routing.default}; {moves}"
+
+
+def _navigator_edges(routing: RoutingSpec, _following: str | None) -> list[tuple[str, str, str]]:
+    edges = [(c.to, "navigator", c.id) for c in routing.candidates]
+    if routing.default is not None:
+        edges.append((routing.default, "linear", "default"))
+    return edges
+
+
 KINDS: dict[str, RoutingKind] = {
     "linear": RoutingKind(
         name="linear",
@@ -223,6 +247,19 @@ KINDS: dict[str, RoutingKind] = {
         stub_handoff=_first_values,
         describe=_branch_describe,
         edges=_branch_edges,
+    ),
+    "navigator": RoutingKind(
+        name="navigator",
+        keys=("default", "candidates"),
+        required=(
+            ("default", " (the golden path: the step taken when the navigator does not choose)"),
+            ("candidates", " (the moves the navigator chooses from: id, to, and maybe when)"),
+        ),
+        successors=_navigator_successors,
+        handoff=lambda _routing, _onward: (),
+        stub_handoff=_first_values,
+        describe=_navigator_describe,
+        edges=_navigator_edges,
     ),
 }
 """Every routing kind, by the name a flow file gives in ``routing.kind``."""

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from swarm_runtime.record import Record, field
 
-RoutingKind = Literal["linear", "microloop", "branch"]
+RoutingKind = Literal["linear", "microloop", "branch", "navigator"]
 
 DEFAULT_MAX_ITERATIONS = 5
 
@@ -26,6 +26,16 @@ class TeachingNotes(Record):
         return self.inputs + self.outputs + self.emphasizes + self.constraints
 
 
+class Candidate(Record):
+    """A move a navigator step may make (SPEC §4.5): an edge of its flow, maybe conditional."""
+
+    id: str
+    to: str
+    """The step of this flow it goes to."""
+    when: str | None = None
+    """A condition (SPEC §4.8); absent, the candidate is always in the set."""
+
+
 class RoutingSpec(Record):
     """How to pick the step after this one (SPEC §4)."""
 
@@ -38,6 +48,7 @@ class RoutingSpec(Record):
     branch_field: str = "status"
     branches: tuple[tuple[str, str], ...] = ()
     default: str | None = None
+    candidates: tuple[Candidate, ...] = ()
 
 
 class Budget(Record):

@@ -12,8 +12,9 @@ from typing import Any
 
 import yaml
 
+from swarm_runtime.flow.conditions import condition_error
 from swarm_runtime.flow.kinds import KINDS, ROUTING_KEYS, RoutingKind
-from swarm_runtime.flow.spec import Budget, RoutingSpec, StepSpec, TeachingNotes
+from swarm_runtime.flow.spec import Budget, Candidate, RoutingSpec, StepSpec, TeachingNotes
 from swarm_runtime.flow.yaml_reader import NodeReader, line_of, suggest
 from swarm_runtime.ids import AGENT_KEY_RE, STEP_ID_RE
 
@@ -29,6 +30,7 @@ STEP_KEYS = (
     "tools",
     "timeout_s",
 )
+CANDIDATE_KEYS = ("id", "to", "when")
 NOTE_KEYS = ("inputs", "outputs", "emphasizes", "constraints")
 BUDGET_KEYS = ("tokens", "cost_usd", "duration_ms")
 TOOL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*(\([^\n()]*\))?$")
@@ -147,7 +149,61 @@ class StepReader(NodeReader):
             return self.strings(node, step=step, field=field)
         if name == "max_iterations":
             return self.integer(node, step=step, field=field, minimum=1)
+        if name == "candidates":
+            return self._candidates(node, step)
         return self._branches(node, step)
+
+    def _candidates(self, node: yaml.Node, step: str) -> tuple[Candidate, ...] | None:
+        """``candidates:``: the moves a navigator step may make, each ``{id, to, when?}``."""
+        if not isinstance(node, yaml.SequenceNode) or not node.value:
+            self.error(
+                "must be a non-empty list of moves, each {id, to, when}",
+                node,
+                step=step,
+                field="routing.candidates",
+            )
+            return None
+        found: list[Candidate] = []
+        ok = True
+        for position, item in enumerate(node.value, start=1):
+            candidate = self._candidate(item, step, f"routing.candidates.#{position}")
+            if candidate is not None and any(c.id == candidate.id for c in found):
+                self.error(
+                    f"candidate id '{candidate.id}' is given twice; each move needs its own id",
+                    item,
+                    step=step,
+                    field=f"routing.candidates.{candidate.id}",
+                )
+                candidate = None
+            ok = ok and candidate is not None
+            if candidate is not None:
+                found.append(candidate)
+        return tuple(found) if ok else None
+
+    def _candidate(self, node: yaml.Node, step: str, label: str) -> Candidate | None:
+        fields = self.mapping(node, CANDIDATE_KEYS, what="a candidate", step=step, field=label)
+        if fields is None:
+            return None
+        missing = [key for key in ("id", "to") if key not in fields]
+        if missing:
+            self.error(f"a candidate needs '{missing[0]}'", node, step=step, field=label)
+            return None
+        move = self.identifier(fields["id"], STEP_ID_RE, step=step, field=label, what="id")
+        field = f"routing.candidates.{move or label}"
+        target = self.identifier(
+            fields["to"], STEP_ID_RE, step=step, field=f"{field}.to", what="step id"
+        )
+        when = None
+        if "when" in fields:
+            when = self.string(fields["when"], step=step, field=f"{field}.when")
+            why = condition_error(when) if when is not None else None
+            if why is not None:
+                self.error(f"when {why}", fields["when"], step=step, field=f"{field}.when")
+            if when is None or why is not None:
+                return None
+        if move is None or target is None:
+            return None
+        return Candidate(id=move, to=target, when=when)
 
     def notes(self, node: yaml.Node, step: str) -> TeachingNotes | None:
         """``teaching_notes:``: all four lists, inputs, outputs, emphasizes and constraints."""

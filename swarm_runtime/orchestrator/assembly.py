@@ -54,7 +54,9 @@ def build_orchestrator(
         flows,
         runs_dir=runs_dir or settings.runs_dir,
         deps=deps,
-        engine=replace(chosen, strategy=settings.engine_strategy, config=config),
+        engine=replace(
+            chosen, strategy=settings.engine_strategy, config=config, navigator=settings.navigator
+        ),
         limits=replace(
             asked,
             max_run_mb=asked.max_run_mb or settings.max_run_mb,

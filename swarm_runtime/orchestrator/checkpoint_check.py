@@ -15,7 +15,10 @@ from swarm_runtime.errors import RunControlError
 from swarm_runtime.orchestrator.checkpoint import Checkpoint
 from swarm_runtime.orchestrator.plan import FlowSlice
 
-PENDING_KINDS = frozenset({"step_end", "step_error", "route_decision", "run_pausing", "run_paused"})
+PENDING_KINDS = frozenset(
+    {"step_end", "routing_decision", "routing_offroad", "step_error", "route_decision"}
+    | {"run_pausing", "run_paused"}
+)
 """The events a checkpoint may carry for the log: those of the step it was written after."""
 
 

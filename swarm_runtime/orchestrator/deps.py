@@ -63,6 +63,9 @@ class EngineChoice(Record):
     """Per flow, per step: the engine id, where a step names none."""
     config: dict[str, Any] = field(default_factory=dict)
     """Settings for engine factories (api key, base URL, model…), resolved at the edge."""
+    navigator: str = "llm"
+    """How a navigator step's move is chosen: asked of the navigator through the step's
+    engine (``llm``), or the first candidate that holds (``deterministic``), SPEC §4.5."""
 
     @property
     def replays(self) -> bool:

@@ -75,6 +75,7 @@ class RunLifecycle:
                 max_attempts=limits.max_attempts,
                 repo_root=context.repo_root,
                 result_observer=deps.result_observer,
+                navigator=choice.navigator,
             ),
             prompts=PromptParts(context.flows, spec.params, context.flows.system_prompts),
             engine_for=context.engines.engine_for,

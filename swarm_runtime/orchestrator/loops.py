@@ -43,6 +43,10 @@ class LoopCounters:
             self._counts.pop((flow_key, key), None)
         return {key: executions}
 
+    def of_flow(self, flow_key: str) -> dict[str, int]:
+        """A flow's open loops as ``{"<step>:<target>": executions}`` (what conditions see)."""
+        return {key: count for (flow, key), count in self._counts.items() if flow == flow_key}
+
     def as_dict(self) -> dict[str, int]:
         """The open loops as ``{"<flow>/<step>:<target>": executions}`` (for checkpoints)."""
         return {f"{flow}/{key}": count for (flow, key), count in sorted(self._counts.items())}

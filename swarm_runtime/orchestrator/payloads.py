@@ -2,7 +2,8 @@
 
 Flow runs and plan cycles write ``run_created``, ``run_started``, ``step_start``,
 ``step_end``, ``route_decision``, ``step_error``, ``run_completed`` and the reason of a
-pause or a stop through these builders; each payload
+pause or a stop through these builders, and a navigator step ``routing_decision`` and
+``routing_offroad`` (SPEC §4.5); each payload
 is a TypedDict, so mypy holds every writer to its keys, and a test holds the keys to the
 read side's models (:mod:`swarm_runtime.contracts.event_payloads`).
 """
@@ -113,6 +114,83 @@ def route_decision(
         "reason": reason,
         "loop_state": loop_state,
         "routing_source": routing_source,
+    }
+
+
+class CandidateDoc(TypedDict):
+    id: str
+    kind: Literal["edge", "detour", "utility"]
+    to: str
+
+
+class ConditionDoc(TypedDict):
+    expr: str
+    value: bool
+
+
+class RoutingDecisionPayload(TypedDict):
+    step: str
+    candidates: list[CandidateDoc]
+    chosen: str | None
+    routing_source: str
+    rationale: str | None
+    confidence: float | None
+    evaluated_conditions: list[ConditionDoc]
+    tie_breaker_used: bool
+
+
+class RoutingOffroadPayload(TypedDict):
+    golden_path_step: str | None
+    actual_step: str
+    route_type: Literal["DETOUR", "INJECTION", "SKIP", "LOOP"]
+    rationale: str | None
+    return_address: str | None
+    confidence: float | None
+    evaluated_conditions: list[str]
+    tie_breaker_used: bool
+
+
+def routing_decision(
+    step: str,
+    candidates: list[CandidateDoc],
+    chosen: str | None,
+    *,
+    rationale: str | None,
+    confidence: float | None,
+    evaluated: list[ConditionDoc],
+) -> RoutingDecisionPayload:
+    """``routing_decision``: what the navigator was offered and what it chose."""
+    return {
+        "step": step,
+        "candidates": candidates,
+        "chosen": chosen,
+        "routing_source": "navigator",
+        "rationale": rationale,
+        "confidence": confidence,
+        "evaluated_conditions": evaluated,
+        "tie_breaker_used": False,
+    }
+
+
+def routing_offroad(
+    golden: str | None,
+    actual: str,
+    route_type: Literal["DETOUR", "INJECTION", "SKIP", "LOOP"],
+    *,
+    rationale: str | None,
+    confidence: float | None,
+    held: list[str],
+) -> RoutingOffroadPayload:
+    """``routing_offroad``: a move off the golden path (the seed's payload, exactly)."""
+    return {
+        "golden_path_step": golden,
+        "actual_step": actual,
+        "route_type": route_type,
+        "rationale": rationale,
+        "return_address": None,
+        "confidence": confidence,
+        "evaluated_conditions": held,
+        "tie_breaker_used": False,
     }
 
 

@@ -329,6 +329,10 @@ class RunRecorder:
         self._write(transcript_path, transcript, checked=True)
         self._write(receipt_path, receipt_text, checked=True)
 
+    def write_transcript(self, path: str, lines: list[TranscriptLine]) -> None:
+        """A transcript of its own (a navigator call's), checked for credentials."""
+        self._write(path, "".join(encode_line(line) for line in lines))
+
     def _write(self, path: str | Path, text: str, *, checked: bool = False) -> None:
         """Every run document is written here: scanned for credentials, then atomically."""
         if not checked:

@@ -66,7 +66,12 @@ def orchestrator_for_run(
         )
     config = chosen.config or (Path(origin["config"]) if origin.get("config") else None)
     settings = resolve_settings(
-        env=env, mode=mode, runs_dir=run_dir.parent, flows_dir=Path(flows_dir), config_path=config
+        env=env,
+        mode=mode,
+        runs_dir=run_dir.parent,
+        flows_dir=Path(flows_dir),
+        config_path=config,
+        navigator=str(origin.get("navigator") or "llm"),  # as the run began
     )
     return build_orchestrator(
         settings,

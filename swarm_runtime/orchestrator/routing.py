@@ -1,4 +1,8 @@
-"""Choosing the next step (SPEC §4): linear, microloop and branch, from handoff then receipt."""
+"""Choosing the next step (SPEC §4): linear, microloop and branch, from handoff then receipt.
+
+A navigator step's move is the kernel's :mod:`~swarm_runtime.orchestrator.navigator`; its
+router here is its golden path, the step it takes when no candidate holds.
+"""
 
 from __future__ import annotations
 
@@ -19,7 +23,7 @@ class Decision(Record):
     """loop | advance | terminate."""
     reason: str
     source: str
-    """fast_path | deterministic."""
+    """fast_path | deterministic | navigator."""
     receipt_routing: dict[str, Any]
 
 
@@ -100,10 +104,17 @@ def _linear(
     return _onward(onward, reason, "fast_path", {})
 
 
+def _navigator(
+    flow: FlowSpec, step: StepSpec, _value_of: Callable[[str], Any], _executions: int
+) -> Decision:
+    return _onward(step.routing.default, "navigator_default", "deterministic", {})
+
+
 ROUTERS: dict[str, Callable[[FlowSpec, StepSpec, Callable[[str], Any], int], Decision]] = {
     "linear": _linear,
     "microloop": _microloop,
     "branch": _branch,
+    "navigator": _navigator,
 }
 """The run-time decision of each routing kind (the rest of a kind is in ``flow.kinds``)."""
 

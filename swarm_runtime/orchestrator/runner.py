@@ -188,5 +188,7 @@ class Orchestrator:
             **({"max_run_mb": limits.max_run_mb} if limits.max_run_mb is not None else {}),
             "config": None,
             "cassettes": "cassettes" in self.engine.config,
+            # Only when not the default, so spec.json (and the goldens) stay as they were.
+            **({"navigator": self.engine.navigator} if self.engine.navigator != "llm" else {}),
             **self.origin,
         }

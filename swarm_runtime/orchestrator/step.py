@@ -14,7 +14,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
-from swarm_runtime.engines.base import HistoryItem, StepEngine, StepOutcome, StepResult
+from swarm_runtime.engines.base import (
+    HistoryItem,
+    StepContext,
+    StepEngine,
+    StepOutcome,
+    StepResult,
+)
 from swarm_runtime.errors import RoutingError
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
 from swarm_runtime.orchestrator import payloads
@@ -22,6 +28,8 @@ from swarm_runtime.orchestrator.attempts import EngineCaller
 from swarm_runtime.orchestrator.checkpoint import BlockedStep
 from swarm_runtime.orchestrator.control import Blocked, RunControl
 from swarm_runtime.orchestrator.history import RenderedHistory
+from swarm_runtime.orchestrator.navigator import NavigatorRoute, route
+from swarm_runtime.orchestrator.navigator_call import NavigatorCall
 from swarm_runtime.orchestrator.prompt import PromptParts
 from swarm_runtime.orchestrator.receipt import Call, build_receipt, settle, step_timing
 from swarm_runtime.orchestrator.recorder import RunRecorder, TranscriptLine
@@ -51,6 +59,9 @@ class StepSettings(Record):
     max_attempts: int
     repo_root: Path
     result_observer: Callable[[str, StepResult], None] | None = None
+    navigator: str = "llm"
+    """``llm``: a navigator step's move is asked of the navigator; ``deterministic``: the
+    first candidate that holds is taken with no call (SPEC §4.5)."""
 
 
 class StepRunner:
@@ -77,6 +88,7 @@ class StepRunner:
         self.engine_for = engine_for
         self.spec = dict(spec)
         self.log = StepLog(recorder, state, settings.clock)
+        self.navigator = NavigatorCall(recorder, state, control, settings.clock)
         self.contexts = ContextMaker(
             prompts=prompts, layout=recorder.layout, repo_root=settings.repo_root, spec=self.spec
         )
@@ -124,19 +136,21 @@ class StepRunner:
                 step, outcome.tokens, ms_between(started, completed), outcome.cost_usd
             )
         receipt = self._receipt(flow, step, engine, call, iteration, rendered, (started, completed))
-        decision: Decision | None = None
+        moved: NavigatorRoute | None = None
         if error is None:
             try:
-                decision = self._route(flow, step, end, outcome, receipt)
+                moved = self._route(flow, step, end, outcome, receipt, (engine, ctx))
             except RoutingError as exc:
                 error = str(exc)
+        decision = moved.decision if moved is not None else None
         settle(receipt, error=error, routing=decision.receipt_routing if decision else None)
         self._write(receipt, flow, step, engine, outcome, user)
         self._count_call(flow, outcome)
         if error is not None or decision is None:
             self._fail(flow, step, receipt["duration_ms"], error or "no routing decision")
             return None
-        self._succeed(flow, step, receipt["duration_ms"], outcome, iteration, decision)
+        assert moved is not None
+        self._succeed(flow, step, receipt["duration_ms"], outcome, iteration, moved)
         return decision
 
     def _count_call(self, flow: FlowSpec, outcome: StepOutcome) -> None:
@@ -240,25 +254,58 @@ class StepRunner:
         end: str | None,
         outcome: StepOutcome,
         receipt: ReceiptDoc,
-    ) -> Decision:
-        decision = decide(
-            flow,
-            step,
-            handoff=outcome.handoff,
-            receipt=cast(Mapping[str, Any], receipt),
-            executions=self.state.loops.executions(flow.key, step),
-            linear_only=outcome.result_code == "skipped",
-        )
+        asked: tuple[StepEngine, StepContext],
+    ) -> NavigatorRoute:
+        skipped = outcome.result_code == "skipped"
+        if step.routing.kind == "navigator" and not skipped:
+            moved = self._navigate(flow, step, outcome, receipt, asked)
+        else:
+            moved = NavigatorRoute(
+                decision=decide(
+                    flow,
+                    step,
+                    handoff=outcome.handoff,
+                    receipt=cast(Mapping[str, Any], receipt),
+                    executions=self.state.loops.executions(flow.key, step),
+                    linear_only=skipped,
+                )
+            )
+        decision = moved.decision
         if end == step.id and decision.decision != "loop":
             reason = f"end_step:{step.id}"
-            return Decision(
+            ended = Decision(
                 None,
                 "terminate",
                 reason,
                 decision.source,
                 {**decision.receipt_routing, "decision": "terminate", "reason": reason},
             )
-        return decision
+            return replace(moved, decision=ended)
+        return moved
+
+    def _navigate(
+        self,
+        flow: FlowSpec,
+        step: StepSpec,
+        outcome: StepOutcome,
+        receipt: ReceiptDoc,
+        asked: tuple[StepEngine, StepContext],
+    ) -> NavigatorRoute:
+        """A navigator step's move (SPEC §4.5), from the conditions over what it left."""
+        values = {
+            "handoff": outcome.handoff or {},
+            "receipt": receipt,
+            "params": self.spec.get("params") or {},
+            "loop_state": self.state.loops.of_flow(flow.key),
+        }
+        engine, ctx = asked
+        return route(
+            flow,
+            step,
+            values,
+            mode=self.settings.navigator,
+            ask=lambda held: self.navigator.ask(engine, ctx, flow, step, outcome, held),
+        )
 
     def _write(
         self,
@@ -293,9 +340,9 @@ class StepRunner:
         duration: int,
         outcome: StepOutcome,
         iteration: int,
-        decision: Decision,
+        moved: NavigatorRoute,
     ) -> None:
-        state = self.state
+        state, decision = self.state, moved.decision
         skipped = outcome.result_code == "skipped"
         state.totals.steps_completed += 1
         item = HistoryItem(flow.key, step.id, step.primary_agent, iteration, outcome.result.output)
@@ -316,5 +363,6 @@ class StepRunner:
                 loop_state=loop_state,
                 routing_source=decision.source,
             ),
+            routing=moved.events,
             before=lambda events: self.completed(events, decision.to_step),
         )

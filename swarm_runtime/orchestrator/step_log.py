@@ -104,35 +104,35 @@ class StepLog:
         route: payloads.RouteDecisionPayload,
         *,
         ts: str | None = None,
+        routing: Sequence[tuple[str, Any]] = (),
         before: Callable[[list[EventDoc]], list[str]] | None = None,
     ) -> None:
         """``step_end`` and ``route_decision`` of the execution under way, which ends it.
 
-        ``before`` is given the two events before they are written (a flow run checkpoints
-        them) and gives back their encoded lines. The execution stays open until both are
+        ``routing`` are the events that say how a navigator chose the move
+        (``routing_decision``, ``routing_offroad``: kind and payload), written between the
+        two. ``before`` is given the events before they are written (a flow run checkpoints
+        them) and gives back their encoded lines. The execution stays open until all are
         appended, so a run cut short on the way still closes it.
         """
         step = self._open()
-        flow_key, step_id, agent_key = step.flow_key, step.step_id, step.agent_key
         recorder = self.recorder
+        kinds = [
+            ("step_end", payloads.step_end(status, duration_ms, step.engine_id)),
+            *routing,
+            ("route_decision", route),
+        ]
         events = [
             recorder.event(
-                "step_end",
-                payloads.step_end(status, duration_ms, step.engine_id),
+                kind,
+                payload,
                 ts=ts,
-                flow_key=flow_key,
-                step_id=step_id,
-                agent_key=agent_key,
-            ),
-            recorder.event(
-                "route_decision",
-                route,
-                ts=ts,
-                ahead=1,
-                flow_key=flow_key,
-                step_id=step_id,
-                agent_key=agent_key,
-            ),
+                ahead=ahead,
+                flow_key=step.flow_key,
+                step_id=step.step_id,
+                agent_key=step.agent_key,
+            )
+            for ahead, (kind, payload) in enumerate(kinds)
         ]
         lines = before(events) if before else [recorder.encode(event) for event in events]
         recorder.append_encoded(events, lines)

@@ -111,16 +111,26 @@ class RunLayout:
             f"{_check(agent_key, AGENT_KEY_RE, 'agent key')}"
         )
         engine = _check(engine_short, ENGINE_SHORT_RE, "engine name")
+        base = self._flow_dir(flow_key)
+        return (
+            f"{base}{os.sep}receipts{os.sep}{name}.json",
+            f"{base}{os.sep}llm{os.sep}{name}-{engine}.jsonl",
+        )
+
+    def navigator_transcript(self, flow_key: str, step_id: str, iteration: int) -> str:
+        """``<flow>/llm/<step>-navigator-<iteration>.jsonl``: a navigator call's transcript."""
+        name = f"{_check(step_id, STEP_ID_RE, 'step id')}-navigator-{int(iteration)}"
+        return f"{self._flow_dir(flow_key)}{os.sep}llm{os.sep}{name}.jsonl"
+
+    def _flow_dir(self, flow_key: str) -> str:
+        """The flow's dir, with its ``receipts/`` and ``llm/`` made on first use."""
         base = self._flow_dirs.get(flow_key)
         if base is None:
             flow_dir = self.flow_base(flow_key)
             for part in ("receipts", "llm"):
                 self._make_child_dir(flow_dir / part)
             base = self._flow_dirs[flow_key] = str(flow_dir)
-        return (
-            f"{base}{os.sep}receipts{os.sep}{name}.json",
-            f"{base}{os.sep}llm{os.sep}{name}-{engine}.jsonl",
-        )
+        return base
 
     def artifacts(self, flow_key: str) -> Path:
         """``<flow>/artifacts/``: files a step produced."""

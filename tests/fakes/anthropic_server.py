@@ -297,6 +297,10 @@ class AnthropicServer:
         A critic fails a first draft and passes the second (it can tell from the history
         whether its step ran before); a branch takes its first key.
         """
+        if system.startswith("You are the navigator"):  # choose the last candidate offered
+            moves = re.findall(r"^- (\S+): go to step", user, re.MULTILINE)
+            if moves:
+                return f"\n\n```handoff\nchoice: {moves[-1]}\nconfidence: 0.5\n```"
         example = EXAMPLE_RE.search(system)
         if not example:
             return ""

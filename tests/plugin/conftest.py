@@ -17,6 +17,7 @@ def swarm_pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -
         "SWARM_GOLDEN_DIR",
         "SWARM_CASSETTE_DIR",
         "SWARM_RUNS_DIR",
+        "SWARM_NAVIGATOR",
         "SWARM_PYTEST_RUNS_DIR",
         "ANTHROPIC_API_KEY",
         "ANTHROPIC_BASE_URL",

@@ -94,3 +94,42 @@ def test_a_cli_timeout_out_of_range_is_refused(tmp_path: Path) -> None:
     settings = resolve_settings(env={}, config_path=path, cwd=tmp_path)
     with pytest.raises(ConfigError, match=r"engines.claude.timeout_s must be a number of seconds"):
         engine_config(settings, {})
+
+
+@pytest.mark.parametrize(
+    ("env", "yaml", "argument", "mode", "source"),
+    [
+        ({}, "", None, "llm", "default"),
+        ({}, "navigator: {mode: deterministic}\n", None, "deterministic", "navigator.mode"),
+        (
+            {"SWARM_NAVIGATOR": "llm"},
+            "navigator: {mode: deterministic}\n",
+            None,
+            "llm",
+            "SWARM_NAVIGATOR",
+        ),
+        ({"SWARM_NAVIGATOR": "llm"}, "", "deterministic", "deterministic", "--navigator"),
+    ],
+)
+def test_the_navigator_mode_comes_from_flag_env_file_then_default(
+    tmp_path: Path, env: dict[str, str], yaml: str, argument: str | None, mode: str, source: str
+) -> None:
+    settings = resolve_settings(
+        env=env, config_path=_yaml_file(tmp_path, yaml), navigator=argument, cwd=tmp_path
+    )
+    assert (settings.navigator, settings.sources["navigator"].endswith(source)) == (mode, True)
+
+
+@pytest.mark.parametrize(
+    ("env", "yaml", "message"),
+    [
+        ({"SWARM_NAVIGATOR": "smart"}, "", "SWARM_NAVIGATOR: 'smart' is not one of llm, determ"),
+        ({}, "navigator: {mode: always}\n", "navigator.mode: 'always' is not one of llm, determ"),
+        ({}, "navigator: {depth: 3}\n", "'navigator' must be a mapping with 'mode'"),
+    ],
+)
+def test_a_bad_navigator_mode_names_where_it_came_from(
+    tmp_path: Path, env: dict[str, str], yaml: str, message: str
+) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        resolve_settings(env=env, config_path=_yaml_file(tmp_path, yaml), cwd=tmp_path)

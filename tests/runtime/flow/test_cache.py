@@ -207,3 +207,5 @@ def test_every_module_the_cache_stamp_names_is_there() -> None:
     reading = {p.name for p in (here.parent / "inputs").glob("*.py")}
     named = {Path(name).name for name in cache._LOADER_MODULES if name.startswith("../inputs/")}
     assert reading <= named, "a module that reads flow files is not in the stamp"
+    flow_modules = {p.name for p in here.glob("*.py")} - {"__init__.py"}
+    assert flow_modules <= set(cache._LOADER_MODULES), "a flow module is not in the stamp"

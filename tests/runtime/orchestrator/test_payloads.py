@@ -38,6 +38,33 @@ PAIRS: list[tuple[Any, Any, Any]] = [
         write.run_completed("stopped", "asked to", steps_completed=2, total_steps_executed=3),
     ),
     (write.ReasonPayload, read.ControlPayload, write.reason("blocked: needs input")),
+    (
+        write.RoutingDecisionPayload,
+        read.RoutingDecisionPayload,
+        write.routing_decision(
+            "critique",
+            [
+                {"id": "back", "kind": "edge", "to": "write"},
+                {"id": "on", "kind": "edge", "to": "t"},
+            ],
+            "back",
+            rationale="the tests fail",
+            confidence=0.75,
+            evaluated=[{"expr": "handoff.status != 'OK'", "value": True}],
+        ),
+    ),
+    (
+        write.RoutingOffroadPayload,
+        read.RoutingOffroadPayload,
+        write.routing_offroad(
+            "test",
+            "write",
+            "LOOP",
+            rationale=None,
+            confidence=None,
+            held=["handoff.status != 'OK'"],
+        ),
+    ),
 ]
 
 

@@ -1,0 +1,107 @@
+"""Conditions (SPEC §4.8): CEL expressions over what a step left behind.
+
+A condition (a navigator candidate's ``when``) is a CEL expression over five names:
+``handoff``, ``receipt``, ``params``, ``loop_state`` and ``facts``. It is checked when its
+flow loads (:func:`condition_error`: a syntax error, or a name it cannot see) and evaluated
+after a step (:func:`evaluate`): an evaluation error, or a value that is not true or false,
+counts as false and says why. The CEL implementation (``cel-python``) is imported only
+when a flow has a condition, and each expression is compiled once per process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cache
+from typing import Any
+
+from swarm_runtime.record import Record
+
+NAMES = ("handoff", "receipt", "params", "loop_state", "facts")
+"""What a condition sees."""
+_MACROS = frozenset(("all", "exists", "exists_one", "map", "filter"))
+"""CEL macros whose first argument names a variable of their own."""
+
+
+class Evaluation(Record):
+    """One condition, evaluated: its text, whether it held, and why not when it failed."""
+
+    expr: str
+    value: bool
+    error: str | None = None
+
+
+@cache
+def _environment() -> Any:
+    import celpy
+
+    return celpy.Environment()
+
+
+def condition_error(source: str) -> str | None:
+    """Why ``source`` is not a condition, or None when it is one."""
+    from celpy.celparser import CELParseError
+
+    try:
+        tree = _environment().compile(source)
+    except CELParseError as exc:
+        detail = " ".join(str(exc).split())
+        return f"is not a CEL expression ({detail})"
+    unknown = sorted(_names(tree) - set(NAMES) - _bound(tree))
+    if unknown:
+        return (
+            f"names {', '.join(repr(n) for n in unknown)}, which a condition cannot see "
+            f"(it sees {', '.join(NAMES)})"
+        )
+    return None
+
+
+def _names(tree: Any) -> set[str]:
+    """The top-level names an expression reads (``handoff`` of ``handoff.status``)."""
+    names: set[str] = set()
+    for node in tree.iter_subtrees():
+        if node.data == "primary":
+            for child in node.children:
+                if getattr(child, "data", None) == "ident":
+                    names.update(str(token) for token in child.children)
+    return names
+
+
+def _bound(tree: Any) -> set[str]:
+    """Variables that macros such as ``exists(f, …)`` bind."""
+    bound: set[str] = set()
+    for node in tree.iter_subtrees():
+        if node.data != "member_dot_arg" or len(node.children) < 3:
+            continue
+        if str(node.children[1]) in _MACROS:
+            first = next(iter(node.children[2].children), None)
+            if first is not None:
+                bound.update(_names(first))
+    return bound
+
+
+@cache
+def _program(source: str) -> Any:
+    environment = _environment()
+    return environment.program(environment.compile(source))
+
+
+def evaluate(source: str, values: Mapping[str, Any]) -> Evaluation:
+    """Evaluate a condition over ``values`` (JSON values by name; a missing one is empty)."""
+    from celpy.adapter import json_to_cel
+    from celpy.celtypes import BoolType
+    from celpy.evaluation import CELEvalError
+
+    activation = {
+        name: json_to_cel(values.get(name, [] if name == "facts" else {})) for name in NAMES
+    }
+    try:
+        result = _program(source).evaluate(activation)
+    except CELEvalError as exc:
+        reason = exc.args[0] if exc.args else str(exc)
+        return Evaluation(expr=source, value=False, error=str(reason))
+    if isinstance(result, CELEvalError):
+        return Evaluation(expr=source, value=False, error=str(result.args[0]))
+    if not isinstance(result, BoolType):
+        shown = type(result).__name__.removesuffix("Type").lower()
+        return Evaluation(expr=source, value=False, error=f"gave a {shown}, not true or false")
+    return Evaluation(expr=source, value=bool(result))
