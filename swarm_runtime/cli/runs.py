@@ -36,6 +36,13 @@ def add_parser(commands: Any) -> None:
     verify.add_argument("run", help="run id or run directory")
     verify.add_argument("--runs-dir", type=path_arg)
     verify.set_defaults(handler=handle_verify)
+    facts = sub.add_parser("facts", help="the facts a run's replies declared (SPEC §4.7)")
+    facts.add_argument("run", help="run id or run directory")
+    facts.add_argument("--runs-dir", type=path_arg)
+    facts.add_argument(
+        "--all", action="store_true", help="every entry, superseded ones too, in order"
+    )
+    facts.set_defaults(handler=handle_facts)
 
 
 def _runs_dir(explicit: Path | None) -> Path:
@@ -175,4 +182,26 @@ def handle_verify(args: argparse.Namespace) -> int:
         print(f"{len(bad)} of {len(results)} artifact(s) do not match in {root}", file=sys.stderr)
         return EXIT_FAILED
     print(f"{root}: {len(results)} artifact(s) verified")
+    return EXIT_OK
+
+
+def handle_facts(args: argparse.Namespace) -> int:
+    """The current facts of a run (each id's latest), or ``--all`` its whole journal."""
+    from swarm_runtime.cli.render import format_table
+    from swarm_runtime.inputs.files import read_run_text
+    from swarm_runtime.inputs.json_input import load_json
+
+    root = resolve_run_dir(args.run, args.runs_dir)
+    path = root / "facts.jsonl"
+    try:
+        text = read_run_text(path) if path.exists() else ""
+        entries = [load_json(line) for line in text.splitlines() if line.strip()]
+        rows = [(e["id"], f"{e['flow']}/{e['step']}#{e['iteration']}", e["text"]) for e in entries]
+        shown = rows if args.all else list({str(row[0]): row for row in rows}.values())
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise SwarmUsageError(f"{path}: not a facts journal ({exc})") from None
+    if not shown:
+        print(f"{root}: no facts")
+        return EXIT_OK
+    print(format_table(("id", "declared by", "text"), shown))
     return EXIT_OK

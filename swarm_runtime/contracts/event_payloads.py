@@ -135,6 +135,21 @@ class RoutingOffroadPayload(Contract):
     tie_breaker_used: bool
 
 
+class FactsUpdatedPayload(Contract):
+    """``facts_updated``: the facts a step's reply added and updated (SPEC §4.7)."""
+
+    added: list[str]
+    updated: list[str]
+    total: int = Field(ge=0)
+
+
+class FactPayload(Contract):
+    """``assumption_recorded`` / ``decision_recorded``."""
+
+    id: str = Field(pattern=r"^(REQ|SOL|TRC|ASM|DEC)-[0-9]+$")
+    text: str
+
+
 class ControlPayload(OpenContract):
     """``run_pausing`` … ``run_stopped``: a reason and context."""
 

@@ -13,6 +13,8 @@ from pydantic import BaseModel, Field, TypeAdapter
 from swarm_runtime.contracts.base import Contract, Timestamp
 from swarm_runtime.contracts.event_payloads import (
     ControlPayload,
+    FactPayload,
+    FactsUpdatedPayload,
     LogPayload,
     ReservedPayload,
     RouteDecisionPayload,
@@ -201,24 +203,24 @@ class StackOverflowPreventedEvent(_EventBase):
 
 
 class FactsUpdatedEvent(_EventBase):
-    """Reserved kind ``facts_updated``: typed, not emitted yet."""
+    """A ``facts_updated`` event (SPEC §4.7)."""
 
     kind: Literal["facts_updated"]
-    payload: ReservedPayload
+    payload: FactsUpdatedPayload
 
 
 class AssumptionRecordedEvent(_EventBase):
-    """Reserved kind ``assumption_recorded``: typed, not emitted yet."""
+    """A ``assumption_recorded`` event (SPEC §4.7)."""
 
     kind: Literal["assumption_recorded"]
-    payload: ReservedPayload
+    payload: FactPayload
 
 
 class DecisionRecordedEvent(_EventBase):
-    """Reserved kind ``decision_recorded``: typed, not emitted yet."""
+    """A ``decision_recorded`` event (SPEC §4.7)."""
 
     kind: Literal["decision_recorded"]
-    payload: ReservedPayload
+    payload: FactPayload
 
 
 Event = Annotated[

@@ -97,6 +97,8 @@ class Checkpoint(Record):
     history_sha256: str
     pending_events: list[dict[str, Any]] = field(default_factory=list)
     blocked: BlockedStep | None = None
+    facts_items: int = 0
+    """The lines of ``facts.jsonl`` the run had made (SPEC §4.7)."""
 
     @classmethod
     def capture(
@@ -121,6 +123,8 @@ class Checkpoint(Record):
             "history": {"items": history[0], "sha256": history[1]},
             "pending_events": list(pending),
             "blocked": blocked.as_document() if blocked is not None else None,
+            # Only once a reply declared a fact: a run without any keeps its old checkpoint.
+            **({"facts": {"items": len(state.facts.entries)}} if state.facts.entries else {}),
         }
 
     @classmethod
@@ -156,6 +160,7 @@ class Checkpoint(Record):
                 history_sha256=_text(history, "sha256", "history."),
                 pending_events=[dict(e) for e in pending],
                 blocked=_blocked(blocked) if blocked else None,
+                facts_items=_count(doc["facts"], "items", "facts.") if "facts" in doc else 0,
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             reason = f"{exc.args[0]} is missing" if isinstance(exc, KeyError) else str(exc)

@@ -194,6 +194,27 @@ def routing_offroad(
     }
 
 
+class FactsUpdatedPayload(TypedDict):
+    added: list[str]
+    updated: list[str]
+    total: int
+
+
+class FactPayload(TypedDict):
+    id: str
+    text: str
+
+
+def facts_updated(added: list[str], updated: list[str], total: int) -> FactsUpdatedPayload:
+    """``facts_updated``: the ids a step's reply added and updated, and how many there are."""
+    return {"added": added, "updated": updated, "total": total}
+
+
+def fact(fact_id: str, text: str) -> FactPayload:
+    """``assumption_recorded`` or ``decision_recorded``: the fact."""
+    return {"id": fact_id, "text": text}
+
+
 def step_error(duration_ms: int, error: str, engine: Any) -> StepErrorPayload:
     """``step_error``: a step that failed, or was cut short, after ``duration_ms``."""
     return {"status": "failed", "duration_ms": duration_ms, "error": error, "engine": engine}

@@ -100,9 +100,11 @@ class PromptParts:
             cached = self._cache[key] = text
         return cached
 
-    def user(self, rendered: RenderedHistory, external: str | None = None) -> str:
-        """The user prompt for ``rendered`` history."""
+    def user(self, rendered: RenderedHistory, external: str | None = None, facts: str = "") -> str:
+        """The user prompt for ``rendered`` history (and the run's current ``facts``)."""
         text = user_prompt(self.request, rendered.text)
+        if facts:  # only once a reply declared one: earlier prompts stay as they were
+            text = f"{text}\n\n## Facts\n{facts}"
         if external is not None:  # a blocked step re-invoked with what it waited for
             text = f"{text}\n\n## External input\n{external}"
         return text

@@ -74,6 +74,7 @@ class RunRecorder:
         """The documents rewritten in place, counted once in :attr:`size`."""
         self._events_path = str(layout.events)
         self._history_path = str(layout.history)
+        self._facts: EventLog | None = None
         self._grown = 0
         """Characters written to files that stay (events, history, step files, artifacts)."""
         self._documents: dict[str, int] = {}
@@ -249,6 +250,16 @@ class RunRecorder:
         self._history_items += 1
         self._history_hash.update(line.encode("utf-8"))
 
+    def append_facts(self, entries: list[dict[str, Any]]) -> None:
+        """Journal a step's facts in ``facts.jsonl``, before its checkpoint counts them."""
+        path = str(self.layout.facts)
+        text = "".join(encode_line(entry) for entry in entries)
+        self.credentials.check(text, path)
+        if self._facts is None:
+            self._facts = EventLog(path, durable=self.durable)
+        self._facts.append_line(text)
+        self._grown += len(text)
+
     def continue_history(self, lines: list[str]) -> None:
         """Count journal lines already on disk (a resume) in the history digest."""
         for line in lines:
@@ -365,10 +376,11 @@ class RunRecorder:
         remove_run_dir(self.layout.root)
 
     def close(self) -> None:
-        """Close the event log and the history journal, and give the run lock up."""
+        """Close the event log and the journals, and give the run lock up."""
         self.log.close()
-        if self._history is not None:
-            self._history.close()
+        for journal in (self._history, self._facts):
+            if journal is not None:
+                journal.close()
         self.lock.release()
 
 

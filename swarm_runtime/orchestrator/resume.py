@@ -166,6 +166,7 @@ def _mend(
     repairs = _remove_temporary_files(layout.root)
     events, checkpoint = _mend_log(layout, plan, recorder, state, repairs)
     _restore_history(layout, recorder, state, checkpoint)
+    _restore_facts(layout, state, checkpoint)
     blocked = checkpoint.blocked if checkpoint is not None else None
     _check_input(layout.run_id, blocked, external_input)
     finished = _finished(events)
@@ -270,35 +271,54 @@ def _read_checkpoint(layout: RunLayout) -> Checkpoint | None:
     return checkpoint
 
 
+def _journal(path: Path, wanted: int, what: str) -> list[bytes]:
+    """The first ``wanted`` lines of a journal, newlines kept; the lines after are cut."""
+    try:
+        data = read_bytes_limited(path, MAX_RUN_FILE_BYTES, nofollow=True)
+    except FileNotFoundError:
+        data = b""
+    except (OSError, ValueError) as exc:
+        raise StorageError(f"{path}: cannot read {what}: {exc}") from None
+    lines = data.split(b"\n")[:-1]  # a last line without a newline was cut off
+    if len(lines) < wanted:
+        raise StorageError(
+            f"{path}: {len(lines)} item(s), the checkpoint counts {wanted}; "
+            "the run cannot be resumed"
+        )
+    kept = [line + b"\n" for line in lines[:wanted]]
+    if sum(map(len, kept)) != len(data):
+        with open(path, "r+b") as handle:
+            handle.truncate(sum(map(len, kept)))
+    return kept
+
+
+def _restore_facts(layout: RunLayout, state: RunState, checkpoint: Checkpoint | None) -> None:
+    """The facts the checkpoint counts, from ``facts.jsonl``; later lines are cut."""
+    wanted = checkpoint.facts_items if checkpoint is not None else 0
+    kept = _journal(layout.facts, wanted, "the facts journal")
+    try:
+        entries = [json.loads(line) for line in kept]
+        state.facts.restore([e for e in entries if isinstance(e["id"], str)])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise StorageError(
+            f"{layout.facts}: not a facts journal this version wrote ({exc}); the run "
+            "cannot be resumed"
+        ) from None
+
+
 def _restore_history(
     layout: RunLayout, recorder: RunRecorder, state: RunState, checkpoint: Checkpoint | None
 ) -> None:
     """The history items the checkpoint counts, from the journal; later lines are cut."""
     wanted = checkpoint.history_items if checkpoint is not None else 0
-    try:
-        data = read_bytes_limited(layout.history, MAX_RUN_FILE_BYTES, nofollow=True)
-    except FileNotFoundError:
-        data = b""
-    except (OSError, ValueError) as exc:
-        raise StorageError(f"{layout.history}: cannot read the history journal: {exc}") from None
-    lines = data.split(b"\n")[:-1]  # a last line without a newline was cut off
-    if len(lines) < wanted:
-        raise StorageError(
-            f"{layout.history}: {len(lines)} item(s), the checkpoint counts {wanted}; "
-            "the run cannot be resumed"
-        )
-    kept = [line + b"\n" for line in lines[:wanted]]
+    kept = _journal(layout.history, wanted, "the history journal")
     hasher = sha256()
     hasher.update(b"".join(kept))
-    digest = hasher.hexdigest()
-    if checkpoint is not None and digest != checkpoint.history_sha256:
+    if checkpoint is not None and hasher.hexdigest() != checkpoint.history_sha256:
         raise StorageError(
             f"{layout.history}: its first {wanted} item(s) do not match the checkpoint's "
             "digest (was the file edited?); the run cannot be resumed"
         )
-    if len(b"".join(kept)) != len(data):
-        with open(layout.history, "r+b") as handle:
-            handle.truncate(len(b"".join(kept)))
     texts = [line.decode("utf-8") for line in kept]
     recorder.continue_history(texts)
     for text in texts:

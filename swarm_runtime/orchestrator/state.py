@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from swarm_runtime.engines.base import TokenUsage
 from swarm_runtime.orchestrator import payloads
+from swarm_runtime.orchestrator.facts import Facts
 from swarm_runtime.orchestrator.history import History, HistoryBudget
 from swarm_runtime.orchestrator.loops import LoopCounters
 from swarm_runtime.versions import SCHEMA_VERSION
@@ -75,11 +76,12 @@ class Totals:
 
 
 class RunState:
-    """Where a run stands: counters, history, loops and the next event number."""
+    """Where a run stands: counters, history, facts, loops and the next event number."""
 
     __slots__ = (
         "error",
         "executions",
+        "facts",
         "flow_totals",
         "history",
         "loops",
@@ -99,6 +101,7 @@ class RunState:
         self.totals = Totals()
         self.flow_totals: dict[str, Totals] = {}
         self.history = History(budget)
+        self.facts = Facts()
 
     def flow(self, flow_key: str) -> Totals:
         """The totals of one flow, created on first use."""

@@ -27,6 +27,7 @@ from swarm_runtime.orchestrator import payloads
 from swarm_runtime.orchestrator.attempts import EngineCaller
 from swarm_runtime.orchestrator.checkpoint import BlockedStep
 from swarm_runtime.orchestrator.control import Blocked, RunControl
+from swarm_runtime.orchestrator.facts import declared
 from swarm_runtime.orchestrator.history import RenderedHistory
 from swarm_runtime.orchestrator.navigator import NavigatorRoute, route
 from swarm_runtime.orchestrator.navigator_call import NavigatorCall
@@ -118,7 +119,8 @@ class StepRunner:
         """
         engine = self.engine_for(flow, step)
         rendered = self.state.history.render()
-        user = self.prompts.user(rendered, external_input)
+        facts = self.state.facts.prompt_section(self.state.history.budget.total_chars // 4)
+        user = self.prompts.user(rendered, external_input, facts)
         iteration, started = self._open(flow, step, engine, blocked)
         ctx = self.contexts.make(flow, step, iteration, rendered, user)
         if external_input is not None:
@@ -297,6 +299,9 @@ class StepRunner:
             "receipt": receipt,
             "params": self.spec.get("params") or {},
             "loop_state": self.state.loops.of_flow(flow.key),
+            "facts": self.state.facts.values(
+                declared(outcome.text or outcome.result.output, outcome.handoff), flow.key, step.id
+            ),
         }
         engine, ctx = asked
         return route(
@@ -348,6 +353,10 @@ class StepRunner:
         item = HistoryItem(flow.key, step.id, step.primary_agent, iteration, outcome.result.output)
         state.history.add(item)
         self.recorder.append_history(item)
+        found = declared(outcome.text or outcome.result.output, outcome.handoff)
+        entries, noted = state.facts.add(found, flow.key, step.id, iteration)
+        if entries:
+            self.recorder.append_facts(entries)
         loop_state = state.loops.after(flow.key, step, decision.decision, skipped=skipped)
         if decision.decision == "loop":
             state.totals.loops += 1
@@ -364,5 +373,6 @@ class StepRunner:
                 routing_source=decision.source,
             ),
             routing=moved.events,
+            after=noted,
             before=lambda events: self.completed(events, decision.to_step),
         )

@@ -105,15 +105,16 @@ class StepLog:
         *,
         ts: str | None = None,
         routing: Sequence[tuple[str, Any]] = (),
+        after: Sequence[tuple[str, Any]] = (),
         before: Callable[[list[EventDoc]], list[str]] | None = None,
     ) -> None:
         """``step_end`` and ``route_decision`` of the execution under way, which ends it.
 
         ``routing`` are the events that say how a navigator chose the move
         (``routing_decision``, ``routing_offroad``: kind and payload), written between the
-        two. ``before`` is given the events before they are written (a flow run checkpoints
-        them) and gives back their encoded lines. The execution stays open until all are
-        appended, so a run cut short on the way still closes it.
+        two; ``after`` follow them (``facts_updated``…). ``before`` is given the events before
+        they are written (a flow run checkpoints them) and gives back their encoded lines. The
+        execution stays open until all are appended, so a run cut short still closes it.
         """
         step = self._open()
         recorder = self.recorder
@@ -121,6 +122,7 @@ class StepLog:
             ("step_end", payloads.step_end(status, duration_ms, step.engine_id)),
             *routing,
             ("route_decision", route),
+            *after,
         ]
         events = [
             recorder.event(

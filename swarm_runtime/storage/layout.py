@@ -83,6 +83,11 @@ class RunLayout:
         return self.root / "history.jsonl"
 
     @property
+    def facts(self) -> Path:
+        """The facts replies declared, one line each (SPEC §4.7)."""
+        return self.root / "facts.jsonl"
+
+    @property
     def control(self) -> Path:
         """A pause or stop request from another process (``swarm pause|stop``)."""
         return self.root / "control.json"

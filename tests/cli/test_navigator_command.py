@@ -212,3 +212,29 @@ def test_the_navigator_call_is_recorded_and_replayed_with_no_server(tmp_path: Pa
     roles = [json.loads(line)["role"] for line in transcript.read_text().splitlines()]
     assert roles == ["system", "user", "assistant"]
     assert KEY not in "".join(p.read_text(errors="replace") for p in project.rglob("*.*"))
+
+
+def test_swarm_runs_facts_prints_the_current_facts_or_the_whole_journal(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    (project / "s.yaml").write_text(
+        'write_code:\n  text: "Done.\\n[REQ-001] UTF-8 only.\\n[ASM-001] Under 1 MB."\n'
+        "critique_code:\n"
+        "  handoff: {status: VERIFIED, facts: [{id: REQ-001, text: UTF-8 and Latin-1.}]}\n",
+        encoding="utf-8",
+    )
+    result = _swarm(project, "run", "review", "--scenario", "s.yaml", "--runs-dir", "runs")
+    assert result.code == 0, result.err
+    run_dir = _run_dir(project / "runs")
+    current = _swarm(project, "runs", "facts", str(run_dir))
+    assert current.code == 0, current.err
+    rows = [line.split(None, 2) for line in current.out.splitlines()[2:]]
+    assert rows == [
+        ["REQ-001", "review/critique_code#0", "UTF-8 and Latin-1."],
+        ["ASM-001", "review/write_code#0", "Under 1 MB."],
+    ]
+    everything = _swarm(project, "runs", "facts", str(run_dir), "--all")
+    assert len(everything.out.splitlines()[2:]) == 3
+    none = _project(tmp_path / "other")
+    assert _swarm(none, "run", "review", "--runs-dir", "runs").code == 0
+    empty = _swarm(none, "runs", "facts", str(_run_dir(none / "runs")))
+    assert empty.code == 0 and empty.out.endswith("no facts\n")
