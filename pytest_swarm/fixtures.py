@@ -70,7 +70,12 @@ def _swarm_settings(pytestconfig: pytest.Config, swarm_options: SwarmOptions) ->
     from swarm_runtime.errors import ConfigError
 
     try:
-        return resolve_settings(env=os.environ, mode=swarm_options.mode, cwd=pytestconfig.rootpath)
+        return resolve_settings(
+            env=os.environ,
+            mode=swarm_options.mode,
+            cwd=pytestconfig.rootpath,
+            navigator=swarm_options.navigator,
+        )
     except ConfigError as exc:
         problem = str(exc)
     pytest.fail(f"swarm: {problem}", pytrace=False)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from swarm_runtime.config import MODES
+from swarm_runtime.config import MODES, NAVIGATOR_MODES
 
 
 class Option:
@@ -58,6 +58,13 @@ OPTIONS = (
         "replay and with --swarm-record-mode=none)",
     ),
     Option(
+        "navigator",
+        "SWARM_NAVIGATOR",
+        "",
+        "how a navigator step's move is chosen: llm (asked of the navigator) or deterministic "
+        "(the first candidate that holds, no call); default: runtime.yaml's, else llm",
+    ),
+    Option(
         "runs_dir",
         "SWARM_PYTEST_RUNS_DIR",  # not the CLI's SWARM_RUNS_DIR: tests keep their runs apart
         "",
@@ -76,6 +83,7 @@ class SwarmOptions:
         "flows_dir",
         "golden_dir",
         "mode",
+        "navigator",
         "record_mode",
         "runs_dir",
         "sources",
@@ -92,6 +100,8 @@ class SwarmOptions:
         self.record_mode = values["record_mode"]
         """none, once, new_episodes or all (set from the mode when not given)."""
         self.block_network = values["block_network"] == "yes"
+        self.navigator = values["navigator"] or None
+        """llm or deterministic when given; None leaves it to runtime.yaml (else llm)."""
         self.sources = dict(sources)
         self.contract = contract
 
@@ -161,6 +171,11 @@ def resolve(config: pytest.Config, env: Mapping[str, str] | None = None) -> Swar
         raise pytest.UsageError(
             f"swarm: mode {values['mode']!r} from {sources['mode']} is not one of "
             f"{', '.join(MODES)}"
+        )
+    if values["navigator"] not in ("", *NAVIGATOR_MODES):
+        raise pytest.UsageError(
+            f"swarm: navigator {values['navigator']!r} from {sources['navigator']} is not one "
+            f"of {', '.join(NAVIGATOR_MODES)}"
         )
     _record_mode(values, sources)
     _block_network(values, sources)

@@ -60,3 +60,28 @@ def test_the_contract_suite_holds_a_navigators_moves(swarm_pytester: pytest.Pyte
         """
     )
     swarm_pytester.runpytest().assert_outcomes(passed=2)
+
+
+def test_swarm_navigator_deterministic_takes_the_first_candidate_with_no_call(
+    swarm_pytester: pytest.Pytester,
+) -> None:
+    swarm_pytester.makefile(".yaml", **{"flows/review": FLOW})
+    swarm_pytester.makepyfile(
+        """
+        def test_deterministic(flow_runner, stub_scenario, swarm_contract):
+            stub_scenario({
+                "critique_code": [{"handoff": {"status": "NEEDS_WORK"}}, {"text": "fine"}],
+                "navigator": {"critique_code": "skip_tests"},  # never asked
+            }, strict=False)
+            record = flow_runner("review")
+            swarm_contract.assert_run(record)
+            assert not [e for e in record.events if e.kind == "routing_decision"]
+            went = [e.payload.to_step for e in record.events
+                    if e.kind == "route_decision" and e.step_id == "critique_code"]
+            assert went == ["write_code", "run_tests"]
+        """
+    )
+    swarm_pytester.runpytest("--swarm-navigator=deterministic").assert_outcomes(passed=1)
+    swarm_pytester.runpytest("--swarm-navigator=smart").stderr.fnmatch_lines(
+        ["*navigator 'smart' from --swarm-navigator is not one of llm, deterministic*"]
+    )
