@@ -315,6 +315,27 @@ def _gemini_mode(
     return "stub"
 
 
+def _first_given(
+    name: str,
+    given: tuple[tuple[Any, str], ...],
+    allowed: tuple[str, ...],
+    sources: dict[str, str],
+) -> str:
+    """The first value given, in precedence order, checked against ``allowed``.
+
+    Each value comes with where it came from; none given, the first allowed value.
+    """
+    for value, source in given:
+        if value is None:
+            continue
+        if value not in allowed:
+            raise ConfigError(f"{source}: {value!r} is not one of {', '.join(allowed)}")
+        sources[name] = source
+        return str(value)
+    sources[name] = "default"
+    return allowed[0]
+
+
 def _record_via(
     env: Mapping[str, str],
     claude: dict[str, Any],
@@ -324,19 +345,12 @@ def _record_via(
     explicit: str | None,
 ) -> str:
     """What record mode records claude-step through: argument, SWARM_RECORD_VIA, file, sdk."""
-    for value, source in (
+    given = (
         (explicit, "--record-via"),
         (env.get("SWARM_RECORD_VIA") or None, "SWARM_RECORD_VIA"),
         (claude.get("record_via"), f"{config_source}: engines.claude.record_via"),
-    ):
-        if value is None:
-            continue
-        if value not in RECORD_VIA:
-            raise ConfigError(f"{source}: {value!r} is not one of sdk, cli")
-        sources["record_via"] = source
-        return str(value)
-    sources["record_via"] = "default"
-    return "sdk"
+    )
+    return _first_given("record_via", given, RECORD_VIA, sources)
 
 
 def _navigator(
@@ -348,16 +362,9 @@ def _navigator(
     explicit: str | None,
 ) -> str:
     """The navigator mode: argument, SWARM_NAVIGATOR, runtime.yaml navigator.mode, llm."""
-    for value, source in (
+    given = (
         (explicit, "--navigator"),
         (env.get("SWARM_NAVIGATOR") or None, "SWARM_NAVIGATOR"),
         (section.get("mode"), f"{config_source}: navigator.mode"),
-    ):
-        if value is None:
-            continue
-        if value not in NAVIGATOR_MODES:
-            raise ConfigError(f"{source}: {value!r} is not one of {', '.join(NAVIGATOR_MODES)}")
-        sources["navigator"] = source
-        return str(value)
-    sources["navigator"] = "default"
-    return "llm"
+    )
+    return _first_given("navigator", given, NAVIGATOR_MODES, sources)

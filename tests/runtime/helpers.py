@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -105,3 +106,33 @@ def normalised_tree(root: Path, run_id: str) -> dict[str, str]:
         )
         files[str(path.relative_to(root))] = text
     return files
+
+
+class Crash(BaseException):
+    """Stands for SIGKILL: no handler of the run catches it."""
+
+
+def crash_at_checkpoint(
+    monkeypatch: Any, at: int, *, before: bool, run: Callable[[], object]
+) -> None:
+    """Call ``run`` and crash it at its ``at``-th checkpoint, just before or just after it."""
+    from swarm_runtime.orchestrator.recorder import RunRecorder
+
+    real = RunRecorder.write_checkpoint
+    calls = {"n": 0}
+
+    def crashing(self: RunRecorder, document: dict[str, Any]) -> None:
+        calls["n"] += 1
+        if calls["n"] == at and before:
+            raise Crash
+        real(self, document)
+        if calls["n"] == at:
+            raise Crash
+
+    with monkeypatch.context() as patch:
+        patch.setattr(RunRecorder, "write_checkpoint", crashing)
+        try:
+            run()
+        except Crash:
+            return
+    raise AssertionError(f"the run never reached checkpoint {at}")

@@ -17,10 +17,9 @@ from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.golden import normalise_value
 from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps
 from swarm_runtime.orchestrator.plan import RunSpec
-from swarm_runtime.orchestrator.recorder import RunRecorder
 from swarm_runtime.orchestrator.runner import Orchestrator
 from swarm_runtime.storage.store import read_event_log
-from tests.runtime.helpers import step_yaml, write_flow
+from tests.runtime.helpers import crash_at_checkpoint, step_yaml, write_flow
 
 NAVIGATOR = """
 routing:
@@ -40,10 +39,6 @@ SCENARIO = {
     "navigator": {"critique_code": ["back_to_author", "decided"]},
 }
 STEPS = 4  # write_code, critique_code (back), write_code, critique_code (to ship), ship
-
-
-class _Crash(BaseException):
-    """Stands for SIGKILL: no handler of the run catches it."""
 
 
 @pytest.fixture
@@ -109,21 +104,8 @@ def test_a_crash_at_any_checkpoint_resumes_to_the_same_run(
     flows: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, at: int, before: bool
 ) -> None:
     baseline = _orchestrator(flows, tmp_path / "base").run(RunSpec(flows=("review",))).path
-    real = RunRecorder.write_checkpoint
-    calls = {"n": 0}
-
-    def crashing(self: RunRecorder, document: dict[str, Any]) -> None:
-        calls["n"] += 1
-        if calls["n"] == at and before:
-            raise _Crash
-        real(self, document)
-        if calls["n"] == at:
-            raise _Crash
-
-    with monkeypatch.context() as patch:
-        patch.setattr(RunRecorder, "write_checkpoint", crashing)
-        with pytest.raises(_Crash):
-            _orchestrator(flows, tmp_path / "runs").run(RunSpec(flows=("review",)))
+    run = _orchestrator(flows, tmp_path / "runs").run
+    crash_at_checkpoint(monkeypatch, at, before=before, run=lambda: run(RunSpec(flows=("review",))))
     (run_dir,) = (tmp_path / "runs").iterdir()
     outcome = _orchestrator(flows, tmp_path / "runs").resume(run_dir)
     assert outcome.status == "succeeded", outcome.error

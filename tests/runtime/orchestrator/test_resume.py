@@ -22,16 +22,12 @@ from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.golden import normalise_value
 from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps
 from swarm_runtime.orchestrator.plan import RunSpec
-from swarm_runtime.orchestrator.recorder import RunRecorder
 from swarm_runtime.orchestrator.runner import Orchestrator
 from swarm_runtime.storage.lock import RunLock
 from swarm_runtime.storage.store import read_event_log
+from tests.runtime.helpers import crash_at_checkpoint
 
 STEPS = 5  # loopy: author, critic (loops once), author, critic, ship
-
-
-class _Crash(BaseException):
-    """Stands for SIGKILL: no handler of the run catches it."""
 
 
 def _orchestrator(
@@ -80,21 +76,8 @@ def _crash_run(
     loop_flows: Path, runs: Path, monkeypatch: pytest.MonkeyPatch, at: int, *, before: bool
 ) -> Path:
     """Run until the ``at``-th checkpoint, and crash just before or just after writing it."""
-    real = RunRecorder.write_checkpoint
-    calls = {"n": 0}
-
-    def crashing(self: RunRecorder, document: dict[str, Any]) -> None:
-        calls["n"] += 1
-        if calls["n"] == at and before:
-            raise _Crash
-        real(self, document)
-        if calls["n"] == at:
-            raise _Crash
-
-    with monkeypatch.context() as patch:
-        patch.setattr(RunRecorder, "write_checkpoint", crashing)
-        with pytest.raises(_Crash):
-            _orchestrator(loop_flows, runs).run(RunSpec(flows=("loopy",)))
+    run = _orchestrator(loop_flows, runs).run
+    crash_at_checkpoint(monkeypatch, at, before=before, run=lambda: run(RunSpec(flows=("loopy",))))
     (run_dir,) = runs.iterdir()
     return run_dir
 
