@@ -180,6 +180,8 @@ def run_row(files: RunFiles, run_id: str, meta: dict[str, Any] | None = None) ->
     run_dir = files.run_dir(run_id)
     meta = files.meta(run_dir) if meta is None else meta
     status = observed_status(run_dir, meta) if meta else "pending"
+    if status in LIVE_STATUSES:  # meta.json changes with the status, the checkpoint each step
+        meta = {**meta, **_live_counters(files, run_dir)}
     tokens = meta.get("tokens")
     listed = meta.get("flows")
     flows: list[Any] = listed if isinstance(listed, list) else []
@@ -196,6 +198,25 @@ def run_row(files: RunFiles, run_id: str, meta: dict[str, Any] | None = None) ->
         "created_at": _text(meta.get("created_at")) or _created_from_id(run_id),
         "completed_at": _text(meta.get("completed_at")),
         "error": _text(meta.get("error")),
+    }
+
+
+def _live_counters(files: RunFiles, run_dir: Path) -> dict[str, Any]:
+    """A live run's counters as ``meta.json`` words them, from ``checkpoint.json``."""
+    try:
+        checkpoint = files.read_json(run_dir / "checkpoint.json")
+    except NotFound:
+        return {}
+    totals = checkpoint.get("totals") if isinstance(checkpoint, dict) else None
+    if not isinstance(totals, dict):
+        return {}
+    tokens = _number(totals.get("prompt_tokens")) + _number(totals.get("completion_tokens"))
+    cost = _number(totals.get("cost_usd"), float)
+    return {
+        "total_steps_executed": _number(totals.get("executed")),
+        "loop_iterations": _number(totals.get("loops")),
+        "tokens": {"total": tokens},
+        "cost_usd": None if _number(totals.get("steps_without_cost")) else round(cost, 6),
     }
 
 

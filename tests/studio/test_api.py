@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from swarm_runtime.flow.registry import FlowRegistry
+from swarm_runtime.storage.lock import RunLock
 from tests.conftest import SHIPPED_FLOWS
 from tests.studio.conftest import LOCAL, Project
 
@@ -296,3 +297,42 @@ def test_params_and_bodies_past_their_bounds_are_refused_as_4xx(
         assert text in answer.json()["error"]
     assert not project.runs_dir.exists() or project.runs() == []
     assert key not in answer.text
+
+
+def test_a_running_runs_counters_move_with_its_steps_not_its_status(
+    client: Any, made_runs: tuple[Project, dict[str, str]]
+) -> None:
+    """meta.json is rewritten when the status changes; the list and the header read a live
+    run's steps, tokens and cost from the checkpoint, rewritten after every step."""
+    import shutil
+
+    project, runs = made_runs
+    done = project.runs_dir / runs["signal"]
+    final = json.loads((done / "meta.json").read_text())
+    live_id = "run-20990101-000000-live01"
+    shutil.copytree(done, project.runs_dir / live_id)
+    # As a run's meta.json stands from its start until it ends: running, nothing counted.
+    (project.runs_dir / live_id / "meta.json").write_text(
+        json.dumps(
+            {
+                "status": "running",
+                "flows": ["signal"],
+                "total_steps_executed": 0,
+                "tokens": {"total": 0},
+                "cost_usd": 0.0,
+            }
+        )
+    )
+    lock = RunLock(project.runs_dir / live_id)
+    (project.runs_dir / live_id / "run.lock").unlink(missing_ok=True)
+    lock.acquire("now")
+    try:
+        row = next(r for r in client.get("/api/runs").json()["runs"] if r["run_id"] == live_id)
+        header = client.get(f"/api/runs/{live_id}").json()
+    finally:
+        lock.release()
+    for shown in (row, header):
+        assert shown["status"] == "running"
+        assert shown["steps"] == final["total_steps_executed"] == 10
+        assert shown["loops"] == final["loop_iterations"]
+        assert shown["tokens"] == final["tokens"]["total"] > 0
