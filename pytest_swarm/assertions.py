@@ -190,7 +190,7 @@ def _route_problems(
     return problems
 
 
-_NAVIGATOR_KINDS = ("routing_decision", "routing_offroad")
+_NAVIGATOR_KINDS = ("routing_decision", "graph_extended", "routing_offroad")
 
 
 def _navigated(

@@ -135,6 +135,14 @@ class RoutingOffroadPayload(Contract):
     tie_breaker_used: bool
 
 
+class GraphExtendedPayload(Contract):
+    """``graph_extended``: an edge the navigator proposed, recorded and never followed."""
+
+    from_step: str
+    to_step: str
+    rationale: str | None
+
+
 class FactsUpdatedPayload(Contract):
     """``facts_updated``: the facts a step's reply added and updated (SPEC §4.7)."""
 

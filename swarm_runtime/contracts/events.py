@@ -15,6 +15,7 @@ from swarm_runtime.contracts.event_payloads import (
     ControlPayload,
     FactPayload,
     FactsUpdatedPayload,
+    GraphExtendedPayload,
     LogPayload,
     ReservedPayload,
     RouteDecisionPayload,
@@ -175,10 +176,10 @@ class NodeInjectedEvent(_EventBase):
 
 
 class GraphExtendedEvent(_EventBase):
-    """Reserved kind ``graph_extended``: typed, not emitted yet."""
+    """A ``graph_extended`` event: the navigator proposed an edge outside its set."""
 
     kind: Literal["graph_extended"]
-    payload: ReservedPayload
+    payload: GraphExtendedPayload
 
 
 class StackPushEvent(_EventBase):

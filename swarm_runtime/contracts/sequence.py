@@ -14,7 +14,7 @@ from typing import Any
 
 from swarm_runtime.contracts.violation import Violation
 
-ROUTING_KINDS = ("routing_decision", "routing_offroad")
+ROUTING_KINDS = ("routing_decision", "graph_extended", "routing_offroad")
 STEP_EVENTS = (
     *("step_start", "step_end", "step_error", "tool_start", "tool_end", "route_decision"),
     *ROUTING_KINDS,
@@ -200,6 +200,8 @@ class _SequenceCheck:
             if chosen is not None and chosen not in {c.get("id") for c in candidates}:
                 self.at(line, f"routing_decision chose '{chosen}', which it was not offered")
             return
+        if kind == "graph_extended":
+            return  # a proposal: recorded, never followed
         self.offroad = str(payload.get("actual_step"))
         if self.offered is not None and self.offroad not in self.offered:
             self.at(

@@ -23,6 +23,7 @@ from swarm_runtime.errors import RunControlError
 from swarm_runtime.orchestrator.loops import LoopCounters
 from swarm_runtime.orchestrator.state import RunState, Totals
 from swarm_runtime.record import Record, field
+from swarm_runtime.storage.layout import JOURNALS
 from swarm_runtime.versions import SCHEMA_VERSION
 
 
@@ -97,8 +98,9 @@ class Checkpoint(Record):
     history_sha256: str
     pending_events: list[dict[str, Any]] = field(default_factory=list)
     blocked: BlockedStep | None = None
-    facts_items: int = 0
-    """The lines of ``facts.jsonl`` the run had made (SPEC §4.7)."""
+    journals: dict[str, int] = field(default_factory=dict)
+    """The lines of each journal (``facts.jsonl``, ``graph_proposals.jsonl``) the run had
+    written."""
 
     @classmethod
     def capture(
@@ -123,8 +125,8 @@ class Checkpoint(Record):
             "history": {"items": history[0], "sha256": history[1]},
             "pending_events": list(pending),
             "blocked": blocked.as_document() if blocked is not None else None,
-            # Only once a reply declared a fact: a run without any keeps its old checkpoint.
-            **({"facts": {"items": len(state.facts.entries)}} if state.facts.entries else {}),
+            # Only once a journal has a line: a run without any keeps its old checkpoint.
+            **({"journals": dict(state.journals)} if state.journals else {}),
         }
 
     @classmethod
@@ -160,7 +162,7 @@ class Checkpoint(Record):
                 history_sha256=_text(history, "sha256", "history."),
                 pending_events=[dict(e) for e in pending],
                 blocked=_blocked(blocked) if blocked else None,
-                facts_items=_count(doc["facts"], "items", "facts.") if "facts" in doc else 0,
+                journals=_journal_counts(doc.get("journals") or {}),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             reason = f"{exc.args[0]} is missing" if isinstance(exc, KeyError) else str(exc)
@@ -184,6 +186,7 @@ class Checkpoint(Record):
         state.loops = LoopCounters(self.loops)
         state.totals = restore_totals(self.totals)
         state.flow_totals = {key: restore_totals(doc) for key, doc in self.flow_totals.items()}
+        state.journals = dict(self.journals)
 
 
 def executions_in(events: Sequence[dict[str, Any]], until_seq: int) -> dict[tuple[str, str], int]:
@@ -197,6 +200,12 @@ def executions_in(events: Sequence[dict[str, Any]], until_seq: int) -> dict[tupl
             key = (str(event.get("flow_key")), str(event.get("step_id")))
             counts[key] = counts.get(key, 0) + 1
     return counts
+
+
+def _journal_counts(doc: Any) -> dict[str, int]:
+    if not isinstance(doc, dict) or not set(doc) <= set(JOURNALS):
+        raise ValueError(f"journals must map {', '.join(JOURNALS)} to line counts")
+    return {name: _count(doc, name, "journals.") for name in doc}
 
 
 def _mapping(doc: dict[str, Any], name: str) -> dict[str, Any]:

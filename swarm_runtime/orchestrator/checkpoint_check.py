@@ -16,7 +16,8 @@ from swarm_runtime.orchestrator.checkpoint import Checkpoint
 from swarm_runtime.orchestrator.plan import FlowSlice
 
 PENDING_KINDS = frozenset(
-    {"step_end", "routing_decision", "routing_offroad", "step_error", "route_decision"}
+    {"step_end", "routing_decision", "graph_extended", "routing_offroad", "step_error"}
+    | {"route_decision"}
     | {"facts_updated", "assumption_recorded", "decision_recorded", "run_pausing", "run_paused"}
 )
 """The events a checkpoint may carry for the log: those of the step it was written after."""

@@ -32,6 +32,8 @@ class NavigatorAnswer(Record):
     confidence: float | None = None
     error: str | None = None
     """Why the call gave no usable answer (the call failed, or no choice in the reply)."""
+    proposal: tuple[str, str | None] | None = None
+    """An edge outside the set the navigator proposed (step, rationale): never followed."""
 
 
 Ask = Callable[[tuple[Candidate, ...]], NavigatorAnswer]
@@ -68,21 +70,24 @@ def route(
         decision = _decision(golden, f"navigator_fallback:{why}", "navigator")
     else:
         decision = _decision(picked.to, f"navigator:{picked.id}", "navigator")
-    consulted = (
-        "routing_decision",
-        payloads.routing_decision(
-            step.id,
-            [{"id": c.id, "kind": "edge", "to": c.to} for c in held],
-            picked.id if picked is not None else None,
-            rationale=answer.rationale,
-            confidence=answer.confidence,
-            evaluated=[{"expr": e.expr, "value": e.value} for e in evaluated.values()],
-        ),
-    )
-    if picked is None:
-        return NavigatorRoute(decision=decision, events=(consulted,))
-    offroad = _offroad(flow, step, picked, evaluated, answer)
-    return NavigatorRoute(decision=decision, events=(consulted, *offroad))
+    events: list[tuple[str, Mapping[str, object]]] = [
+        (
+            "routing_decision",
+            payloads.routing_decision(
+                step.id,
+                [{"id": c.id, "kind": "edge", "to": c.to} for c in held],
+                picked.id if picked is not None else None,
+                rationale=answer.rationale,
+                confidence=answer.confidence,
+                evaluated=[{"expr": e.expr, "value": e.value} for e in evaluated.values()],
+            ),
+        )
+    ]
+    if answer.proposal is not None:  # recorded, never followed
+        events.append(("graph_extended", payloads.graph_extended(step.id, *answer.proposal)))
+    if picked is not None:
+        events.extend(_offroad(flow, step, picked, evaluated, answer))
+    return NavigatorRoute(decision=decision, events=tuple(events))
 
 
 def _decision(to_step: str | None, reason: str, source: str) -> Decision:

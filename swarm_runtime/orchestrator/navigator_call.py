@@ -133,8 +133,21 @@ def answer_of(handoff: dict[str, Any] | None) -> NavigatorAnswer:
     if raw is not None and math.isfinite(raw) and 0 <= raw <= 1:
         confidence = float(raw)
     return NavigatorAnswer(
+        proposal=_proposal(values.get("proposed_edge")),
         choice=str(choice) if isinstance(choice, str | int) and str(choice) else None,
         rationale=str(rationale) if isinstance(rationale, str) else None,
         confidence=confidence,
         error=None if isinstance(choice, str | int) and str(choice) else "no_choice",
     )
+
+
+def _proposal(raw: Any) -> tuple[str, str | None] | None:
+    """``proposed_edge``: a step id, or ``{to, rationale}``; anything else is no proposal."""
+    if isinstance(raw, dict):
+        to_step, why = raw.get("to"), raw.get("rationale")
+        if isinstance(to_step, str) and to_step.strip():
+            return to_step.strip()[:200], why[:2_000] if isinstance(why, str) else None
+        return None
+    if isinstance(raw, str) and raw.strip():
+        return raw.strip()[:200], None
+    return None

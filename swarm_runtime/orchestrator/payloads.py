@@ -194,6 +194,17 @@ def routing_offroad(
     }
 
 
+class GraphExtendedPayload(TypedDict):
+    from_step: str
+    to_step: str
+    rationale: str | None
+
+
+def graph_extended(from_step: str, to_step: str, rationale: str | None) -> GraphExtendedPayload:
+    """``graph_extended``: an edge the navigator proposed outside its set (never followed)."""
+    return {"from_step": from_step, "to_step": to_step, "rationale": rationale}
+
+
 class FactsUpdatedPayload(TypedDict):
     added: list[str]
     updated: list[str]

@@ -74,7 +74,7 @@ class RunRecorder:
         """The documents rewritten in place, counted once in :attr:`size`."""
         self._events_path = str(layout.events)
         self._history_path = str(layout.history)
-        self._facts: EventLog | None = None
+        self._journals: dict[str, EventLog] = {}
         self._grown = 0
         """Characters written to files that stay (events, history, step files, artifacts)."""
         self._documents: dict[str, int] = {}
@@ -250,15 +250,17 @@ class RunRecorder:
         self._history_items += 1
         self._history_hash.update(line.encode("utf-8"))
 
-    def append_facts(self, entries: list[dict[str, Any]]) -> None:
-        """Journal a step's facts in ``facts.jsonl``, before its checkpoint counts them."""
-        path = str(self.layout.facts)
+    def append_journal(self, name: str, entries: list[dict[str, Any]]) -> None:
+        """Append a step's lines to a journal, before its checkpoint counts them."""
+        path = str(self.layout.journal(name))
         text = "".join(encode_line(entry) for entry in entries)
         self.credentials.check(text, path)
-        if self._facts is None:
-            self._facts = EventLog(path, durable=self.durable)
-        self._facts.append_line(text)
+        journal = self._journals.get(name)
+        if journal is None:
+            journal = self._journals[name] = EventLog(path, durable=self.durable)
+        journal.append_line(text)
         self._grown += len(text)
+        self.state.journals[name] = self.state.journals.get(name, 0) + len(entries)
 
     def continue_history(self, lines: list[str]) -> None:
         """Count journal lines already on disk (a resume) in the history digest."""
@@ -378,7 +380,7 @@ class RunRecorder:
     def close(self) -> None:
         """Close the event log and the journals, and give the run lock up."""
         self.log.close()
-        for journal in (self._history, self._facts):
+        for journal in (self._history, *self._journals.values()):
             if journal is not None:
                 journal.close()
         self.lock.release()

@@ -35,7 +35,7 @@ from swarm_runtime.orchestrator.plan import FlowSlice, RunSpec
 from swarm_runtime.orchestrator.recorder import EventObserver, RunRecorder
 from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.record import Record, field
-from swarm_runtime.storage.layout import RunLayout
+from swarm_runtime.storage.layout import JOURNALS, RunLayout
 from swarm_runtime.storage.store import read_event_log
 from swarm_runtime.timeutil import Clock
 
@@ -166,7 +166,7 @@ def _mend(
     repairs = _remove_temporary_files(layout.root)
     events, checkpoint = _mend_log(layout, plan, recorder, state, repairs)
     _restore_history(layout, recorder, state, checkpoint)
-    _restore_facts(layout, state, checkpoint)
+    _restore_journals(layout, state, checkpoint)
     blocked = checkpoint.blocked if checkpoint is not None else None
     _check_input(layout.run_id, blocked, external_input)
     finished = _finished(events)
@@ -292,18 +292,21 @@ def _journal(path: Path, wanted: int, what: str) -> list[bytes]:
     return kept
 
 
-def _restore_facts(layout: RunLayout, state: RunState, checkpoint: Checkpoint | None) -> None:
-    """The facts the checkpoint counts, from ``facts.jsonl``; later lines are cut."""
-    wanted = checkpoint.facts_items if checkpoint is not None else 0
-    kept = _journal(layout.facts, wanted, "the facts journal")
-    try:
-        entries = [json.loads(line) for line in kept]
-        state.facts.restore([e for e in entries if isinstance(e["id"], str)])
-    except (ValueError, KeyError, TypeError) as exc:
-        raise StorageError(
-            f"{layout.facts}: not a facts journal this version wrote ({exc}); the run "
-            "cannot be resumed"
-        ) from None
+def _restore_journals(layout: RunLayout, state: RunState, checkpoint: Checkpoint | None) -> None:
+    """The journal lines the checkpoint counts; later lines (a killed step's) are cut."""
+    counts = checkpoint.journals if checkpoint is not None else {}
+    for name in JOURNALS:
+        path = layout.journal(name)
+        kept = _journal(path, counts.get(name, 0), f"the {name} journal")
+        if name != "facts":
+            continue
+        try:
+            entries = [json.loads(line) for line in kept]
+            state.facts.restore([e for e in entries if isinstance(e["id"], str)])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise StorageError(
+                f"{path}: not a facts journal this version wrote ({exc}); the run cannot be resumed"
+            ) from None
 
 
 def _restore_history(

@@ -84,6 +84,7 @@ class RunState:
         "facts",
         "flow_totals",
         "history",
+        "journals",
         "loops",
         "seq",
         "status",
@@ -102,6 +103,8 @@ class RunState:
         self.flow_totals: dict[str, Totals] = {}
         self.history = History(budget)
         self.facts = Facts()
+        self.journals: dict[str, int] = {}
+        """Lines written to each journal (``facts``, ``graph_proposals``), for the checkpoint."""
 
     def flow(self, flow_key: str) -> Totals:
         """The totals of one flow, created on first use."""

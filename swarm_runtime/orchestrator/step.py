@@ -356,7 +356,14 @@ class StepRunner:
         found = declared(outcome.text or outcome.result.output, outcome.handoff)
         entries, noted = state.facts.add(found, flow.key, step.id, iteration)
         if entries:
-            self.recorder.append_facts(entries)
+            self.recorder.append_journal("facts", entries)
+        proposed = [
+            dict(p, flow=flow.key, iteration=iteration)
+            for k, p in moved.events
+            if k == "graph_extended"
+        ]
+        if proposed:  # graph_proposals.jsonl: what the navigator suggested, never followed
+            self.recorder.append_journal("graph_proposals", proposed)
         loop_state = state.loops.after(flow.key, step, decision.decision, skipped=skipped)
         if decision.decision == "loop":
             state.totals.loops += 1

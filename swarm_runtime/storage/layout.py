@@ -26,6 +26,11 @@ def _check(value: str, pattern: re.Pattern[str], what: str) -> str:
     return value
 
 
+JOURNALS = ("facts", "graph_proposals")
+"""Files a run appends to a step at a time and its checkpoint counts the lines of: the
+facts replies declared (SPEC §4.7) and the edges a navigator proposed (§4.5)."""
+
+
 class RunLayout:
     """Paths of one run directory; every path is validated to stay inside ``runs_dir``."""
 
@@ -82,10 +87,11 @@ class RunLayout:
         """The outputs of completed steps, one line each, for the prompts after a resume."""
         return self.root / "history.jsonl"
 
-    @property
-    def facts(self) -> Path:
-        """The facts replies declared, one line each (SPEC §4.7)."""
-        return self.root / "facts.jsonl"
+    def journal(self, name: str) -> Path:
+        """``<name>.jsonl``: one of :data:`JOURNALS`, appended a step at a time."""
+        if name not in JOURNALS:
+            raise ValueError(f"no journal {name!r} (journals: {', '.join(JOURNALS)})")
+        return self.root / f"{name}.jsonl"
 
     @property
     def control(self) -> Path:

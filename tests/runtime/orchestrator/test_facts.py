@@ -81,4 +81,4 @@ def test_a_run_without_facts_writes_no_journal(tmp_path: Path) -> None:
     outcome = run_flows(flows, tmp_path / "runs")
     assert not (outcome.path / "facts.jsonl").exists()
     checkpoint = json.loads((outcome.path / "checkpoint.json").read_text())
-    assert "facts" not in checkpoint
+    assert "journals" not in checkpoint

@@ -260,3 +260,79 @@ def test_assert_routing_recomputes_the_navigators_move_and_sees_a_wrong_one(
     path.write_text("".join(json.dumps(e) + "\n" for e in events))
     with pytest.raises(AssertionError, match=r"critique_code.*gives advance -> 'run_tests'"):
         assertions.assert_routing(RunRecord(outcome.path, flows=FlowRegistry(flows)))
+
+
+class _NavigatorProposes(StubEngine):
+    """Chooses 'forward', and proposes an edge the flow does not have."""
+
+    def run_step(self, ctx: StepContext) -> StepOutcome:
+        reply = super().run_step(ctx)
+        if ctx.call != "navigator":
+            return reply
+        text = (
+            '```handoff\n{"choice": "forward", "confidence": 0.9, "rationale": "tests first",'
+            ' "proposed_edge": {"to": "deploy_now", "rationale": "it looks done"}}\n```'
+        )
+        from swarm_runtime.engines.handoff import parse_handoff
+        from swarm_runtime.record import replace
+
+        return replace(reply, text=text, handoff=parse_handoff(text))
+
+
+def test_a_proposed_edge_is_recorded_and_never_followed(tmp_path: Path) -> None:
+    from swarm_runtime.engines.scenario import Scenario
+
+    engines: EngineRegistry = default_registry()
+    scenario = Scenario.from_mapping({"critique_code": {"handoff": {"status": "NEEDS_WORK"}}})
+    engines.register(
+        "claude-step", lambda options: _NavigatorProposes(scenario=scenario), replace=True
+    )
+    outcome = Orchestrator(
+        FlowRegistry(_flows(tmp_path)),
+        runs_dir=tmp_path / "runs",
+        deps=RunDeps(sleep=lambda _s: None, engines=engines),
+    ).run(RunSpec(flows=("review",)))
+    assert outcome.status == "succeeded", outcome.error
+    routed = [
+        (e["kind"], e["payload"])
+        for e in events_of(outcome)
+        if e["step_id"] == "critique_code" and e["kind"] not in ("step_start", "step_end")
+    ]
+    assert [kind for kind, _ in routed] == ["routing_decision", "graph_extended", "route_decision"]
+    assert routed[1][1] == {
+        "from_step": "critique_code",
+        "to_step": "deploy_now",
+        "rationale": "it looks done",
+    }
+    assert routed[2][1]["to_step"] == "run_tests"  # the choice, not the proposal
+    import json
+
+    (line,) = (outcome.path / "graph_proposals.jsonl").read_text().splitlines()
+    assert json.loads(line)["to_step"] == "deploy_now"
+    assert validate_run_dir(outcome.path) == []
+
+
+@pytest.mark.parametrize(
+    ("handoff", "choice", "confidence", "proposal", "error"),
+    [
+        ({"choice": "a", "confidence": 0.5}, "a", 0.5, None, None),
+        ({"choice": "a", "confidence": 2}, "a", None, None, None),
+        ({"choice": "a", "confidence": True}, "a", None, None, None),
+        ({"choice": "a", "proposed_edge": "z"}, "a", None, ("z", None), None),
+        ({"choice": "a", "proposed_edge": {"rationale": "no to"}}, "a", None, None, None),
+        ({"rationale": "no choice"}, None, None, None, "no_choice"),
+        (None, None, None, None, "no_choice"),
+    ],
+)
+def test_the_navigators_answer_is_read_strictly(
+    handoff: Any, choice: Any, confidence: Any, proposal: Any, error: Any
+) -> None:
+    from swarm_runtime.orchestrator.navigator_call import answer_of
+
+    answer = answer_of(handoff)
+    assert (answer.choice, answer.confidence, answer.proposal, answer.error) == (
+        choice,
+        confidence,
+        proposal,
+        error,
+    )

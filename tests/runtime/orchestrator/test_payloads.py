@@ -54,6 +54,13 @@ PAIRS: list[tuple[Any, Any, Any]] = [
         ),
     ),
     (
+        write.GraphExtendedPayload,
+        read.GraphExtendedPayload,
+        write.graph_extended("critique", "deploy", "it looks done"),
+    ),
+    (write.FactsUpdatedPayload, read.FactsUpdatedPayload, write.facts_updated(["A-1"], [], 1)),
+    (write.FactPayload, read.FactPayload, write.fact("ASM-001", "under 1 MB")),
+    (
         write.RoutingOffroadPayload,
         read.RoutingOffroadPayload,
         write.routing_offroad(
