@@ -331,3 +331,34 @@ def test_a_flow_without_a_definition_here_is_drawn_from_its_events_as_they_come(
     finally:
         gate.let(100)
         backend.shutdown()
+
+
+def test_the_route_taken_and_the_off_road_moves_are_drawn(
+    tmp_path: Path, live_studio: Callable[..., LiveStudio], page: Any
+) -> None:
+    from tests.cli.test_navigator_command import FLOW
+
+    project = Project(tmp_path)
+    (project.flows_dir / "review.yaml").write_text(FLOW, encoding="utf-8")
+    scenario = project.root / "s.yaml"
+    scenario.write_text(
+        "critique_code:\n  handoff: {status: NEEDS_WORK}\n"
+        "navigator:\n  critique_code: [back_to_author, forward]\n"
+    )
+    run_id = project.run("review", "--scenario", str(scenario))
+    server = live_studio(project.config())
+    page.goto(f"{server.url}/?run={run_id}")
+    graph = page.locator('svg[data-flow="review"]')
+    back = graph.locator('path.edge[data-from="critique_code"][data-to="write_code"]')
+    expect(back).to_have_attribute("data-kind", "navigator")
+    expect(back).to_have_attribute("data-taken", "1")
+    expect(back).to_have_attribute("data-offroad", "true")
+    forward = graph.locator(
+        'path.edge[data-kind="navigator"][data-from="critique_code"][data-to="run_tests"]'
+    )
+    expect(forward).to_have_attribute("data-taken", "1")
+    assert forward.get_attribute("data-offroad") is None  # the golden path
+    skipped = graph.locator('path.edge[data-from="critique_code"][data-to="ship"]')
+    assert skipped.get_attribute("data-taken") is None
+    expect(page.locator('#timeline-rows tr[data-kind="routing_decision"]')).to_have_count(2)
+    _shot(page, "navigator-run.png")

@@ -269,8 +269,22 @@ function applyToNode(event) {
     node.setAttribute("data-status", String(payload.status || "succeeded"));
   } else if (event.kind === "step_error") {
     node.setAttribute("data-status", "failed");
+  } else if (event.kind === "route_decision" && typeof payload.to_step === "string") {
+    markEdges(event.flow_key, event.step_id, payload.to_step, (edge) =>
+      edge.setAttribute("data-taken", Number(edge.getAttribute("data-taken") || 0) + 1));
+  } else if (event.kind === "routing_offroad" && typeof payload.actual_step === "string") {
+    markEdges(event.flow_key, event.step_id, payload.actual_step, (edge) =>
+      edge.setAttribute("data-offroad", "true"));
   }
   return true;
+}
+
+// The route taken: every edge of a flow from one step to another gets ``mark``.
+function markEdges(flow, from, to, mark) {
+  const svg = document.querySelector(`svg.flow-graph[data-flow="${CSS.escape(flow)}"]`);
+  if (!svg) return;
+  svg.querySelectorAll(`path.edge[data-from="${CSS.escape(from)}"][data-to="${CSS.escape(to)}"]`)
+    .forEach(mark);
 }
 
 function applyEvent(event, page) {
