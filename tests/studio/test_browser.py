@@ -362,3 +362,34 @@ def test_the_route_taken_and_the_off_road_moves_are_drawn(
     assert skipped.get_attribute("data-taken") is None
     expect(page.locator('#timeline-rows tr[data-kind="routing_decision"]')).to_have_count(2)
     _shot(page, "navigator-run.png")
+
+
+def test_each_branch_label_sits_on_its_own_curve_and_the_flows_fit_the_page(
+    tmp_path: Path, live_studio: Callable[..., LiveStudio], page: Any
+) -> None:
+    project = Project(tmp_path)
+    run_id = project.run()  # the seven SDLC flows
+    server = live_studio(project.config())
+    page.goto(f"{server.url}/?run={run_id}")
+    graphs = page.locator("svg.flow-graph")
+    expect(graphs).to_have_count(7)
+    width = page.viewport_size["width"]
+    for graph in graphs.all():  # every flow is on the page: none cut off at the side
+        box = graph.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width
+    labels = page.locator('svg[data-flow="deploy"] text.edge-label').all()
+    boxes = [label.bounding_box() for label in labels]
+    assert len(boxes) >= 3 and all(boxes)
+
+    def apart(a: Any, b: Any) -> bool:
+        return (
+            a["x"] + a["width"] <= b["x"]
+            or b["x"] + b["width"] <= a["x"]
+            or a["y"] + a["height"] <= b["y"]
+            or b["y"] + b["height"] <= a["y"]
+        )
+
+    texts = [label.text_content() for label in labels]
+    assert all(apart(a, b) for n, a in enumerate(boxes) for b in boxes[n + 1 :]), list(
+        zip(texts, boxes, strict=True)
+    )

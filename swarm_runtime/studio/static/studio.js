@@ -200,7 +200,7 @@ function drawGraph(flow) {
     el("svg:defs", {}, el("svg:marker", { id: marker, viewBox: "0 0 10 10", refX: 9, refY: 5,
       markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" }, el("svg:path", { d: "M0,0 L10,5 L0,10 z" }))));
   let left = 0, right = 0;
-  const fromRight = new Map();
+  const between = new Map();  // labels so far on edges between the same two steps
   for (const edge of flow.edges) {
     const i = position.get(edge.from), j = position.get(edge.to);
     if (i === undefined || j === undefined) continue;
@@ -212,17 +212,22 @@ function drawGraph(flow) {
     } else if (j <= i) {
       const off = 30 + 16 * (left++ % 7), x = LEFT;
       d = `M${x},${y(i) + NODE_H / 2} C${x - off * 2},${y(i)} ${x - off * 2},${y(j) + NODE_H} ${x},${y(j) + NODE_H / 2}`;
-      lx = 4; ly = (y(i) + y(j) + NODE_H) / 2;
+      lx = 4; ly = (y(i) + y(j) + NODE_H) / 2 + 4;  // halfway between the two steps
     } else {
       const off = 30 + 16 * (right++ % 7), x = LEFT + NODE_W;
       d = `M${x},${y(i) + NODE_H / 2} C${x + off * 2},${y(i)} ${x + off * 2},${y(j) + NODE_H} ${x},${y(j) + NODE_H / 2}`;
-      const k = fromRight.get(edge.from) || 0;
-      fromRight.set(edge.from, k + 1);
-      lx = x + 8; ly = y(i) + NODE_H / 2 - 4 - 12 * k;  // beside its source, one line each
+      // On its curve: beside its farthest point, halfway between the two steps.
+      lx = Math.min(x + 1.5 * off + 3, LEFT + NODE_W + RIGHT - 60); ly = (y(i) + y(j) + NODE_H) / 2 + 4;
     }
     svg.append(el("svg:path", { class: "edge", d, "data-kind": edge.kind, "data-from": edge.from,
       "data-to": edge.to, "marker-end": `url(#${marker})` }, el("svg:title", { text: edge.label || edge.kind })));
-    if (edge.label) svg.append(el("svg:text", { class: "edge-label", x: lx, y: ly, "data-from": edge.from, text: edge.label }));
+    if (edge.label) {
+      const pair = `${edge.from}\u0000${edge.to}`, k = between.get(pair) || 0;
+      between.set(pair, k + 1);
+      ly += 18 * k;  // two edges between the same steps: one label under the other
+      svg.append(el("svg:text", { class: "edge-label", x: lx, y: ly, "data-from": edge.from,
+        "data-to": edge.to, text: edge.label }));
+    }
   }
   flow.nodes.forEach((node, i) => {
     svg.append(el("svg:g", { class: "node", "data-flow": flow.key, "data-step": node.id,
