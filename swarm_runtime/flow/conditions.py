@@ -30,20 +30,44 @@ class Evaluation(Record):
     error: str | None = None
 
 
-@cache
-def _environment() -> Any:
-    import celpy
+class _Cel(Record):
+    """The CEL implementation, every part of it from one import.
 
-    return celpy.Environment()
+    Kept together so that a program, the values it is given and the errors it raises come
+    from the same classes even if the modules are imported again later (a pytest session
+    that runs pytest in-process drops the modules its inner session imported).
+    """
+
+    environment: Any
+    parse_error: Any
+    eval_error: Any
+    boolean: Any
+    json_to_cel: Any
+
+
+@cache
+def _cel() -> _Cel:
+    import celpy
+    from celpy.adapter import json_to_cel
+    from celpy.celparser import CELParseError
+    from celpy.celtypes import BoolType
+    from celpy.evaluation import CELEvalError
+
+    return _Cel(
+        environment=celpy.Environment(),
+        parse_error=CELParseError,
+        eval_error=CELEvalError,
+        boolean=BoolType,
+        json_to_cel=json_to_cel,
+    )
 
 
 def condition_error(source: str) -> str | None:
     """Why ``source`` is not a condition, or None when it is one."""
-    from celpy.celparser import CELParseError
-
+    cel = _cel()
     try:
-        tree = _environment().compile(source)
-    except CELParseError as exc:
+        tree = cel.environment.compile(source)
+    except cel.parse_error as exc:
         detail = " ".join(str(exc).split())
         return f"is not a CEL expression ({detail})"
     unknown = sorted(_names(tree) - set(NAMES) - _bound(tree))
@@ -81,27 +105,24 @@ def _bound(tree: Any) -> set[str]:
 
 @cache
 def _program(source: str) -> Any:
-    environment = _environment()
+    environment = _cel().environment
     return environment.program(environment.compile(source))
 
 
 def evaluate(source: str, values: Mapping[str, Any]) -> Evaluation:
     """Evaluate a condition over ``values`` (JSON values by name; a missing one is empty)."""
-    from celpy.adapter import json_to_cel
-    from celpy.celtypes import BoolType
-    from celpy.evaluation import CELEvalError
-
+    cel = _cel()
     activation = {
-        name: json_to_cel(values.get(name, [] if name == "facts" else {})) for name in NAMES
+        name: cel.json_to_cel(values.get(name, [] if name == "facts" else {})) for name in NAMES
     }
     try:
         result = _program(source).evaluate(activation)
-    except CELEvalError as exc:
+    except cel.eval_error as exc:
         reason = exc.args[0] if exc.args else str(exc)
         return Evaluation(expr=source, value=False, error=str(reason))
-    if isinstance(result, CELEvalError):
+    if isinstance(result, cel.eval_error):
         return Evaluation(expr=source, value=False, error=str(result.args[0]))
-    if not isinstance(result, BoolType):
+    if not isinstance(result, cel.boolean):
         shown = type(result).__name__.removesuffix("Type").lower()
         return Evaluation(expr=source, value=False, error=f"gave a {shown}, not true or false")
     return Evaluation(expr=source, value=bool(result))
