@@ -68,6 +68,8 @@ class Settings(Record):
     """How a navigator step's move is chosen: ``llm`` or ``deterministic`` (SPEC §4.5)."""
     max_run_mb: int | None = None
     """How big a run dir may grow, in MiB (runtime.yaml ``max_run_mb``); None: the default."""
+    max_depth: int = 4
+    """The deepest flow stack (runtime.yaml ``navigator.max_depth``, SPEC §4.6)."""
     config_source: str = ""
     """The runtime.yaml the settings came from (empty when none)."""
     sources: dict[str, str] = field(default_factory=dict)
@@ -104,9 +106,7 @@ def _load_yaml(path: Path) -> dict[str, Any]:
     if "runs_dir" in raw and not isinstance(raw["runs_dir"], str):
         raise ConfigError(f"{path}: 'runs_dir' must be a path (a string), got {raw['runs_dir']!r}")
     _check_engines(path, raw.get("engines") or {})
-    navigator = raw.get("navigator") or {}
-    if not isinstance(navigator, dict) or any(key != "mode" for key in navigator):
-        raise ConfigError(f"{path}: 'navigator' must be a mapping with 'mode' (llm, deterministic)")
+    _check_navigator(path, raw.get("navigator") or {})
     strategy = raw.get("engine_strategy") or {}
     if not isinstance(strategy, dict) or not all(
         isinstance(steps, dict) and all(isinstance(v, str) for v in steps.values())
@@ -124,6 +124,22 @@ def _load_yaml(path: Path) -> dict[str, Any]:
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise ConfigError(f"{path}: 'history.{key}' must be a whole number >= 0, got {value!r}")
     return raw
+
+
+def _check_navigator(path: Path, navigator: Any) -> None:
+    """``navigator:``: its ``mode`` (checked where it is chosen) and ``max_depth``."""
+    if not isinstance(navigator, dict) or any(
+        key not in ("mode", "max_depth") for key in navigator
+    ):
+        raise ConfigError(
+            f"{path}: 'navigator' must be a mapping with 'mode' (llm, deterministic) and "
+            "'max_depth' (the deepest flow stack, 1 to 16; default 4)"
+        )
+    depth = navigator.get("max_depth", 4)
+    if not isinstance(depth, int) or isinstance(depth, bool) or not 1 <= depth <= 16:
+        raise ConfigError(
+            f"{path}: navigator.max_depth must be a whole number from 1 to 16, got {depth!r}"
+        )
 
 
 def _check_engines(path: Path, engines: Any) -> None:
@@ -202,6 +218,7 @@ def resolve_settings(
         record_via=record_via,
         navigator=navigator,
         max_run_mb=config.get("max_run_mb"),
+        max_depth=int(navigator_section.get("max_depth", 4)),
         config_source=config_source,
         sources=sources,
     )

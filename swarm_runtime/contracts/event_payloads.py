@@ -99,7 +99,8 @@ class CandidateEntry(Contract):
 
     id: str
     kind: Literal["edge", "detour", "utility"]
-    to: str
+    to: str | None
+    """An edge's step (null: the flow ends); a detour's ``FLOW/STEP``."""
 
 
 class ConditionEntry(Contract):
@@ -141,6 +142,50 @@ class GraphExtendedPayload(Contract):
     from_step: str
     to_step: str
     rationale: str | None
+
+
+class StackPushPayload(Contract):
+    """``stack_push``: a flow paused at a step, another entered (SPEC §4.6)."""
+
+    paused_flow: str
+    paused_step: str
+    injected_flow: str
+    current_depth: int = Field(ge=2)
+
+
+class StackPopPayload(Contract):
+    """``stack_pop``: an injected flow left; ``resumed_step`` null when the paused flow ends."""
+
+    resumed_flow: str
+    resumed_step: str | None
+    injected_flow: str
+    current_depth: int = Field(ge=1)
+
+
+class FlowInjectedPayload(Contract):
+    """``flow_injected``: the flow entered, the step that took it, why, and where back to."""
+
+    flow: str
+    by_step: str
+    trigger: str
+    return_address: str | None
+
+
+class NodeInjectedPayload(Contract):
+    """``node_injected``: one step of another flow run after a step."""
+
+    step: str
+    into_flow: str
+    after_step: str
+
+
+class StackOverflowPayload(Contract):
+    """``stack_overflow_prevented``: an injection past ``max_depth`` or a re-entry, not made."""
+
+    paused_flow: str
+    paused_step: str
+    injected_flow: str
+    max_depth: int = Field(ge=1)
 
 
 class FactsUpdatedPayload(Contract):

@@ -15,8 +15,10 @@ from swarm_runtime.contracts.event_payloads import (
     ControlPayload,
     FactPayload,
     FactsUpdatedPayload,
+    FlowInjectedPayload,
     GraphExtendedPayload,
     LogPayload,
+    NodeInjectedPayload,
     ReservedPayload,
     RouteDecisionPayload,
     RoutingDecisionPayload,
@@ -24,6 +26,9 @@ from swarm_runtime.contracts.event_payloads import (
     RunCompletedPayload,
     RunCreatedPayload,
     RunStartedPayload,
+    StackOverflowPayload,
+    StackPopPayload,
+    StackPushPayload,
     StepEndPayload,
     StepErrorPayload,
     StepStartPayload,
@@ -162,17 +167,17 @@ class RoutingOffroadEvent(_EventBase):
 
 
 class FlowInjectedEvent(_EventBase):
-    """Reserved kind ``flow_injected``: typed, not emitted yet."""
+    """A ``flow_injected`` event: a detour or utility flow entered (SPEC §4.6)."""
 
     kind: Literal["flow_injected"]
-    payload: ReservedPayload
+    payload: FlowInjectedPayload
 
 
 class NodeInjectedEvent(_EventBase):
-    """Reserved kind ``node_injected``: typed, not emitted yet."""
+    """A ``node_injected`` event: one step of another flow entered (SPEC §4.6)."""
 
     kind: Literal["node_injected"]
-    payload: ReservedPayload
+    payload: NodeInjectedPayload
 
 
 class GraphExtendedEvent(_EventBase):
@@ -183,24 +188,24 @@ class GraphExtendedEvent(_EventBase):
 
 
 class StackPushEvent(_EventBase):
-    """Reserved kind ``stack_push``: typed, not emitted yet."""
+    """A ``stack_push`` event (SPEC §4.6)."""
 
     kind: Literal["stack_push"]
-    payload: ReservedPayload
+    payload: StackPushPayload
 
 
 class StackPopEvent(_EventBase):
-    """Reserved kind ``stack_pop``: typed, not emitted yet."""
+    """A ``stack_pop`` event (SPEC §4.6)."""
 
     kind: Literal["stack_pop"]
-    payload: ReservedPayload
+    payload: StackPopPayload
 
 
 class StackOverflowPreventedEvent(_EventBase):
-    """Reserved kind ``stack_overflow_prevented``: typed, not emitted yet."""
+    """A ``stack_overflow_prevented`` event: an injection not made (SPEC §4.6)."""
 
     kind: Literal["stack_overflow_prevented"]
-    payload: ReservedPayload
+    payload: StackOverflowPayload
 
 
 class FactsUpdatedEvent(_EventBase):

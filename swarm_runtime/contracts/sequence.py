@@ -9,12 +9,18 @@ first, steps that open and close in turn with their tool events between, a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from swarm_runtime.contracts.violation import Violation
 
-ROUTING_KINDS = ("routing_decision", "graph_extended", "routing_offroad")
+ROUTING_KINDS = (
+    "routing_decision",
+    "graph_extended",
+    "routing_offroad",
+    "stack_overflow_prevented",
+)
+STACK_KINDS = ("stack_push", "flow_injected", "node_injected", "stack_pop")
 STEP_EVENTS = (
     *("step_start", "step_end", "step_error", "tool_start", "tool_end", "route_decision"),
     *ROUTING_KINDS,
@@ -62,6 +68,7 @@ class _SequenceCheck:
         self.completed_status: object = None
         self.paused_open = False
         """A step stays open across a pause (it answered ``blocked``)."""
+        self.stack = _StackCheck(self.at)
 
     def at(self, line: int, message: str) -> None:
         self.found.append(Violation(self.rel, line, message))
@@ -115,11 +122,15 @@ class _SequenceCheck:
         if self.awaiting_route is not None and kind not in ("route_decision", *ROUTING_KINDS):
             self._unrouted()
         if kind == "step_start":
+            self.stack.step_start(line, event)
             self._step_start(line, event)
+        elif kind in STACK_KINDS:
+            self.stack.event(line, str(kind), event)
         elif kind in ("step_end", "step_error", "tool_start", "tool_end"):
             self._inside_step(line, str(kind), event)
         elif kind == "route_decision":
             self._route_decision(line, event)
+            self.stack.routed(event)
         elif kind in ROUTING_KINDS:
             self._routing(line, str(kind), event)
 
@@ -200,8 +211,8 @@ class _SequenceCheck:
             if chosen is not None and chosen not in {c.get("id") for c in candidates}:
                 self.at(line, f"routing_decision chose '{chosen}', which it was not offered")
             return
-        if kind == "graph_extended":
-            return  # a proposal: recorded, never followed
+        if kind in ("graph_extended", "stack_overflow_prevented"):
+            return  # a proposal (never followed), or a detour not made
         self.offroad = str(payload.get("actual_step"))
         if self.offered is not None and self.offroad not in self.offered:
             self.at(
@@ -246,4 +257,75 @@ class _SequenceCheck:
                 self.completed[1],
                 f"run_completed appears {len(self.completed)} times (lines "
                 f"{', '.join(map(str, self.completed))}); it must appear exactly once",
+            )
+        if self.completed and self.completed_status == "succeeded":
+            self.stack.finish(self.completed[-1])
+
+
+class _StackCheck:
+    """The flow stack (SPEC §4.6): pushes and pops nest, and only an injected flow runs."""
+
+    def __init__(self, at: Callable[[int, str], None]) -> None:
+        self.at = at
+        self.flows: list[tuple[int, str]] = []
+        """The injected flows on the stack (line of their push, flow), bottom first."""
+        self.last_route: dict[str, Any] | None = None
+        """The last route_decision, until a step starts."""
+        self.pushed: str | None = None
+        """The flow the last stack_push entered, until its flow_injected or node_injected."""
+
+    def routed(self, event: dict[str, Any]) -> None:
+        self.last_route = event
+
+    def step_start(self, line: int, event: dict[str, Any]) -> None:
+        self.last_route = self.pushed = None
+        if self.flows and event.get("flow_key") != self.flows[-1][1]:
+            self.at(
+                line,
+                f"step '{event.get('flow_key')}/{event.get('step_id')}' runs while flow "
+                f"'{self.flows[-1][1]}' (pushed at line {self.flows[-1][0]}) is injected: "
+                "an injected flow's steps lie between its stack_push and stack_pop",
+            )
+
+    def event(self, line: int, kind: str, event: dict[str, Any]) -> None:
+        payload = _payload(event)
+        if kind == "stack_push":
+            route = _payload(self.last_route) if self.last_route else {}
+            if route.get("routing_source") != "navigator:detour":
+                self.at(line, "stack_push without a route_decision that takes a detour")
+            depth = len(self.flows) + 2
+            if payload.get("current_depth") != depth:
+                self.at(
+                    line, f"stack_push current_depth {payload.get('current_depth')!r}, not {depth}"
+                )
+            self.flows.append((line, str(payload.get("injected_flow"))))
+            self.pushed = str(payload.get("injected_flow"))
+        elif kind in ("flow_injected", "node_injected"):
+            entered = (
+                payload.get("flow")
+                if kind == "flow_injected"
+                else str(payload.get("step", "")).partition("/")[0]
+            )
+            if self.pushed is None or entered != self.pushed:
+                self.at(line, f"{kind} of '{entered}' does not follow its stack_push")
+            self.pushed = None
+        elif not self.flows:
+            self.at(line, "stack_pop with nothing on the stack")
+        else:
+            _, top = self.flows.pop()
+            if payload.get("injected_flow") != top:
+                self.at(
+                    line,
+                    f"stack_pop leaves '{payload.get('injected_flow')}', but '{top}' is on top",
+                )
+            depth = len(self.flows) + 1
+            if payload.get("current_depth") != depth:
+                self.at(
+                    line, f"stack_pop current_depth {payload.get('current_depth')!r}, not {depth}"
+                )
+
+    def finish(self, line: int) -> None:
+        for pushed, flow in self.flows:
+            self.at(
+                line, f"the run succeeded with flow '{flow}' (pushed at line {pushed}) never popped"
             )

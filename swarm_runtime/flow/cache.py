@@ -42,6 +42,7 @@ dirs, a test suite's say, would otherwise pile up)."""
 _LOADER_MODULES = (
     "cache.py",
     "conditions.py",
+    "detour_reader.py",
     "kinds.py",
     "loader.py",
     "registry.py",

@@ -103,6 +103,22 @@ def _bound(tree: Any) -> set[str]:
     return bound
 
 
+def _booleans(handoff: Any) -> Any:
+    """A handoff as YAML declared it: its yes/no are true/false to a condition.
+
+    A handoff keeps YAML's booleans as the words ``yes``/``no`` (routing compares text);
+    a condition sees them as the booleans YAML read, so ``handoff.touches_db == true`` holds
+    for ``touches_db: true`` (or ``yes``).
+    """
+    if not isinstance(handoff, Mapping):
+        return handoff
+    words = {"yes": True, "no": False}
+    return {
+        key: words.get(value, value) if isinstance(value, str) else value
+        for key, value in handoff.items()
+    }
+
+
 @cache
 def _program(source: str) -> Any:
     environment = _cel().environment
@@ -112,9 +128,9 @@ def _program(source: str) -> Any:
 def evaluate(source: str, values: Mapping[str, Any]) -> Evaluation:
     """Evaluate a condition over ``values`` (JSON values by name; a missing one is empty)."""
     cel = _cel()
-    activation = {
-        name: cel.json_to_cel(values.get(name, [] if name == "facts" else {})) for name in NAMES
-    }
+    given = {name: values.get(name, [] if name == "facts" else {}) for name in NAMES}
+    given["handoff"] = _booleans(given["handoff"])
+    activation = {name: cel.json_to_cel(value) for name, value in given.items()}
     try:
         result = _program(source).evaluate(activation)
     except cel.eval_error as exc:

@@ -20,7 +20,16 @@ from swarm_runtime.flow.step_reader import StepReader
 from swarm_runtime.flow.yaml_reader import load_yaml_nodes
 from swarm_runtime.ids import FLOW_KEY_RE
 
-TOP_KEYS = ("key", "title", "description", "charter", "steps")
+TOP_KEYS = (
+    "key",
+    "title",
+    "description",
+    "charter",
+    "steps",
+    "utility",
+    "injection_trigger",
+    "on_complete",
+)
 CHARTER_KEYS = ("goal", "exit_criteria", "non_goals")
 
 
@@ -48,6 +57,7 @@ class _FlowReader(StepReader):
         if key is not None:
             self._check_key(key, fields["key"])
         charter = self._charter(fields["charter"]) if "charter" in fields else None
+        utility, trigger, on_complete = self.utility(fields, root)
         steps = self._steps(root, fields)
         if steps is None or None in values.values() or self.errors:
             return None
@@ -58,6 +68,9 @@ class _FlowReader(StepReader):
             steps=steps,
             path=self.path,
             charter=charter,
+            utility=utility,
+            injection_trigger=trigger,
+            on_complete=on_complete,
         )
 
     def _check_key(self, key: str, node: yaml.Node) -> None:

@@ -71,6 +71,7 @@ class FlowRegistry:
             if path.name != ORDER_FILE
         }
         self._flows: dict[str, FlowSpec] = {}
+        self._utilities: list[FlowSpec] | None = None
         self._resolved: Path | None = None
         self._personas: dict[str, str | None] = {}
         self.system_prompts: dict[tuple[str, str], str] = {}
@@ -88,11 +89,35 @@ class FlowRegistry:
         """Every flow key in the directory, sorted."""
         return sorted(self._paths)
 
+    def utilities(self) -> list[FlowSpec]:
+        """The utility flows with an ``injection_trigger`` (SPEC §4.6), by key.
+
+        A flow file that does not load is left out here (``swarm flows validate`` names
+        its errors): it cannot be injected.
+        """
+        if self._utilities is None:
+            self._utilities = [
+                flow
+                for flow in (self._loaded(key) for key in self.keys())
+                if flow is not None and flow.utility and flow.injection_trigger
+            ]
+        return self._utilities
+
+    def _loaded(self, key: str) -> FlowSpec | None:
+        try:
+            return self.get(key)
+        except (FlowDefinitionError, SwarmUsageError):
+            return None
+
     def order(self) -> list[str]:
-        """The run order: ``flows.yaml``'s ``order`` list, else every flow sorted by key."""
+        """The run order: ``flows.yaml``'s ``order`` list, else every flow sorted by key.
+
+        Utility flows are never in the order (they are injected): without an order file
+        they are left out, and an order file that names one is an error.
+        """
         order_path = self.flows_dir / ORDER_FILE
         if not order_path.is_file():
-            return self.keys()
+            return [key for key in self.keys() if not _is_utility(self._loaded(key))]
         raw = self._raw(order_path)
         keys = self.keys()
         if raw is not None:
@@ -199,7 +224,18 @@ class FlowRegistry:
                 )
                 continue
             key = str(item.value)
-            if key not in self._paths:
+            if key in self._paths and _is_utility(self._loaded(key)):
+                errors.append(
+                    FlowDefinitionError(
+                        f"'{key}' is a utility flow (utility: true): it is injected after a "
+                        "step whose state makes its trigger true, never run from the order; "
+                        "remove it from 'order'",
+                        file=str(path),
+                        line=item.start_mark.line + 1,
+                        field="order",
+                    )
+                )
+            elif key not in self._paths:
                 errors.append(
                     FlowDefinitionError(
                         f"'{key}' names no flow file in {self.flows_dir} "
@@ -273,3 +309,7 @@ class FlowRegistry:
                 FlowDefinitionError("no flow files (*.yaml) found", file=str(self.flows_dir))
             )
         return errors
+
+
+def _is_utility(flow: FlowSpec | None) -> bool:
+    return flow is not None and flow.utility

@@ -36,6 +36,26 @@ class Candidate(Record):
     """A condition (SPEC §4.8); absent, the candidate is always in the set."""
 
 
+class Detour(Record):
+    """A detour a step may take (SPEC §4.6): another flow, or one step of one, then back."""
+
+    id: str
+    flow: str
+    """The flow it runs (for ``step: FLOW/STEP``, the flow of that step)."""
+    step: str | None = None
+    """The one step it runs (``step: FLOW/STEP``); None: the whole flow."""
+    when: str | None = None
+    """A condition (SPEC §4.8); absent, the detour is always a candidate."""
+    returns: str = "resume"
+    """``resume``, ``halt`` or ``bounce_to:<step>`` (a step of the flow that left)."""
+
+    @property
+    def bounce_to(self) -> str | None:
+        """The step a ``bounce_to:<step>`` return goes to."""
+        kind, _, target = self.returns.partition(":")
+        return target if kind == "bounce_to" else None
+
+
 class RoutingSpec(Record):
     """How to pick the step after this one (SPEC §4)."""
 
@@ -75,6 +95,8 @@ class StepSpec(Record):
     """The tools a CLI engine lets the step use (none when absent)."""
     timeout_s: float | None = None
     """How long a CLI engine's process may run for one call (the engine's default when absent)."""
+    detours: tuple[Detour, ...] = ()
+    """Other flows (or steps) the step may detour into (SPEC §4.6)."""
     field_lines: dict[str, int] = field(default_factory=dict)
     """The YAML line of each field that names another step, for error messages."""
 
@@ -97,6 +119,12 @@ class FlowSpec(Record, dict=True):
     steps: tuple[StepSpec, ...]
     path: Path
     charter: dict[str, Any] | None = None
+    utility: bool = False
+    """A utility flow (SPEC §4.6): never run from the flow order, only injected."""
+    injection_trigger: str | None = None
+    """When a utility flow is injected: a condition over the step that just ran (SPEC §4.8)."""
+    on_complete: str = "return"
+    """What a utility flow does when it ends: ``return`` (like ``resume``) or ``halt``."""
 
     @cached_property
     def _index(self) -> dict[str, int]:

@@ -13,9 +13,10 @@ from typing import Any
 import yaml
 
 from swarm_runtime.flow.conditions import condition_error
+from swarm_runtime.flow.detour_reader import DetourReader
 from swarm_runtime.flow.kinds import KINDS, ROUTING_KEYS, RoutingKind
 from swarm_runtime.flow.spec import Budget, Candidate, RoutingSpec, StepSpec, TeachingNotes
-from swarm_runtime.flow.yaml_reader import NodeReader, line_of, suggest
+from swarm_runtime.flow.yaml_reader import line_of, suggest
 from swarm_runtime.ids import AGENT_KEY_RE, STEP_ID_RE
 
 STEP_KEYS = (
@@ -29,6 +30,7 @@ STEP_KEYS = (
     "budget",
     "tools",
     "timeout_s",
+    "detours",
 )
 CANDIDATE_KEYS = ("id", "to", "when")
 NOTE_KEYS = ("inputs", "outputs", "emphasizes", "constraints")
@@ -38,7 +40,7 @@ TOOL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*(\([^\n()]*\))?$")
 MAX_TIMEOUT_S = 86_400
 
 
-class StepReader(NodeReader):
+class StepReader(DetourReader):
     """Reads the steps of a flow file into :class:`StepSpec` records."""
 
     def routing(self, node: yaml.Node, step: str) -> RoutingSpec | None:
@@ -354,7 +356,15 @@ class StepReader(NodeReader):
         if "routing" in fields:
             routing = self.routing(fields["routing"], name)
         options = self.options(fields, name)
-        if step_id is None or agents is None or role is None or notes is None or routing is None:
+        detours = self.detours(fields["detours"], name) if "detours" in fields else ()
+        if (
+            step_id is None
+            or agents is None
+            or role is None
+            or notes is None
+            or routing is None
+            or detours is None
+        ):
             return None
         return StepSpec(
             id=step_id,
@@ -364,5 +374,6 @@ class StepReader(NodeReader):
             routing=routing,
             line=line_of(node),
             **options,
+            detours=detours,
             field_lines=dict(self.lines),
         )

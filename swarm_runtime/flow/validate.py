@@ -8,10 +8,12 @@ from swarm_runtime.flow.spec import FlowSpec, StepSpec
 
 
 def successors(flow: FlowSpec, step: StepSpec) -> list[tuple[str, str]]:
-    """Every (field, step id) edge out of ``step``, including the fall-through."""
+    """Every (field, step id) edge out of ``step``: the fall-through, and detours' bounces."""
     position = flow.index_of(step.id)
     following = flow.steps[position + 1].id if position + 1 < len(flow.steps) else None
-    return KINDS[step.routing.kind].successors(step.routing, following)
+    edges = KINDS[step.routing.kind].successors(step.routing, following)
+    bounces = [(f"detours.{d.id}.return", to) for d in step.detours if (to := d.bounce_to)]
+    return edges + bounces
 
 
 def validate_flow(flow: FlowSpec) -> list[FlowDefinitionError]:
@@ -48,6 +50,7 @@ def validate_flow(flow: FlowSpec) -> list[FlowDefinitionError]:
                         field=field_name,
                     )
                 )
+    errors.extend(_detour_errors(flow))
     if errors:
         return errors
     reached = {flow.steps[0].id}
@@ -69,3 +72,20 @@ def validate_flow(flow: FlowSpec) -> list[FlowDefinitionError]:
                 )
             )
     return errors
+
+
+def _detour_errors(flow: FlowSpec) -> list[FlowDefinitionError]:
+    """A detour goes to another flow (its own steps are edges, not detours)."""
+    return [
+        FlowDefinitionError(
+            f"detour '{detour.id}' goes to flow '{flow.key}', the flow it leaves; a detour "
+            "runs another flow (route to a step of this flow with routing instead)",
+            file=str(flow.path),
+            line=step.line,
+            step_id=step.id,
+            field=f"detours.{detour.id}",
+        )
+        for step in flow.steps
+        for detour in step.detours
+        if detour.flow == flow.key
+    ]

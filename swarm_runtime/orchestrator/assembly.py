@@ -60,6 +60,7 @@ def build_orchestrator(
         limits=replace(
             asked,
             max_run_mb=asked.max_run_mb or settings.max_run_mb,
+            max_depth=settings.max_depth,
             history_budget=HistoryBudget(**settings.history),
             durable=settings.durable,
         ),

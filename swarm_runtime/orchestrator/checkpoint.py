@@ -21,6 +21,7 @@ from typing import Any
 
 from swarm_runtime.errors import RunControlError
 from swarm_runtime.orchestrator.loops import LoopCounters
+from swarm_runtime.orchestrator.stack import Frame
 from swarm_runtime.orchestrator.state import RunState, Totals
 from swarm_runtime.record import Record, field
 from swarm_runtime.storage.layout import JOURNALS
@@ -101,6 +102,8 @@ class Checkpoint(Record):
     journals: dict[str, int] = field(default_factory=dict)
     """The lines of each journal (``facts.jsonl``, ``graph_proposals.jsonl``) the run had
     written."""
+    stack: list[Frame] = field(default_factory=list)
+    """The flows paused by injections (SPEC §4.6); the position is in the top one's flow."""
 
     @classmethod
     def capture(
@@ -127,6 +130,8 @@ class Checkpoint(Record):
             "blocked": blocked.as_document() if blocked is not None else None,
             # Only once a journal has a line: a run without any keeps its old checkpoint.
             **({"journals": dict(state.journals)} if state.journals else {}),
+            # Only inside an injected flow, for the same reason.
+            **({"stack": [frame.as_document() for frame in state.stack]} if state.stack else {}),
         }
 
     @classmethod
@@ -163,6 +168,7 @@ class Checkpoint(Record):
                 pending_events=[dict(e) for e in pending],
                 blocked=_blocked(blocked) if blocked else None,
                 journals=_journal_counts(doc.get("journals") or {}),
+                stack=_stack(doc.get("stack") or []),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             reason = f"{exc.args[0]} is missing" if isinstance(exc, KeyError) else str(exc)
@@ -187,6 +193,7 @@ class Checkpoint(Record):
         state.totals = restore_totals(self.totals)
         state.flow_totals = {key: restore_totals(doc) for key, doc in self.flow_totals.items()}
         state.journals = dict(self.journals)
+        state.stack = list(self.stack)
 
 
 def executions_in(events: Sequence[dict[str, Any]], until_seq: int) -> dict[tuple[str, str], int]:
@@ -200,6 +207,12 @@ def executions_in(events: Sequence[dict[str, Any]], until_seq: int) -> dict[tupl
             key = (str(event.get("flow_key")), str(event.get("step_id")))
             counts[key] = counts.get(key, 0) + 1
     return counts
+
+
+def _stack(doc: Any) -> list[Frame]:
+    if not isinstance(doc, list):
+        raise ValueError("stack must be a list of frames")
+    return [Frame.parse(item) for item in doc]
 
 
 def _journal_counts(doc: Any) -> dict[str, int]:

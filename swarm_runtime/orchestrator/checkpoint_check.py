@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from swarm_runtime.errors import RunControlError
+from swarm_runtime.flow.spec import FlowSpec
 from swarm_runtime.orchestrator.checkpoint import Checkpoint
 from swarm_runtime.orchestrator.plan import FlowSlice
 
@@ -19,6 +20,7 @@ PENDING_KINDS = frozenset(
     {"step_end", "routing_decision", "graph_extended", "routing_offroad", "step_error"}
     | {"route_decision"}
     | {"facts_updated", "assumption_recorded", "decision_recorded", "run_pausing", "run_paused"}
+    | {"stack_push", "flow_injected", "node_injected", "stack_pop", "stack_overflow_prevented"}
 )
 """The events a checkpoint may carry for the log: those of the step it was written after."""
 
@@ -29,9 +31,13 @@ def check_checkpoint(
     events: Sequence[dict[str, Any]],
     *,
     where: str,
+    injectable: Sequence[FlowSpec] = (),
 ) -> None:
-    """Raise RunControlError (one line, naming ``where``) when the checkpoint disagrees."""
-    problem = _problem(checkpoint, plan, events)
+    """Raise RunControlError (one line, naming ``where``) when the checkpoint disagrees.
+
+    ``injectable``: the flows the run's steps may enter besides its plan (SPEC §4.6).
+    """
+    problem = _problem(checkpoint, plan, events, injectable)
     if problem is not None:
         raise RunControlError(
             f"{where}: {problem}; nothing was changed - mend the cause (restore the flow, "
@@ -40,18 +46,29 @@ def check_checkpoint(
 
 
 def _problem(
-    checkpoint: Checkpoint, plan: Sequence[FlowSlice], events: Sequence[dict[str, Any]]
+    checkpoint: Checkpoint,
+    plan: Sequence[FlowSlice],
+    events: Sequence[dict[str, Any]],
+    injectable: Sequence[FlowSpec],
 ) -> str | None:
-    flows = {part.flow.key: {step.id for step in part.flow.steps} for part in plan}
+    flows = {flow.key: {step.id for step in flow.steps} for flow in injectable}
+    flows.update({part.flow.key: {step.id for step in part.flow.steps} for part in plan})
     position = checkpoint.position
     if position.flow_index > len(plan):
         return f"position.flow_index is {position.flow_index}, but the run has {len(plan)} flow(s)"
+    running = None
+    if position.flow_index < len(plan):
+        running = plan[position.flow_index].flow.key
+    stack_problem = _stack_problem(checkpoint, running, flows)
+    if stack_problem is not None:
+        return stack_problem
+    if checkpoint.stack:
+        running = checkpoint.stack[-1].injected_flow
     if position.step_id is not None:
-        if position.flow_index == len(plan):
+        if running is None:
             return f"position names step {position.step_id!r} after the run's last flow"
-        flow = plan[position.flow_index].flow
-        if position.step_id not in flows[flow.key]:
-            return _unknown_step("position.step_id", flow.key, position.step_id, flows)
+        if position.step_id not in flows[running]:
+            return _unknown_step("position.step_id", running, position.step_id, flows)
     for (flow_key, loop), _ in checkpoint.loops.items():
         problem = _known("loops", flow_key, loop.partition(":")[0], flows)
         if problem:
@@ -61,9 +78,7 @@ def _problem(
             return f"flow_totals names flow {flow_key!r}, which this run does not run"
     blocked = checkpoint.blocked
     if blocked is not None and (
-        position.flow_index >= len(plan)
-        or (blocked.flow_key, blocked.step_id)
-        != (plan[position.flow_index].flow.key, position.step_id)
+        running is None or (blocked.flow_key, blocked.step_id) != (running, position.step_id)
     ):
         return "the blocked step is not where the checkpoint's position says the run stands"
     return _pending_problem(checkpoint, flows, events)
@@ -105,6 +120,28 @@ def _pending_problem(
             logged_event.get("step_id"),
         ) != (event.get("kind"), *step):
             return f"{name} (seq {seq}) differs from the event log's event of that seq"
+    return None
+
+
+def _stack_problem(
+    checkpoint: Checkpoint, running: str | None, flows: dict[str, set[str]]
+) -> str | None:
+    """The stack: its bottom paused in the position's flow, each frame's flows and steps known."""
+    below = running
+    for number, frame in enumerate(checkpoint.stack):
+        name = f"stack[{number}]"
+        if frame.paused_flow != below:
+            return f"{name} pauses flow {frame.paused_flow!r}, but the flow below it is {below!r}"
+        problem = _known(f"{name}.paused_step", frame.paused_flow, frame.paused_step, flows)
+        if frame.resume_to is not None:
+            problem = problem or _known(
+                f"{name}.resume_to", frame.paused_flow, frame.resume_to, flows
+            )
+        if frame.injected_flow not in flows:
+            problem = problem or f"{name} enters flow {frame.injected_flow!r}, which no step may"
+        if problem:
+            return problem
+        below = frame.injected_flow
     return None
 
 

@@ -129,9 +129,15 @@ class RunLimits(Record):
     history_budget: HistoryBudget = field(default_factory=HistoryBudget)
     durable: bool = False
     """fsync every write (slower; survives a power cut, not just a crash)."""
+    max_depth: int = 4
+    """The deepest flow stack (SPEC §4.6): flows on it, the run's own included."""
 
     def check(self) -> None:
         """A clear error for a limit that cannot be."""
+        if isinstance(self.max_depth, bool) or not 1 <= self.max_depth <= 16:
+            raise ConfigError(
+                f"navigator.max_depth must be a whole number from 1 to 16, got {self.max_depth!r}"
+            )
         for name in ("max_steps", "max_run_mb"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or value < 1):

@@ -17,12 +17,14 @@ from swarm_runtime.orchestrator import payloads
 from swarm_runtime.orchestrator.checkpoint import BlockedStep, Checkpoint, Position
 from swarm_runtime.orchestrator.control import Blocked, Interrupted
 from swarm_runtime.orchestrator.deps import RunContext
+from swarm_runtime.orchestrator.navigator import Injections
 from swarm_runtime.orchestrator.plan import FlowSlice, RunOutcome, RunSpec
 from swarm_runtime.orchestrator.prompt import PromptParts
 from swarm_runtime.orchestrator.recorder import RunRecorder
 from swarm_runtime.orchestrator.resume import Reopened
 from swarm_runtime.orchestrator.run_book import RunBook, RunHeader
 from swarm_runtime.orchestrator.run_budget import RunBudget
+from swarm_runtime.orchestrator.stack import Next
 from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.orchestrator.step import StepRunner, StepSettings
 from swarm_runtime.storage.store import encoded
@@ -76,6 +78,11 @@ class RunLifecycle:
                 repo_root=context.repo_root,
                 result_observer=deps.result_observer,
                 navigator=choice.navigator,
+                injections=Injections(
+                    utilities=tuple(context.flows.utilities()),
+                    entry=lambda key: context.flows.get(key).steps[0].id,
+                    max_depth=limits.max_depth,
+                ),
             ),
             prompts=PromptParts(context.flows, spec.params, context.flows.system_prompts),
             engine_for=context.engines.engine_for,
@@ -164,14 +171,15 @@ class RunLifecycle:
             recorder.emit("run_started", payloads.run_started())
         return reopened.position
 
-    def _checkpoint(self, pending: list[Any], to_step: str | None) -> list[str]:
+    def _checkpoint(self, pending: list[Any], nxt: Next) -> list[str]:
         """After a completed step: save where the run goes next (SPEC §8.2).
 
-        The pending events' lines are returned, for the log.
+        The pending events' lines are returned, for the log. Inside an injected flow the
+        position's step is of that flow (the stack, saved with it, says which).
         """
         position = (
-            Position(self.flow_index, to_step)
-            if to_step is not None
+            Position(self.flow_index, nxt.step)
+            if nxt.step is not None
             else Position(self.flow_index + 1)
         )
         recorder = self.recorder
@@ -295,12 +303,14 @@ class RunLifecycle:
         blocked: BlockedStep | None,
         external_input: str | None,
     ) -> bool:
-        """Run one flow from ``first``; False when the run failed and must not go on."""
-        flow = part.flow
+        """Run one flow from ``first``; False when the run failed and must not go on.
+
+        Detours and utility flows it takes run here too (on the run's flow stack), each
+        step's time counted in the totals of the flow it belongs to.
+        """
+        frames = self.state.stack
+        flow = self.context.flows.get(frames[-1].injected_flow) if frames else part.flow
         current: str | None = first
-        began = self.clock()
-        flow_totals = self.state.flow(flow.key)
-        already = flow_totals.duration_ms
         while current is not None:
             if blocked is None:  # a blocked step re-invoked is no new boundary, no new execution
                 self.context.control.check_boundary()
@@ -312,12 +322,16 @@ class RunLifecycle:
                 if spent is not None:
                     self.state.status, self.state.error = "failed", spent
                     return False
-            decision = self.steps.run(
-                flow, flow.step(current), part.end, blocked=blocked, external_input=external_input
+            end = part.end if not frames else frames[-1].only_step
+            began = self.clock()
+            nxt = self.steps.run(
+                flow, flow.step(current), end, blocked=blocked, external_input=external_input
             )
             blocked = external_input = None
-            flow_totals.duration_ms = already + ms_between(began, self.clock())
-            if decision is None:
+            self.state.flow(flow.key).duration_ms += ms_between(began, self.clock())
+            if nxt is None:
                 return False
-            current = decision.to_step
+            if nxt.flow != flow.key:
+                flow = self.context.flows.get(nxt.flow)
+            current = nxt.step
         return True

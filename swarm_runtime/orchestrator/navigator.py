@@ -1,11 +1,13 @@
-"""Navigator routing (SPEC §4.5): the move after a ``kind: navigator`` step.
+"""Navigator routing (SPEC §4.5): the move after a step whose candidate set has a choice.
 
-The kernel builds the candidate set (the step's candidates whose ``when`` holds) and the
-navigator may only choose from it. One candidate, or none, needs no choice; in
-``deterministic`` mode the first candidate in declared order is taken with no call; in
-``llm`` mode the navigator is asked (one call through the run's engine, see
+The kernel builds the candidate set: the move the step's routing makes (for ``kind:
+navigator``, its candidates whose ``when`` holds), the step's detours whose ``when`` holds,
+and the utility flows whose ``injection_trigger`` holds (SPEC §4.6). The navigator may only
+choose from it. One candidate, or none, needs no choice; in ``deterministic`` mode the first
+candidate in declared order (edges, then detours, then utility flows) is taken with no
+call; in ``llm`` mode the navigator is asked (one call through the run's engine, see
 :mod:`~swarm_runtime.orchestrator.navigator_call`). A choice outside the set, a failed call
-or a reply with no choice falls back to the golden path (``default``): the run goes on.
+or a reply with no choice falls back to the golden path: the run goes on.
 
 What the navigator decided is written as ``routing_decision`` (when it was asked) and
 ``routing_offroad`` (whenever the move is not the golden path), between the step's
@@ -14,14 +16,44 @@ What the navigator decided is written as ``routing_decision`` (when it was asked
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
 
 from swarm_runtime.flow.conditions import Evaluation, evaluate
-from swarm_runtime.flow.spec import Candidate, FlowSpec, StepSpec
+from swarm_runtime.flow.spec import Detour, FlowSpec, StepSpec
 from swarm_runtime.orchestrator import payloads
 from swarm_runtime.orchestrator.routing import Decision
-from swarm_runtime.record import Record
+from swarm_runtime.record import Record, replace
+
+MoveKind = Literal["edge", "detour", "utility"]
+
+
+class Move(Record):
+    """A candidate move after a step: an edge of its flow, a detour or a utility flow."""
+
+    id: str
+    kind: MoveKind
+    to: str | None
+    """An edge's step (None: the flow ends); for a detour, ``FLOW/STEP`` it enters at."""
+    when: str | None = None
+    detour: Detour | None = None
+    """Where a detour or utility flow goes and how it returns."""
+
+
+class Injections(Record):
+    """What a run may inject (SPEC §4.6): its utility flows, each flow's first step, the depth."""
+
+    utilities: tuple[FlowSpec, ...] = ()
+    """The utility flows with an ``injection_trigger``."""
+    entry: Callable[[str], str] | None = None
+    """The first step of a flow, by key (needed only when a step has detours)."""
+    max_depth: int = 4
+
+    def first_step(self, flow_key: str) -> str:
+        """Where a detour into ``flow_key`` starts."""
+        if self.entry is None:
+            raise LookupError(f"no flow '{flow_key}' to detour into")
+        return self.entry(flow_key)
 
 
 class NavigatorAnswer(Record):
@@ -36,8 +68,8 @@ class NavigatorAnswer(Record):
     """An edge outside the set the navigator proposed (step, rationale): never followed."""
 
 
-Ask = Callable[[tuple[Candidate, ...]], NavigatorAnswer]
-"""Asks the navigator to choose among the candidates (one engine call)."""
+Ask = Callable[[tuple[Move, ...], str | None], NavigatorAnswer]
+"""Asks the navigator to choose among the moves, given the golden path (one engine call)."""
 
 
 class NavigatorRoute(Record):
@@ -45,73 +77,158 @@ class NavigatorRoute(Record):
 
     decision: Decision
     events: tuple[tuple[str, Mapping[str, object]], ...] = ()
+    detour: Move | None = None
+    """The detour or utility flow taken, if one was."""
+    golden: Decision | None = None
+    """The golden path's decision (where a detour returns to, what a refused one takes)."""
+
+
+def candidate_moves(
+    flow: FlowSpec,
+    step: StepSpec,
+    own: Decision | None,
+    *,
+    utilities: Sequence[FlowSpec],
+    entry: Callable[[str], str],
+) -> tuple[Move, ...]:
+    """Every move after ``step`` in declared order; ``own`` is a non-navigator step's route.
+
+    ``entry`` gives the first step of a flow (where a detour into it starts).
+    """
+    if step.routing.kind == "navigator":
+        moves = [Move(c.id, "edge", c.to, c.when) for c in step.routing.candidates]
+    else:
+        assert own is not None
+        moves = [Move("next", "edge", own.to_step)]
+    for detour in step.detours:
+        target = f"{detour.flow}/{detour.step or entry(detour.flow)}"
+        moves.append(Move(detour.id, "detour", target, detour.when, detour))
+    if not flow.utility:
+        for utility in utilities:
+            returns = "resume" if utility.on_complete == "return" else "halt"
+            detour = Detour(id=utility.key, flow=utility.key, returns=returns)
+            to = f"{utility.key}/{utility.steps[0].id}"
+            moves.append(Move(utility.key, "utility", to, utility.injection_trigger, detour))
+    return tuple(moves)
 
 
 def route(
-    flow: FlowSpec, step: StepSpec, values: Mapping[str, Any], *, mode: str, ask: Ask
+    flow: FlowSpec,
+    step: StepSpec,
+    values: Mapping[str, Any],
+    *,
+    moves: tuple[Move, ...],
+    own: Decision | None,
+    mode: str,
+    ask: Ask,
 ) -> NavigatorRoute:
-    """Choose the move after ``step`` from the candidates whose conditions hold over ``values``."""
-    routing = step.routing
-    evaluated = {c.id: evaluate(c.when, values) for c in routing.candidates if c.when}
-    held = tuple(c for c in routing.candidates if c.id not in evaluated or evaluated[c.id].value)
-    golden = routing.default
+    """Choose the move after ``step`` from the ``moves`` whose conditions hold over ``values``."""
+    evaluated = [(m, evaluate(m.when, values)) for m in moves if m.when]
+    failed = {id(m) for m, e in evaluated if not e.value}
+    held = tuple(m for m in moves if id(m) not in failed)
+    conditions = [e for _, e in evaluated]
+    golden = own or _decision(step.routing.default, "navigator_default", "deterministic")
     if not held:
-        return NavigatorRoute(decision=_decision(golden, "navigator_no_candidate", "deterministic"))
+        return NavigatorRoute(
+            decision=_decision(golden.to_step, "navigator_no_candidate", "deterministic")
+        )
     if len(held) == 1 or mode == "deterministic":
         chosen = held[0]
         why = "navigator_single" if len(held) == 1 else "navigator_deterministic"
-        decision = _decision(chosen.to, f"{why}:{chosen.id}", "deterministic")
-        offroad = _offroad(flow, step, chosen, evaluated, NavigatorAnswer())
-        return NavigatorRoute(decision=decision, events=offroad)
-    answer = ask(held)
-    picked = next((c for c in held if c.id == answer.choice), None)
+        decision = _taken(chosen, golden, own, f"{why}:{chosen.id}", "deterministic")
+        offroad = _offroad(flow, step, chosen, golden, conditions, NavigatorAnswer())
+        return NavigatorRoute(decision, offroad, _detour_of(chosen), golden)
+    answer = ask(held, golden.to_step)
+    picked = next((m for m in held if m.id == answer.choice), None)
     if picked is None:
         why = answer.error or f"invalid_choice:{answer.choice}"
-        decision = _decision(golden, f"navigator_fallback:{why}", "navigator")
+        decision = replace(golden, reason=f"navigator_fallback:{why}", source="navigator")
+        decision = replace(
+            decision, receipt_routing={**golden.receipt_routing, "reason": decision.reason}
+        )
     else:
-        decision = _decision(picked.to, f"navigator:{picked.id}", "navigator")
+        decision = _taken(picked, golden, own, f"navigator:{picked.id}", "navigator")
     events: list[tuple[str, Mapping[str, object]]] = [
         (
             "routing_decision",
             payloads.routing_decision(
                 step.id,
-                [{"id": c.id, "kind": "edge", "to": c.to} for c in held],
+                [{"id": m.id, "kind": m.kind, "to": m.to} for m in held],
                 picked.id if picked is not None else None,
                 rationale=answer.rationale,
                 confidence=answer.confidence,
-                evaluated=[{"expr": e.expr, "value": e.value} for e in evaluated.values()],
+                evaluated=[{"expr": e.expr, "value": e.value} for e in conditions],
             ),
         )
     ]
     if answer.proposal is not None:  # recorded, never followed
         events.append(("graph_extended", payloads.graph_extended(step.id, *answer.proposal)))
     if picked is not None:
-        events.extend(_offroad(flow, step, picked, evaluated, answer))
-    return NavigatorRoute(decision=decision, events=tuple(events))
+        events.extend(_offroad(flow, step, picked, golden, conditions, answer))
+    return NavigatorRoute(decision, tuple(events), _detour_of(picked), golden)
+
+
+def _detour_of(move: Move | None) -> Move | None:
+    return move if move is not None and move.kind != "edge" else None
+
+
+def _taken(
+    move: Move, golden: Decision, own: Decision | None, reason: str, source: str
+) -> Decision:
+    """The decision that takes ``move``."""
+    if move.kind != "edge":
+        return _decision(move.to, f"detour:{move.id}", "navigator:detour")
+    if own is not None:  # a non-navigator step's own route: as its routing made it
+        return own if source == "deterministic" else replace(own, source=source)
+    return _decision(move.to, reason, source)
 
 
 def _decision(to_step: str | None, reason: str, source: str) -> Decision:
+    if to_step is None:
+        return Decision(
+            None, "terminate", reason, source, {"decision": "terminate", "reason": reason}
+        )
     return Decision(to_step, "advance", reason, source, {"decision": "advance", "reason": reason})
+
+
+def return_address(flow: FlowSpec, move: Move, golden: Decision) -> str | None:
+    """Where a detour comes back to: ``FLOW/STEP`` of the paused flow, None when it halts."""
+    assert move.detour is not None
+    returns = move.detour.returns
+    if returns == "halt":
+        return None
+    target = move.detour.bounce_to or golden.to_step
+    return f"{flow.key}/{target}" if target is not None else None
 
 
 def _offroad(
     flow: FlowSpec,
     step: StepSpec,
-    chosen: Candidate,
-    evaluated: Mapping[str, Evaluation],
+    chosen: Move,
+    golden: Decision,
+    conditions: Sequence[Evaluation],
     answer: NavigatorAnswer,
 ) -> tuple[tuple[str, Mapping[str, object]], ...]:
     """``routing_offroad`` when ``chosen`` is not the golden path, else nothing."""
-    golden = step.routing.default
-    if chosen.to == golden:
+    if chosen.kind == "edge" and chosen.to == golden.to_step:
         return ()
-    backwards = flow.index_of(chosen.to) <= flow.index_of(step.id)
+    back: str | None = None
+    if chosen.kind != "edge":
+        route_type: Literal["DETOUR", "INJECTION", "SKIP", "LOOP"] = (
+            "DETOUR" if chosen.kind == "detour" else "INJECTION"
+        )
+        back = return_address(flow, chosen, golden)
+    elif chosen.to is not None and flow.index_of(chosen.to) <= flow.index_of(step.id):
+        route_type = "LOOP"
+    else:
+        route_type = "SKIP"
     payload = payloads.routing_offroad(
-        golden,
-        chosen.to,
-        "LOOP" if backwards else "SKIP",
+        golden.to_step,
+        chosen.to or "",
+        route_type,
         rationale=answer.rationale,
         confidence=answer.confidence,
-        held=[e.expr for e in evaluated.values() if e.value],
+        held=[e.expr for e in conditions if e.value],
+        return_address=back,
     )
     return (("routing_offroad", payload),)

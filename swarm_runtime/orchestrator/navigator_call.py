@@ -15,9 +15,9 @@ import math
 from typing import Any
 
 from swarm_runtime.engines.base import Prompt, StepContext, StepEngine, StepOutcome
-from swarm_runtime.flow.spec import Candidate, FlowSpec, StepSpec
+from swarm_runtime.flow.spec import FlowSpec, StepSpec
 from swarm_runtime.orchestrator.control import RunControl
-from swarm_runtime.orchestrator.navigator import NavigatorAnswer
+from swarm_runtime.orchestrator.navigator import Move, NavigatorAnswer
 from swarm_runtime.orchestrator.recorder import RunRecorder, TranscriptLine
 from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.record import replace
@@ -35,23 +35,35 @@ SYSTEM = (
 )
 
 
+def _move_text(move: Move) -> str:
+    if move.kind == "edge":
+        what = f"go to step '{move.to}'" if move.to is not None else "end the flow"
+    elif move.kind == "detour":
+        what = f"detour into '{move.to}', then come back"
+    else:
+        what = f"run the utility flow '{move.to}', then come back"
+    return f"- {move.id}: {what}" + (f" (its condition held: {move.when})" if move.when else "")
+
+
 def navigator_prompt(
-    flow: FlowSpec, step: StepSpec, outcome: StepOutcome, candidates: tuple[Candidate, ...]
+    flow: FlowSpec,
+    step: StepSpec,
+    outcome: StepOutcome,
+    candidates: tuple[Move, ...],
+    golden: str | None,
 ) -> Prompt:
     """What the navigator is asked after ``step``: its reply, its handoff, the moves."""
     reply = outcome.text[-OUTPUT_CHARS:]
     handoff = json.dumps(outcome.handoff or {}, sort_keys=True, ensure_ascii=False)
-    moves = "\n".join(
-        f"- {c.id}: go to step '{c.to}'" + (f" (its condition held: {c.when})" if c.when else "")
-        for c in candidates
-    )
+    moves = "\n".join(_move_text(move) for move in candidates)
+    path = f"step '{golden}'" if golden is not None else "the end of the flow"
     user = (
         f"# Flow: {flow.title} ({flow.key})\n\n"
         f"## The step that just ran: {step.id}\n{step.role}\n\n"
         f"## Its reply (the last {OUTPUT_CHARS} characters at most)\n{reply}\n\n"
         f"## Its handoff\n{handoff}\n\n"
         f"## Candidates\n{moves}\n\n"
-        f"The golden path, when no candidate fits better, is step '{step.routing.default}'."
+        f"The golden path, when no candidate fits better, is {path}."
     )
     return Prompt(system=SYSTEM, user=user)
 
@@ -74,10 +86,11 @@ class NavigatorCall:
         flow: FlowSpec,
         step: StepSpec,
         outcome: StepOutcome,
-        candidates: tuple[Candidate, ...],
+        candidates: tuple[Move, ...],
+        golden: str | None,
     ) -> NavigatorAnswer:
         """One call; what it answered, or why it gave no usable answer."""
-        prompt = navigator_prompt(flow, step, outcome, candidates)
+        prompt = navigator_prompt(flow, step, outcome, candidates, golden)
         asked = replace(
             ctx,
             call="navigator",

@@ -120,7 +120,7 @@ def route_decision(
 class CandidateDoc(TypedDict):
     id: str
     kind: Literal["edge", "detour", "utility"]
-    to: str
+    to: str | None
 
 
 class ConditionDoc(TypedDict):
@@ -180,6 +180,7 @@ def routing_offroad(
     rationale: str | None,
     confidence: float | None,
     held: list[str],
+    return_address: str | None = None,
 ) -> RoutingOffroadPayload:
     """``routing_offroad``: a move off the golden path (the seed's payload, exactly)."""
     return {
@@ -187,7 +188,7 @@ def routing_offroad(
         "actual_step": actual,
         "route_type": route_type,
         "rationale": rationale,
-        "return_address": None,
+        "return_address": return_address,
         "confidence": confidence,
         "evaluated_conditions": held,
         "tie_breaker_used": False,
@@ -203,6 +204,84 @@ class GraphExtendedPayload(TypedDict):
 def graph_extended(from_step: str, to_step: str, rationale: str | None) -> GraphExtendedPayload:
     """``graph_extended``: an edge the navigator proposed outside its set (never followed)."""
     return {"from_step": from_step, "to_step": to_step, "rationale": rationale}
+
+
+class StackPushPayload(TypedDict):
+    paused_flow: str
+    paused_step: str
+    injected_flow: str
+    current_depth: int
+
+
+class StackPopPayload(TypedDict):
+    resumed_flow: str
+    resumed_step: str | None
+    injected_flow: str
+    current_depth: int
+
+
+class FlowInjectedPayload(TypedDict):
+    flow: str
+    by_step: str
+    trigger: str
+    return_address: str | None
+
+
+class NodeInjectedPayload(TypedDict):
+    step: str
+    into_flow: str
+    after_step: str
+
+
+class StackOverflowPayload(TypedDict):
+    paused_flow: str
+    paused_step: str
+    injected_flow: str
+    max_depth: int
+
+
+def stack_push(paused: tuple[str, str], injected_flow: str, depth: int) -> StackPushPayload:
+    """``stack_push``: a flow paused at a step, another one entered; the depth after it."""
+    return {
+        "paused_flow": paused[0],
+        "paused_step": paused[1],
+        "injected_flow": injected_flow,
+        "current_depth": depth,
+    }
+
+
+def stack_pop(resumed: tuple[str, str | None], injected_flow: str, depth: int) -> StackPopPayload:
+    """``stack_pop``: an injected flow left, the paused one resumed; the depth after it."""
+    return {
+        "resumed_flow": resumed[0],
+        "resumed_step": resumed[1],
+        "injected_flow": injected_flow,
+        "current_depth": depth,
+    }
+
+
+def flow_injected(
+    flow: str, by_step: str, trigger: str, return_address: str | None
+) -> FlowInjectedPayload:
+    """``flow_injected``: which flow was entered, by which step, on what, and back to where."""
+    return {"flow": flow, "by_step": by_step, "trigger": trigger, "return_address": return_address}
+
+
+def node_injected(step: str, into_flow: str, after_step: str) -> NodeInjectedPayload:
+    """``node_injected``: one step of another flow run after ``after_step``."""
+    return {"step": step, "into_flow": into_flow, "after_step": after_step}
+
+
+def stack_overflow(
+    paused: tuple[str, str], injected_flow: str, max_depth: int
+) -> StackOverflowPayload:
+    """``stack_overflow_prevented``: an injection past the depth, or a re-entry, not made."""
+    return {
+        "paused_flow": paused[0],
+        "paused_step": paused[1],
+        "injected_flow": injected_flow,
+        "max_depth": max_depth,
+    }
 
 
 class FactsUpdatedPayload(TypedDict):

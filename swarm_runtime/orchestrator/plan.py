@@ -7,13 +7,13 @@ mistake is a usage error and never a half-made run directory.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.credentials import Credentials
 from swarm_runtime.engines.scenario import Scenario
-from swarm_runtime.errors import ConfigError, SwarmUsageError
+from swarm_runtime.errors import ConfigError, FlowDefinitionError, SwarmUsageError
 from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
 from swarm_runtime.orchestrator.params import check_params
@@ -133,6 +133,14 @@ def plan_run(
             f"flow(s) {', '.join(repeated)} listed more than once; a run runs each flow once"
         )
     loaded = [flows.get(key) for key in spec.flows]
+    for flow in loaded:
+        if flow.utility:
+            raise SwarmUsageError(
+                f"flow '{flow.key}' is a utility flow (utility: true in {flow.path}): it is "
+                "injected after a step whose state makes its trigger true, or taken as a "
+                "detour; it is never run on its own"
+            )
+    reachable = injectable(loaded, flows)
     _check_strategy(engine_strategy, flows)
     start = _locate(spec.start_step, loaded, "--from") if spec.start_step else None
     end = _locate(spec.end_step, loaded, "--to") if spec.end_step else None
@@ -148,8 +156,8 @@ def plan_run(
             f"--from {spec.start_step} comes after --to {spec.end_step} in the run order"
         )
     if scenario is not None:
-        scenario.check_steps((f.key, [s.id for s in f.steps]) for f in loaded)
-    for flow in loaded:
+        scenario.check_steps((f.key, [s.id for s in f.steps]) for f in (*loaded, *reachable))
+    for flow in (*loaded, *reachable):
         for step in flow.steps:
             check_engine(flow, step)  # unknown engine or mode: fail before any write
     return [
@@ -160,6 +168,34 @@ def plan_run(
         )
         for position in range(first_flow, last_flow + 1)
     ]
+
+
+def injectable(loaded: Sequence[FlowSpec], flows: FlowRegistry) -> list[FlowSpec]:
+    """The flows a run of ``loaded`` may enter by a detour or an injection (SPEC §4.6).
+
+    Raises a usage error naming the step and detour when a detour names no flow, or a step
+    its flow does not have.
+    """
+    found: dict[str, FlowSpec] = {utility.key: utility for utility in flows.utilities()}
+    todo = [*loaded, *found.values()]
+    while todo:
+        flow = todo.pop()
+        for step in flow.steps:
+            for detour in step.detours:
+                where = f"{flow.path}: step '{step.id}', detour '{detour.id}'"
+                try:
+                    target = flows.get(detour.flow)
+                except (SwarmUsageError, FlowDefinitionError) as exc:
+                    raise SwarmUsageError(f"{where}: {exc}") from None
+                if detour.step is not None and not target.has_step(detour.step):
+                    raise SwarmUsageError(
+                        f"{where}: flow '{target.key}' has no step '{detour.step}' "
+                        f"(steps: {', '.join(s.id for s in target.steps)})"
+                    )
+                if target.key not in found and all(f.key != target.key for f in loaded):
+                    found[target.key] = target
+                    todo.append(target)
+    return sorted(found.values(), key=lambda flow: flow.key)
 
 
 def default_max_steps(plan: Iterable[FlowSlice]) -> int:

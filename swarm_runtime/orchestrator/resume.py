@@ -23,6 +23,7 @@ from swarm_runtime.credentials import Credentials
 from swarm_runtime.digest import sha256
 from swarm_runtime.engines.base import HistoryItem
 from swarm_runtime.errors import RunControlError, StorageError
+from swarm_runtime.flow.spec import FlowSpec
 from swarm_runtime.ids import RUN_ID_RE
 from swarm_runtime.inputs.files import read_bytes_limited, read_run_text
 from swarm_runtime.inputs.json_input import load_json
@@ -112,10 +113,12 @@ def reopen_run(
     credentials: Credentials,
     observer: EventObserver | None,
     external_input: str | None,
+    injectable: Sequence[FlowSpec] = (),
 ) -> Reopened:
     """Lock ``run_dir`` and mend it for the run loop; RunControlError if it cannot go on.
 
-    ``plan`` is the run's flows as they are now: the checkpoint must agree with them.
+    ``plan`` is the run's flows as they are now, ``injectable`` the flows its steps may
+    enter (SPEC §4.6): the checkpoint must agree with them.
     """
     run_dir = Path(os.path.abspath(run_dir))
     if not RUN_ID_RE.fullmatch(run_dir.name) or not run_dir.is_dir():
@@ -137,7 +140,8 @@ def reopen_run(
         meta = read_json(run_dir / "meta.json")
         _refuse_finished(run_dir, meta)
         status = meta.get("status") if isinstance(meta, dict) else None
-        return _mend(layout, spec, plan, recorder, state, status, meta, external_input)
+        flows = (plan, injectable)
+        return _mend(layout, spec, flows, recorder, state, status, meta, external_input)
     except BaseException:
         recorder.close()
         raise
@@ -156,7 +160,7 @@ def _refuse_finished(run_dir: Path, meta: Any) -> None:
 def _mend(
     layout: RunLayout,
     spec: RunSpec,
-    plan: Sequence[FlowSlice],
+    flows: tuple[Sequence[FlowSlice], Sequence[FlowSpec]],
     recorder: RunRecorder,
     state: RunState,
     status: Any,
@@ -164,7 +168,7 @@ def _mend(
     external_input: str | None,
 ) -> Reopened:
     repairs = _remove_temporary_files(layout.root)
-    events, checkpoint = _mend_log(layout, plan, recorder, state, repairs)
+    events, checkpoint = _mend_log(layout, flows, recorder, state, repairs)
     _restore_history(layout, recorder, state, checkpoint)
     _restore_journals(layout, state, checkpoint)
     blocked = checkpoint.blocked if checkpoint is not None else None
@@ -207,7 +211,7 @@ def _mend(
 
 def _mend_log(
     layout: RunLayout,
-    plan: Sequence[FlowSlice],
+    flows: tuple[Sequence[FlowSlice], Sequence[FlowSpec]],
     recorder: RunRecorder,
     state: RunState,
     repairs: list[str],
@@ -225,7 +229,10 @@ def _mend_log(
     checkpoint = _read_checkpoint(layout)
     state.seq = int(events[-1].get("seq", 0)) if events else 0
     if checkpoint is not None:
-        check_checkpoint(checkpoint, plan, events, where=str(layout.checkpoint))
+        plan, injectable = flows
+        check_checkpoint(
+            checkpoint, plan, events, where=str(layout.checkpoint), injectable=injectable
+        )
         checkpoint.restore(state, events)
         state.seq = int(events[-1].get("seq", 0)) if events else 0
         for event in checkpoint.pending_events:  # written to the checkpoint, not the log

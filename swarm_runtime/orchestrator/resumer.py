@@ -84,7 +84,11 @@ def orchestrator_for_run(
             mode=settings.mode,
             scenario=_scenario(run_dir, origin, chosen.scenario, notice, Scenario),
         ),
-        limits=RunLimits(max_steps=origin.get("max_steps"), max_run_mb=origin.get("max_run_mb")),
+        limits=RunLimits(
+            max_steps=origin.get("max_steps"),
+            max_run_mb=origin.get("max_run_mb"),
+            max_depth=int(origin.get("max_depth") or 4),
+        ),
     )
 
 

@@ -25,7 +25,7 @@ from swarm_runtime.orchestrator.deps import (
     StepEngines,
 )
 from swarm_runtime.orchestrator.lifecycle import RunLifecycle
-from swarm_runtime.orchestrator.plan import RunOutcome, RunSpec, plan_run
+from swarm_runtime.orchestrator.plan import RunOutcome, RunSpec, injectable, plan_run
 from swarm_runtime.orchestrator.resume import read_run_spec, reopen_run
 from swarm_runtime.record import Record
 
@@ -156,6 +156,7 @@ class Orchestrator:
             credentials=self.credentials,
             observer=self.deps.observer,
             external_input=external_input,
+            injectable=injectable([part.flow for part in plan], self.flows),
         )
         run = RunLifecycle(self._context(), reopened.spec, plan, reopened.recorder, reopened.state)
         return PreparedRun(
@@ -186,6 +187,7 @@ class Orchestrator:
             "max_steps": limits.max_steps,
             # Only when set, so spec.json (and the goldens made of it) stay as they were.
             **({"max_run_mb": limits.max_run_mb} if limits.max_run_mb is not None else {}),
+            **({"max_depth": limits.max_depth} if limits.max_depth != 4 else {}),
             "config": None,
             "cassettes": "cassettes" in self.engine.config,
             # Only when not the default, so spec.json (and the goldens) stay as they were.

@@ -14,6 +14,7 @@ from swarm_runtime.orchestrator import payloads
 from swarm_runtime.orchestrator.facts import Facts
 from swarm_runtime.orchestrator.history import History, HistoryBudget
 from swarm_runtime.orchestrator.loops import LoopCounters
+from swarm_runtime.orchestrator.stack import Frame
 from swarm_runtime.versions import SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -87,6 +88,7 @@ class RunState:
         "journals",
         "loops",
         "seq",
+        "stack",
         "status",
         "totals",
     )
@@ -105,6 +107,8 @@ class RunState:
         self.facts = Facts()
         self.journals: dict[str, int] = {}
         """Lines written to each journal (``facts``, ``graph_proposals``), for the checkpoint."""
+        self.stack: list[Frame] = []
+        """The flows paused by detours and utility flows, bottom first (SPEC §4.6)."""
 
     def flow(self, flow_key: str) -> Totals:
         """The totals of one flow, created on first use."""

@@ -12,32 +12,34 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, cast
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from swarm_runtime.engines.base import (
     HistoryItem,
-    StepContext,
     StepEngine,
     StepOutcome,
     StepResult,
 )
 from swarm_runtime.errors import RoutingError
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
-from swarm_runtime.orchestrator import payloads
+from swarm_runtime.orchestrator import payloads, stack
 from swarm_runtime.orchestrator.attempts import EngineCaller
 from swarm_runtime.orchestrator.checkpoint import BlockedStep
 from swarm_runtime.orchestrator.control import Blocked, RunControl
 from swarm_runtime.orchestrator.facts import declared
 from swarm_runtime.orchestrator.history import RenderedHistory
-from swarm_runtime.orchestrator.navigator import NavigatorRoute, route
+from swarm_runtime.orchestrator.navigator import (
+    Injections,
+    NavigatorRoute,
+)
 from swarm_runtime.orchestrator.navigator_call import NavigatorCall
 from swarm_runtime.orchestrator.prompt import PromptParts
 from swarm_runtime.orchestrator.receipt import Call, build_receipt, settle, step_timing
 from swarm_runtime.orchestrator.recorder import RunRecorder, TranscriptLine
-from swarm_runtime.orchestrator.routing import Decision, decide
 from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.orchestrator.step_context import ContextMaker
 from swarm_runtime.orchestrator.step_log import OpenStep, StepLog
+from swarm_runtime.orchestrator.step_route import StepRouter
 from swarm_runtime.orchestrator.verdict import budget_error, outcome_error
 from swarm_runtime.record import Record, replace
 from swarm_runtime.timeutil import Clock, format_ts, ms_between, parse_ts
@@ -45,10 +47,10 @@ from swarm_runtime.timeutil import Clock, format_ts, ms_between, parse_ts
 if TYPE_CHECKING:
     from swarm_runtime.documents import EventDoc, ReceiptDoc
 
-Completed = Callable[[list["EventDoc"], "str | None"], list[str]]
-"""Called once a step is complete, with its ``step_end`` and ``route_decision`` (not yet
-written) and the step routed to: the run checkpoints there and gives back the two events'
-encoded lines, which are then appended."""
+Completed = Callable[[list["EventDoc"], stack.Next], list[str]]
+"""Called once a step is complete, with its ``step_end``, ``route_decision`` and the events
+around them (not yet written) and where the run goes next: the run checkpoints there and
+gives back the events' encoded lines, which are then appended."""
 
 
 class StepSettings(Record):
@@ -63,6 +65,8 @@ class StepSettings(Record):
     navigator: str = "llm"
     """``llm``: a navigator step's move is asked of the navigator; ``deterministic``: the
     first candidate that holds is taken with no call (SPEC §4.5)."""
+    injections: Injections = Injections()
+    """The utility flows a step may inject, and how deep (SPEC §4.6)."""
 
 
 class StepRunner:
@@ -89,7 +93,13 @@ class StepRunner:
         self.engine_for = engine_for
         self.spec = dict(spec)
         self.log = StepLog(recorder, state, settings.clock)
-        self.navigator = NavigatorCall(recorder, state, control, settings.clock)
+        self.router = StepRouter(
+            state,
+            settings.navigator,
+            settings.injections,
+            NavigatorCall(recorder, state, control, settings.clock),
+            self.spec,
+        )
         self.contexts = ContextMaker(
             prompts=prompts, layout=recorder.layout, repo_root=settings.repo_root, spec=self.spec
         )
@@ -110,8 +120,8 @@ class StepRunner:
         *,
         blocked: BlockedStep | None = None,
         external_input: str | None = None,
-    ) -> Decision | None:
-        """Run ``step`` once; the routing decision, or None when the step failed the run.
+    ) -> stack.Next | None:
+        """Run ``step`` once; where the run goes next, or None when the step failed the run.
 
         ``blocked`` re-invokes a step that answered ``blocked``: it is still open (no new
         ``step_start``) and keeps its iteration; ``external_input`` is what it waited for.
@@ -141,7 +151,7 @@ class StepRunner:
         moved: NavigatorRoute | None = None
         if error is None:
             try:
-                moved = self._route(flow, step, end, outcome, receipt, (engine, ctx))
+                moved = self.router.route(flow, step, end, outcome, receipt, (engine, ctx))
             except RoutingError as exc:
                 error = str(exc)
         decision = moved.decision if moved is not None else None
@@ -152,8 +162,7 @@ class StepRunner:
             self._fail(flow, step, receipt["duration_ms"], error or "no routing decision")
             return None
         assert moved is not None
-        self._succeed(flow, step, receipt["duration_ms"], outcome, iteration, moved)
-        return decision
+        return self._succeed(flow, step, receipt["duration_ms"], outcome, iteration, moved)
 
     def _count_call(self, flow: FlowSpec, outcome: StepOutcome) -> None:
         """Add the engine call's tokens and cost to the run's totals and its flow's."""
@@ -249,69 +258,6 @@ class StepRunner:
             self.recorder.run_id, flow, step, engine, call, iteration, rendered, envelope
         )
 
-    def _route(
-        self,
-        flow: FlowSpec,
-        step: StepSpec,
-        end: str | None,
-        outcome: StepOutcome,
-        receipt: ReceiptDoc,
-        asked: tuple[StepEngine, StepContext],
-    ) -> NavigatorRoute:
-        skipped = outcome.result_code == "skipped"
-        if step.routing.kind == "navigator" and not skipped:
-            moved = self._navigate(flow, step, outcome, receipt, asked)
-        else:
-            moved = NavigatorRoute(
-                decision=decide(
-                    flow,
-                    step,
-                    handoff=outcome.handoff,
-                    receipt=cast(Mapping[str, Any], receipt),
-                    executions=self.state.loops.executions(flow.key, step),
-                    linear_only=skipped,
-                )
-            )
-        decision = moved.decision
-        if end == step.id and decision.decision != "loop":
-            reason = f"end_step:{step.id}"
-            ended = Decision(
-                None,
-                "terminate",
-                reason,
-                decision.source,
-                {**decision.receipt_routing, "decision": "terminate", "reason": reason},
-            )
-            return replace(moved, decision=ended)
-        return moved
-
-    def _navigate(
-        self,
-        flow: FlowSpec,
-        step: StepSpec,
-        outcome: StepOutcome,
-        receipt: ReceiptDoc,
-        asked: tuple[StepEngine, StepContext],
-    ) -> NavigatorRoute:
-        """A navigator step's move (SPEC §4.5), from the conditions over what it left."""
-        values = {
-            "handoff": outcome.handoff or {},
-            "receipt": receipt,
-            "params": self.spec.get("params") or {},
-            "loop_state": self.state.loops.of_flow(flow.key),
-            "facts": self.state.facts.values(
-                declared(outcome.text or outcome.result.output, outcome.handoff), flow.key, step.id
-            ),
-        }
-        engine, ctx = asked
-        return route(
-            flow,
-            step,
-            values,
-            mode=self.settings.navigator,
-            ask=lambda held: self.navigator.ask(engine, ctx, flow, step, outcome, held),
-        )
-
     def _write(
         self,
         receipt: ReceiptDoc,
@@ -346,7 +292,7 @@ class StepRunner:
         outcome: StepOutcome,
         iteration: int,
         moved: NavigatorRoute,
-    ) -> None:
+    ) -> stack.Next:
         state, decision = self.state, moved.decision
         skipped = outcome.result_code == "skipped"
         state.totals.steps_completed += 1
@@ -364,7 +310,9 @@ class StepRunner:
         ]
         if proposed:  # graph_proposals.jsonl: what the navigator suggested, never followed
             self.recorder.append_journal("graph_proposals", proposed)
-        loop_state = state.loops.after(flow.key, step, decision.decision, skipped=skipped)
+        counted = moved.golden if moved.detour is not None and moved.golden else decision
+        loop_state = state.loops.after(flow.key, step, counted.decision, skipped=skipped)
+        moves, nxt = self.router.next(flow, step, moved)
         if decision.decision == "loop":
             state.totals.loops += 1
             state.flow(flow.key).loops += 1
@@ -380,6 +328,7 @@ class StepRunner:
                 routing_source=decision.source,
             ),
             routing=moved.events,
-            after=noted,
-            before=lambda events: self.completed(events, decision.to_step),
+            after=[*noted, *moves],
+            before=lambda events: self.completed(events, nxt),
         )
+        return nxt

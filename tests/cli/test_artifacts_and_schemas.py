@@ -146,7 +146,10 @@ def test_the_event_table_names_every_kind_a_run_writes_with_its_payload_fields(
     for line in table.stdout.splitlines()[2:]:
         kind, written, fields = line.split(None, 2)
         rows[kind] = (written, fields.split(", "))
-    assert rows["stack_push"] == ("reserved", ["..."])
+    assert rows["stack_push"] == (
+        "yes",
+        ["paused_flow", "paused_step", "injected_flow", "current_depth"],
+    )
     assert rows["step_error"] == ("yes", ["status", "duration_ms", "error", "engine"])
     (tmp_path / "scenario.yaml").write_text(SCENARIO, encoding="utf-8")
     args = ("--flows-dir", str(REPO / "flows"), "--runs-dir", "runs")

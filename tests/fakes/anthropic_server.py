@@ -298,7 +298,7 @@ class AnthropicServer:
         whether its step ran before); a branch takes its first key.
         """
         if system.startswith("You are the navigator"):  # choose the last candidate offered
-            moves = re.findall(r"^- (\S+): go to step", user, re.MULTILINE)
+            moves = re.findall(r"^- (\S+): (?:go to step|end the flow|detour|run the)", user, re.M)
             if moves:
                 return f"\n\n```handoff\nchoice: {moves[-1]}\nconfidence: 0.5\n```"
         example = EXAMPLE_RE.search(system)

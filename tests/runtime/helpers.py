@@ -34,12 +34,12 @@ def step_yaml(step_id: str, routing: str = "", agent: str = "worker") -> str:
     return text
 
 
-def write_flow(flows_dir: Path, key: str, steps: list[str]) -> Path:
-    """Write a flow file made of step blocks from :func:`step_yaml`."""
+def write_flow(flows_dir: Path, key: str, steps: list[str], head: str = "") -> Path:
+    """Write a flow file made of step blocks from :func:`step_yaml` (``head``: more top keys)."""
     flows_dir.mkdir(parents=True, exist_ok=True)
     path = flows_dir / f"{key}.yaml"
     path.write_text(
-        f'key: {key}\ntitle: "Flow {key}"\ndescription: "Test flow {key}."\nsteps:\n'
+        f'key: {key}\ntitle: "Flow {key}"\ndescription: "Test flow {key}."\n{head}steps:\n'
         + "".join(steps),
         encoding="utf-8",
     )

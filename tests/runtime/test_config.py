@@ -126,6 +126,8 @@ def test_the_navigator_mode_comes_from_flag_env_file_then_default(
         ({"SWARM_NAVIGATOR": "smart"}, "", "SWARM_NAVIGATOR: 'smart' is not one of llm, determ"),
         ({}, "navigator: {mode: always}\n", "navigator.mode: 'always' is not one of llm, determ"),
         ({}, "navigator: {depth: 3}\n", "'navigator' must be a mapping with 'mode'"),
+        ({}, "navigator: {max_depth: 0}\n", "navigator.max_depth must be a whole number from 1"),
+        ({}, "navigator: {max_depth: '3'}\n", "navigator.max_depth must be a whole number from 1"),
     ],
 )
 def test_a_bad_navigator_mode_names_where_it_came_from(
@@ -133,3 +135,25 @@ def test_a_bad_navigator_mode_names_where_it_came_from(
 ) -> None:
     with pytest.raises(ConfigError, match=re.escape(message)):
         resolve_settings(env=env, config_path=_yaml_file(tmp_path, yaml), cwd=tmp_path)
+
+
+def test_the_stack_depth_comes_from_runtime_yaml_and_reaches_the_run(tmp_path: Path) -> None:
+    from swarm_runtime.orchestrator.assembly import build_orchestrator
+
+    settings = resolve_settings(
+        env={}, config_path=_yaml_file(tmp_path, "navigator: {max_depth: 2}\n"), cwd=tmp_path
+    )
+    assert settings.max_depth == 2
+    default = resolve_settings(env={}, config_path=_yaml_file(tmp_path, ""), cwd=tmp_path)
+    assert default.max_depth == 4
+    (tmp_path / "flows").mkdir()
+    (tmp_path / "flows" / "a.yaml").write_text(
+        'key: a\ntitle: "A"\ndescription: "A."\nsteps:\n  - id: s\n    agents: [w]\n'
+        '    role: "R."\n    teaching_notes: {inputs: [i], outputs: [o], emphasizes: [e], '
+        "constraints: [c]}\n"
+    )
+    from swarm_runtime.flow.registry import FlowRegistry
+
+    orchestrator = build_orchestrator(settings, FlowRegistry(tmp_path / "flows"), env={})
+    assert orchestrator.limits.max_depth == 2
+    assert orchestrator.origin_document()["max_depth"] == 2  # what swarm resume reads

@@ -28,7 +28,7 @@ routing:
   candidates:
     - {id: back_to_author, to: write_code, when: "handoff.status != 'VERIFIED'"}
     - {id: forward, to: run_tests}
-    - {id: skip_tests, to: ship, when: "has(handoff.trivial) && handoff.trivial == 'yes'"}
+    - {id: skip_tests, to: ship, when: "has(handoff.trivial) && handoff.trivial == true"}
 """
 
 

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from pytest_swarm import assertions
+from pytest_swarm.run_record import RunRecord
 from swarm_runtime.contracts.check import validate_run_dir
 from swarm_runtime.engines.scenario import Scenario
 from swarm_runtime.flow.registry import FlowRegistry
@@ -96,6 +98,8 @@ def test_the_uninterrupted_run_goes_back_once_then_takes_the_decision(
     ]
     assert went == ["critique_code", "write_code", "critique_code", "ship", None]
     assert validate_run_dir(outcome.path) == []
+    # The move to ship holds on a fact its own reply declared: assert_routing sees it too.
+    assertions.assert_routing(RunRecord(outcome.path, flows=FlowRegistry(flows)))
 
 
 @pytest.mark.parametrize("before", [True, False], ids=["before-checkpoint", "after-checkpoint"])

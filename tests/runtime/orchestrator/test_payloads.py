@@ -60,6 +60,19 @@ PAIRS: list[tuple[Any, Any, Any]] = [
     ),
     (write.FactsUpdatedPayload, read.FactsUpdatedPayload, write.facts_updated(["A-1"], [], 1)),
     (write.FactPayload, read.FactPayload, write.fact("ASM-001", "under 1 MB")),
+    (write.StackPushPayload, read.StackPushPayload, write.stack_push(("build", "a"), "scan", 2)),
+    (write.StackPopPayload, read.StackPopPayload, write.stack_pop(("build", None), "scan", 1)),
+    (
+        write.FlowInjectedPayload,
+        read.FlowInjectedPayload,
+        write.flow_injected("scan", "a", "handoff.x == true", "build/b"),
+    ),
+    (write.NodeInjectedPayload, read.NodeInjectedPayload, write.node_injected("f/s", "build", "a")),
+    (
+        write.StackOverflowPayload,
+        read.StackOverflowPayload,
+        write.stack_overflow(("build", "a"), "scan", 4),
+    ),
     (
         write.RoutingOffroadPayload,
         read.RoutingOffroadPayload,

@@ -1,0 +1,162 @@
+"""Reading the detours of a step and the utility keys of a flow file (SPEC §4.6).
+
+A step's ``detours:`` is a list of ``{id, flow | step, when?, return?}``; a flow file may
+say ``utility: true`` with an ``injection_trigger`` and ``on_complete``. Each value is
+checked here, and each error names the file, the line, the step and the field; whether
+the flows named exist is checked when flows are planned into a run (they may live in
+other files).
+"""
+
+from __future__ import annotations
+
+import yaml
+
+from swarm_runtime.flow.conditions import condition_error
+from swarm_runtime.flow.spec import Detour
+from swarm_runtime.flow.yaml_reader import NodeReader
+from swarm_runtime.ids import FLOW_KEY_RE, STEP_ID_RE
+
+DETOUR_KEYS = ("id", "flow", "step", "when", "return")
+RETURNS = ("resume", "halt", "bounce_to:<step>")
+ON_COMPLETE = ("return", "halt")
+
+
+class DetourReader(NodeReader):
+    """Reads ``detours:`` lists and a flow's ``utility`` keys."""
+
+    def detours(self, node: yaml.Node, step: str) -> tuple[Detour, ...] | None:
+        """``detours:``: a non-empty list of detours with distinct ids."""
+        if not isinstance(node, yaml.SequenceNode) or not node.value:
+            self.error(
+                "must be a non-empty list of detours, each {id, flow or step, when, return}",
+                node,
+                step=step,
+                field="detours",
+            )
+            return None
+        found: list[Detour] = []
+        ok = True
+        for position, item in enumerate(node.value, start=1):
+            detour = self._detour(item, step, f"detours.#{position}")
+            if detour is not None and any(d.id == detour.id for d in found):
+                self.error(
+                    f"detour id '{detour.id}' is given twice; each detour needs its own id",
+                    item,
+                    step=step,
+                    field=f"detours.{detour.id}",
+                )
+                detour = None
+            ok = ok and detour is not None
+            if detour is not None:
+                found.append(detour)
+        return tuple(found) if ok else None
+
+    def _detour(self, node: yaml.Node, step: str, label: str) -> Detour | None:
+        fields = self.mapping(node, DETOUR_KEYS, what="a detour", step=step, field=label)
+        if fields is None:
+            return None
+        if "id" not in fields:
+            self.error("a detour needs 'id'", node, step=step, field=label)
+            return None
+        move = self.identifier(fields["id"], STEP_ID_RE, step=step, field=label, what="id")
+        field = f"detours.{move or label}"
+        target = self._target(fields, node, step, field)
+        when, valid = self.condition(fields.get("when"), step, f"{field}.when")
+        returns = self._returns(fields.get("return"), step, f"{field}.return")
+        if move is None or target is None or not valid or returns is None:
+            return None
+        return Detour(id=move, flow=target[0], step=target[1], when=when, returns=returns)
+
+    def _target(
+        self, fields: dict[str, yaml.Node], node: yaml.Node, step: str, field: str
+    ) -> tuple[str, str | None] | None:
+        """``flow: KEY`` or ``step: FLOW/STEP`` (exactly one of them)."""
+        if ("flow" in fields) == ("step" in fields):
+            self.error(
+                "a detour needs exactly one of 'flow: KEY' (a whole flow) or "
+                "'step: FLOW/STEP' (one step of one)",
+                node,
+                step=step,
+                field=field,
+            )
+            return None
+        if "flow" in fields:
+            key = self.identifier(
+                fields["flow"], FLOW_KEY_RE, step=step, field=f"{field}.flow", what="flow key"
+            )
+            return (key, None) if key is not None else None
+        text = self.string(fields["step"], step=step, field=f"{field}.step")
+        if text is None:
+            return None
+        flow, _, target = text.partition("/")
+        if not FLOW_KEY_RE.fullmatch(flow) or not STEP_ID_RE.fullmatch(target):
+            self.error(
+                f"step {text!r} must be FLOW/STEP: a flow key and a step id of that flow",
+                fields["step"],
+                step=step,
+                field=f"{field}.step",
+            )
+            return None
+        return flow, target
+
+    def _returns(self, node: yaml.Node | None, step: str, field: str) -> str | None:
+        """``return:``: resume (the default), halt or bounce_to:<step>."""
+        if node is None:
+            return "resume"
+        text = self.string(node, step=step, field=field)
+        if text is None:
+            return None
+        kind, sep, target = text.partition(":")
+        if text in ("resume", "halt") or (
+            kind == "bounce_to" and sep and STEP_ID_RE.fullmatch(target)
+        ):
+            return text
+        self.error(
+            f"return {text!r} is not one of {', '.join(RETURNS)}", node, step=step, field=field
+        )
+        return None
+
+    def condition(
+        self, node: yaml.Node | None, step: str | None, field: str
+    ) -> tuple[str | None, bool]:
+        """A CEL condition, compiled now: its text (None when absent), and whether it is valid."""
+        if node is None:
+            return None, True
+        text = self.string(node, step=step, field=field)
+        if text is None:
+            return None, False
+        why = condition_error(text)
+        if why is not None:
+            self.error(f"{field.rpartition('.')[2]} {why}", node, step=step, field=field)
+            return None, False
+        return text, True
+
+    def utility(
+        self, fields: dict[str, yaml.Node], root: yaml.Node
+    ) -> tuple[bool, str | None, str]:
+        """A flow's ``utility``, ``injection_trigger`` and ``on_complete`` (checked together)."""
+        utility = False
+        if "utility" in fields:
+            node = fields["utility"]
+            if not isinstance(node, yaml.ScalarNode) or node.tag != "tag:yaml.org,2002:bool":
+                self.error("must be true or false", node, field="utility")
+            else:
+                utility = node.value.lower() in ("true", "yes", "on")
+        trigger, _ = self.condition(fields.get("injection_trigger"), None, "injection_trigger")
+        on_complete = "return"
+        if "on_complete" in fields:
+            text = self.string(fields["on_complete"], step=None, field="on_complete")
+            if text is not None and text not in ON_COMPLETE:
+                self.error(
+                    f"on_complete {text!r} is not one of {', '.join(ON_COMPLETE)}",
+                    fields["on_complete"],
+                    field="on_complete",
+                )
+            on_complete = text or on_complete
+        if not utility and ("injection_trigger" in fields or "on_complete" in fields):
+            self.error(
+                "injection_trigger and on_complete belong to a utility flow: add 'utility: true'",
+                root,
+                field="utility",
+            )
+        return utility, trigger, on_complete

@@ -1,0 +1,120 @@
+"""The flow stack (SPEC §4.6): detours and utility flows entered, and returned from.
+
+A run starts in a flow of its plan; a detour or a utility flow taken after a step pushes a
+:class:`Frame` (the paused flow, the step that left, where to come back to) and the run
+goes on in the injected flow. When the injected flow ends, its frame is popped and the run
+goes on at the frame's return address; a ``halt`` (or a golden path that ended the paused
+flow) ends the paused flow too. The stack is part of the checkpoint, so a run killed
+inside an injected flow resumes inside it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from swarm_runtime.orchestrator import payloads
+from swarm_runtime.record import Record
+
+Events = list[tuple[str, Mapping[str, object]]]
+
+DEFAULT_MAX_DEPTH = 4
+"""The largest ``current_depth`` (flows on the stack, the run's own included)."""
+
+
+class Frame(Record):
+    """A flow paused by an injection, and how the run comes back to it."""
+
+    paused_flow: str
+    paused_step: str
+    injected_flow: str
+    resume_to: str | None
+    """The paused flow's step to go on with; None: the paused flow ends."""
+    only_step: str | None = None
+    """A node injection's one step (``step: FLOW/STEP``); None: the whole flow runs."""
+
+    def as_document(self) -> dict[str, Any]:
+        """The frame in a checkpoint's ``stack``."""
+        return {
+            "paused_flow": self.paused_flow,
+            "paused_step": self.paused_step,
+            "injected_flow": self.injected_flow,
+            "resume_to": self.resume_to,
+            "only_step": self.only_step,
+        }
+
+    @classmethod
+    def parse(cls, doc: Any) -> Frame:
+        """A frame from a checkpoint; ValueError naming what is wrong."""
+        if not isinstance(doc, dict):
+            raise ValueError("stack frames must be objects")
+        texts: dict[str, str | None] = {}
+        for name in ("paused_flow", "paused_step", "injected_flow", "resume_to", "only_step"):
+            value = doc[name]
+            optional = name in ("resume_to", "only_step")
+            if not (isinstance(value, str) or (optional and value is None)):
+                raise ValueError(f"stack.{name} is {value!r}; it must be text")
+            texts[name] = value
+        paused_flow, paused_step, injected = (
+            str(texts["paused_flow"]),
+            str(texts["paused_step"]),
+            str(texts["injected_flow"]),
+        )
+        return cls(paused_flow, paused_step, injected, texts["resume_to"], texts["only_step"])
+
+
+class Next(Record):
+    """Where the run goes after a step: a flow and its step (None: that flow has ended)."""
+
+    flow: str
+    step: str | None
+
+
+def on_stack(stack: Sequence[Frame], running: str) -> list[str]:
+    """The flows on the stack, bottom first: the one the run started in, then each injected."""
+    if not stack:
+        return [running]
+    return [stack[0].paused_flow, *(frame.injected_flow for frame in stack)]
+
+
+def refused(stack: Sequence[Frame], at: tuple[str, str], injected: str, max_depth: int) -> Events:
+    """``stack_overflow_prevented`` when entering ``injected`` from ``at`` may not be done."""
+    flows = on_stack(stack, at[0])
+    if len(flows) + 1 <= max_depth and injected not in flows:
+        return []
+    return [("stack_overflow_prevented", payloads.stack_overflow(at, injected, max_depth))]
+
+
+def enter(
+    stack: list[Frame],
+    at: tuple[str, str],
+    target: tuple[str, str],
+    *,
+    only_step: bool,
+    resume_to: str | None,
+    trigger: str,
+) -> tuple[Events, Next]:
+    """Push a frame: leave ``at`` (flow, step) for ``target`` (flow, its first step)."""
+    flow, step = at
+    stack.append(Frame(flow, step, target[0], resume_to, target[1] if only_step else None))
+    back = f"{flow}/{resume_to}" if resume_to is not None else None
+    injected: tuple[str, Mapping[str, object]] = (
+        ("node_injected", payloads.node_injected(f"{target[0]}/{target[1]}", flow, step))
+        if only_step
+        else ("flow_injected", payloads.flow_injected(target[0], step, trigger, back))
+    )
+    depth = len(stack) + 1
+    return [("stack_push", payloads.stack_push(at, target[0], depth)), injected], Next(*target)
+
+
+def leave(stack: list[Frame]) -> tuple[Events, Next]:
+    """Pop frames until a paused flow goes on (or the run's own flow ends)."""
+    events: Events = []
+    while True:
+        frame = stack.pop()
+        resumed = (frame.paused_flow, frame.resume_to)
+        events.append(
+            ("stack_pop", payloads.stack_pop(resumed, frame.injected_flow, len(stack) + 1))
+        )
+        if frame.resume_to is not None or not stack:
+            return events, Next(frame.paused_flow, frame.resume_to)

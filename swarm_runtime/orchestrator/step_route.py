@@ -1,0 +1,169 @@
+"""Where a run goes after a step (SPEC §4): its routing's move, or a choice among candidates.
+
+A step whose candidate set may hold more than its routing's own move (a navigator step, a
+step with detours, any step of a non-utility flow when utility flows may be injected) has
+its move chosen by :func:`~.navigator.route`; a detour too deep, or into a flow already on
+the stack, is refused here. :meth:`StepRouter.next` then moves the flow stack (SPEC §4.6).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, cast
+
+from swarm_runtime.engines.base import StepContext, StepEngine, StepOutcome
+from swarm_runtime.flow.spec import FlowSpec, StepSpec
+from swarm_runtime.orchestrator import stack
+from swarm_runtime.orchestrator.facts import declared
+from swarm_runtime.orchestrator.navigator import (
+    Injections,
+    NavigatorRoute,
+    candidate_moves,
+    return_address,
+    route,
+)
+from swarm_runtime.orchestrator.navigator_call import NavigatorCall
+from swarm_runtime.orchestrator.routing import Decision, decide
+from swarm_runtime.orchestrator.state import RunState
+from swarm_runtime.record import replace
+
+if TYPE_CHECKING:
+    from swarm_runtime.documents import ReceiptDoc
+
+
+class StepRouter:
+    """Routes the steps of one run and keeps its flow stack."""
+
+    def __init__(
+        self,
+        state: RunState,
+        mode: str,
+        injections: Injections,
+        navigator: NavigatorCall,
+        spec: Mapping[str, Any],
+    ) -> None:
+        self.state = state
+        self.mode = mode
+        """``llm`` or ``deterministic`` (SPEC §4.5)."""
+        self.injections = injections
+        self.navigator = navigator
+        self.spec = spec
+
+    def route(
+        self,
+        flow: FlowSpec,
+        step: StepSpec,
+        end: str | None,
+        outcome: StepOutcome,
+        receipt: ReceiptDoc,
+        asked: tuple[StepEngine, StepContext],
+    ) -> NavigatorRoute:
+        skipped = outcome.result_code == "skipped"
+        own = None
+        if step.routing.kind != "navigator" or skipped:
+            own = decide(
+                flow,
+                step,
+                handoff=outcome.handoff,
+                receipt=cast(Mapping[str, Any], receipt),
+                executions=self.state.loops.executions(flow.key, step),
+                linear_only=skipped,
+            )
+        moved = NavigatorRoute(decision=own) if own is not None else None
+        if not skipped and (own is None or end != step.id) and self._may_choose(flow, step):
+            moved = self._navigate(flow, step, outcome, receipt, asked, own)
+        assert moved is not None
+        decision = moved.decision
+        if end == step.id and decision.decision != "loop":
+            reason = f"end_step:{step.id}"
+            ended = Decision(
+                None,
+                "terminate",
+                reason,
+                decision.source,
+                {**decision.receipt_routing, "decision": "terminate", "reason": reason},
+            )
+            return replace(moved, decision=ended)
+        return moved
+
+    def _may_choose(self, flow: FlowSpec, step: StepSpec) -> bool:
+        """Whether the step's candidate set may hold more than its routing's move."""
+        injections = self.injections
+        return bool(
+            step.routing.kind == "navigator"
+            or step.detours
+            or (injections.utilities and not flow.utility)
+        )
+
+    def _navigate(
+        self,
+        flow: FlowSpec,
+        step: StepSpec,
+        outcome: StepOutcome,
+        receipt: ReceiptDoc,
+        asked: tuple[StepEngine, StepContext],
+        own: Decision | None,
+    ) -> NavigatorRoute:
+        """The move chosen from the candidate set, over what the step left (SPEC §4.5)."""
+        values = {
+            "handoff": outcome.handoff or {},
+            "receipt": receipt,
+            "params": self.spec.get("params") or {},
+            "loop_state": self.state.loops.of_flow(flow.key),
+            "facts": self.state.facts.values(
+                declared(outcome.text or outcome.result.output, outcome.handoff), flow.key, step.id
+            ),
+        }
+        engine, ctx = asked
+        injections = self.injections
+        moves = candidate_moves(
+            flow, step, own, utilities=injections.utilities, entry=injections.first_step
+        )
+        moved = route(
+            flow,
+            step,
+            values,
+            moves=moves,
+            own=own,
+            mode=self.mode,
+            ask=lambda held, golden: self.navigator.ask(
+                engine, ctx, flow, step, outcome, held, golden
+            ),
+        )
+        if moved.detour is None or moved.detour.detour is None:
+            return moved
+        overflow = stack.refused(
+            self.state.stack, (flow.key, step.id), moved.detour.detour.flow, injections.max_depth
+        )
+        if not overflow:
+            return moved
+        assert moved.golden is not None
+        kept = [event for event in moved.events if event[0] != "routing_offroad"]
+        reason = f"stack_overflow_prevented:{moved.detour.id}"
+        golden = replace(
+            moved.golden,
+            reason=reason,
+            receipt_routing={**moved.golden.receipt_routing, "reason": reason},
+        )
+        return NavigatorRoute(golden, (*kept, *overflow), None, moved.golden)
+
+    def next(
+        self, flow: FlowSpec, step: StepSpec, moved: NavigatorRoute
+    ) -> tuple[stack.Events, stack.Next]:
+        """Where the run goes after the step, and the stack events of getting there."""
+        frames, detour = self.state.stack, moved.detour
+        if detour is not None and detour.detour is not None and detour.to is not None:
+            target_flow, _, target_step = detour.to.partition("/")
+            golden = moved.golden or moved.decision
+            back = return_address(flow, detour, golden)
+            return stack.enter(
+                frames,
+                (flow.key, step.id),
+                (target_flow, target_step),
+                only_step=detour.detour.step is not None,
+                resume_to=back.partition("/")[2] if back is not None else None,
+                trigger=detour.when or f"detour:{detour.id}",
+            )
+        if moved.decision.to_step is None and frames:
+            return stack.leave(frames)
+        return [], stack.Next(flow.key, moved.decision.to_step)
