@@ -66,6 +66,7 @@ class _Studio:
         self.config = config
         self.index = RunIndex(config.runs_dir)
         self.files = self.index.files
+        self.files.golden_dir = config.golden_dir  # golden:<name> opens as a run page
         self.flows = FlowCatalog(config.flows_dir, config.golden_dir)
         self.actions = RunActions(self.files.runs_dir, config.flows_dir)
         self.closing = threading.Event()
@@ -152,6 +153,11 @@ class _Studio:
         if action not in ("pause", "stop", "resume"):
             raise NotFound(f"no action {action!r} (pause, stop, resume)")
         await _json_body(request, optional=True)
+        if run_id.startswith("golden:"):
+            raise RunControlError(
+                f"{run_id} is a golden run: a record to compare runs against, never run, "
+                "paused or resumed"
+            )
         if action == "resume":
             message = await run_in_threadpool(self.actions.resume, run_id)
         else:

@@ -35,14 +35,30 @@ class NotFound(LookupError):
     """What was asked for is not a file of a run in this runs dir (the message says which)."""
 
 
+GOLDEN_PREFIX = "golden:"
+GOLDEN_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+
 class RunFiles:
     """Fenced, read-only access to the runs of one runs dir."""
 
     def __init__(self, runs_dir: Path) -> None:
         self.runs_dir = Path(runs_dir).absolute()
+        self.golden_dir: Path | None = None
+        """Where ``golden:<name>`` runs are (read like runs, never run or controlled)."""
 
     def run_dir(self, run_id: str) -> Path:
-        """The directory of run ``run_id``; NotFound for a bad id, a symlink or no run."""
+        """The directory of run ``run_id`` or ``golden:<name>``; NotFound if there is none.
+
+        A bad id, a symlink or a file is no run.
+        """
+        if run_id.startswith(GOLDEN_PREFIX):
+            name = run_id[len(GOLDEN_PREFIX) :]
+            if self.golden_dir is None or not GOLDEN_NAME_RE.fullmatch(name):
+                raise NotFound(f"no golden run {name!r}")
+            return self._real_dir(
+                self.golden_dir / name, f"golden run {name!r} in {self.golden_dir}"
+            )
         if not RUN_ID_RE.fullmatch(run_id):
             raise NotFound(f"{run_id!r} is not a run id (run-YYYYMMDD-HHMMSS-xxxxxx)")
         return self._real_dir(self.runs_dir / run_id, f"run {run_id}")

@@ -10,18 +10,13 @@ prints, as data: the steps a change touches and a unified diff per file.
 from __future__ import annotations
 
 import os
-import re
-import stat
 import threading
 from pathlib import Path
 from typing import Any
 
 from swarm_runtime.flow.spec import FlowSpec
-from swarm_runtime.studio.files import NotFound, RunFiles
+from swarm_runtime.studio.files import GOLDEN_NAME_RE, NotFound, RunFiles
 from swarm_runtime.studio.graph import flow_graph
-
-GOLDEN_PREFIX = "golden:"
-_GOLDEN_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
 
 class FlowCatalog:
@@ -92,7 +87,7 @@ class FlowCatalog:
         names = []
         for entry in os.scandir(self.golden_dir):
             if (
-                _GOLDEN_NAME_RE.fullmatch(entry.name)
+                GOLDEN_NAME_RE.fullmatch(entry.name)
                 and entry.is_dir(follow_symlinks=False)
                 and os.path.isfile(os.path.join(entry.path, "events.jsonl"))
             ):
@@ -100,19 +95,8 @@ class FlowCatalog:
         return sorted(names)
 
     def _side(self, files: RunFiles, ref: str) -> Path:
-        if not ref.startswith(GOLDEN_PREFIX):
-            return files.run_dir(ref)
-        name = ref[len(GOLDEN_PREFIX) :]
-        if self.golden_dir is None or not _GOLDEN_NAME_RE.fullmatch(name):
-            raise NotFound(f"no golden run {name!r}")
-        path = self.golden_dir / name
-        try:
-            real = stat.S_ISDIR(os.lstat(path).st_mode)
-        except OSError:
-            real = False
-        if not real:
-            raise NotFound(f"no golden run {name!r} in {self.golden_dir}")
-        return path
+        files.golden_dir = self.golden_dir
+        return files.run_dir(ref)
 
     def compare(self, files: RunFiles, old: str, new: str) -> dict[str, Any]:
         """Two runs (or ``golden:<name>`` and a run) compared as ``swarm golden diff`` does."""

@@ -79,17 +79,56 @@ def run_graphs(
     events: Sequence[Mapping[str, Any]],
     definition: Callable[[str], FlowSpec | None],
 ) -> list[Graph]:
-    """One graph per flow of a run, each node with ``status`` and ``count`` from ``events``."""
+    """One graph per flow of a run, each node with ``status`` and ``count`` from ``events``.
+
+    A flow the run entered by a detour or an injection (SPEC §4.6) follows the flow that
+    entered it, with ``injected_by`` (that flow and step) and ``depth`` (its stack depth).
+    """
     states = step_states(events)
+    planned = list(flow_keys)
+    order = _with_injected(planned, events)
     graphs = []
-    for key in flow_keys:
+    for key, injected_by, depth in order:
         flow = definition(key)
         graph = flow_graph(flow) if flow is not None else _graph_from_events(key, events)
         for node in graph["nodes"]:
             state = states.get((key, node["id"]), {"status": "not_run", "count": 0})
             node.update(status=state["status"], count=state["count"])
+        if injected_by is not None:
+            graph.update(injected_by=injected_by, depth=depth)
         graphs.append(graph)
     return graphs
+
+
+def _with_injected(
+    planned: list[str], events: Sequence[Mapping[str, Any]]
+) -> list[tuple[str, dict[str, str] | None, int]]:
+    """The planned flows, each followed by the flows it injected (nested, in order)."""
+    children: dict[str, list[tuple[str, dict[str, str], int]]] = {}
+    seen = set(planned)
+    for event in events:
+        payload = event.get("payload") or {}
+        if event.get("kind") != "stack_push" or not isinstance(payload, Mapping):
+            continue
+        injected, paused = payload.get("injected_flow"), payload.get("paused_flow")
+        if not isinstance(injected, str) or not isinstance(paused, str) or injected in seen:
+            continue
+        seen.add(injected)
+        by = {"flow": paused, "step": str(payload.get("paused_step"))}
+        depth = payload.get("current_depth")
+        children.setdefault(paused, []).append(
+            (injected, by, depth if isinstance(depth, int) else 2)
+        )
+    order: list[tuple[str, dict[str, str] | None, int]] = []
+
+    def add(key: str, by: dict[str, str] | None, depth: int) -> None:
+        order.append((key, by, depth))
+        for child in children.get(key, []):
+            add(*child)
+
+    for key in planned:
+        add(key, None, 1)
+    return order
 
 
 def _graph_from_events(key: str, events: Sequence[Mapping[str, Any]]) -> Graph:

@@ -336,3 +336,19 @@ def test_a_running_runs_counters_move_with_its_steps_not_its_status(
         assert shown["steps"] == final["total_steps_executed"] == 10
         assert shown["loops"] == final["loop_iterations"]
         assert shown["tokens"] == final["tokens"]["total"] > 0
+
+
+def test_a_golden_run_is_read_like_a_run_and_never_controlled(client: Any) -> None:
+    row = client.get("/api/runs/golden:sdlc").json()
+    assert row["status"] == "succeeded" and "review" in row["flows"]
+    graph = client.get("/api/runs/golden:sdlc/graph").json()
+    assert [f["key"] for f in graph["flows"]][:2] == ["signal", "plan"]
+    events = client.get("/api/runs/golden:sdlc/events").json()
+    assert events["events"][-1]["kind"] == "run_completed"
+    step = client.get("/api/runs/golden:sdlc/flows/signal/steps/frame_problem")
+    assert step.status_code == 200
+    for bad in ("golden:..", "golden:nope", "golden:"):
+        assert client.get(f"/api/runs/{bad}/graph").status_code == 404
+    origin = {"Origin": "http://127.0.0.1:5000"}
+    refused = client.post("/api/runs/golden:sdlc/stop", headers=origin)
+    assert refused.status_code >= 400 and "golden run" in refused.json()["error"]

@@ -393,3 +393,57 @@ def test_each_branch_label_sits_on_its_own_curve_and_the_flows_fit_the_page(
     assert all(apart(a, b) for n, a in enumerate(boxes) for b in boxes[n + 1 :]), list(
         zip(texts, boxes, strict=True)
     )
+
+
+def test_injected_flows_are_drawn_nested_under_the_step_that_entered_them(
+    tmp_path: Path, live_studio: Callable[..., LiveStudio], page: Any
+) -> None:
+    import yaml
+
+    from tests.runtime.orchestrator.test_detours import EVERY_DETOUR, _flows
+
+    _flows(tmp_path / "flows")
+    project = Project(tmp_path)
+    scenario = project.root / "s.yaml"
+    scenario.write_text(yaml.safe_dump(EVERY_DETOUR), encoding="utf-8")
+    run_id = project.run("build", "--scenario", str(scenario))
+    server = live_studio(project.config())
+    page.goto(f"{server.url}/?run={run_id}")
+    rebase = page.locator('section.graph.injected[data-injected-by="build/write_code"]')
+    expect(rebase.locator('svg[data-flow="rebase"]')).to_have_count(1)
+    expect(rebase).to_have_attribute("data-depth", "2")
+    expect(rebase.locator("p.injected-by")).to_have_text("↳ entered from build/write_code")
+    resolve = page.locator('section.graph.injected[data-injected-by="rebase/replay"]')
+    expect(resolve).to_have_attribute("data-depth", "3")
+    expect(resolve.locator('g.node[data-step="check"]')).to_have_attribute(
+        "data-status", "succeeded"
+    )
+    # Each injected flow follows the flow that entered it; three deep sits further in.
+    titles = page.locator("section.graph h3").all_inner_texts()
+    assert [t.split(":")[0] for t in titles] == ["build", "rebase", "resolve", "security-scan"]
+    indent = resolve.evaluate("e => parseFloat(getComputedStyle(e).marginLeft)")
+    assert indent > rebase.evaluate("e => parseFloat(getComputedStyle(e).marginLeft)")
+    _shot(page, "injected-flows.png")
+
+
+def test_a_golden_run_opens_as_a_run_page(
+    tmp_path: Path, live_studio: Callable[..., LiveStudio], page: Any
+) -> None:
+    project = Project(tmp_path)
+    server = live_studio(project.config())
+    page.goto(server.url)
+    page.locator("#goldens a", has_text="sdlc").first.click()
+    expect(page.locator("#where")).to_have_text("golden:sdlc")
+    graph = page.locator('svg[data-flow="review"]')
+    expect(graph.locator('g.node[data-step="work_blocking_items"]')).to_have_attribute(
+        "data-status", "succeeded"
+    )
+    expect(page.locator('#timeline-rows tr[data-kind="run_completed"]')).to_have_count(1)
+    assert "NaN" not in page.locator("#run-header").inner_text()  # its times are placeholders
+    page.locator('g.node[data-flow="signal"]').first.click()
+    expect(page.locator("#step-panel")).to_contain_text("receipt")
+    refused = page.request.post(
+        f"{server.url}/api/runs/golden:sdlc/resume", headers={"Origin": server.url}
+    )
+    assert refused.status >= 400 and "golden run" in refused.text()
+    _shot(page, "golden-run.png")

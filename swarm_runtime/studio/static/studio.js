@@ -52,6 +52,7 @@ function duration(row) {
   if (!row.created_at) return "";
   const end = row.completed_at ? Date.parse(row.completed_at) : Date.now();
   const ms = Math.max(0, end - Date.parse(row.created_at));
+  if (!Number.isFinite(ms)) return "";  // a golden run's times are placeholders
   return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
 }
 
@@ -75,6 +76,7 @@ async function listPage(params) {
   const pager = el("div", { class: "pager" });
   const filters = el("div", { class: "filters" });
   const compare = el("div", { class: "controls" });
+  const goldens = el("ul", { id: "goldens" });  // each opens as a run page
   app.replaceChildren(
     el("h2", { text: "Start a run" }),
     await startForm(),
@@ -86,9 +88,13 @@ async function listPage(params) {
       body),
     pager,
     compare,
+    el("h2", { text: "Golden runs" }),
+    goldens,
   );
   await renderFilters(filters, state);
   renderCompare(compare);
+  api("/api/goldens").then((r) => goldens.replaceChildren(...r.goldens.map((g) =>
+    el("li", {}, el("a", { href: `?${query({ run: `golden:${g}` })}`, text: g })))));
   let last = "";
   async function refresh() {
     try {
@@ -198,7 +204,7 @@ function drawGraph(flow) {
   const height = y(flow.nodes.length) + 10;
   const svg = el("svg:svg", { width: LEFT + NODE_W + RIGHT, height, class: "flow-graph", "data-flow": flow.key },
     el("svg:defs", {}, el("svg:marker", { id: marker, viewBox: "0 0 10 10", refX: 9, refY: 5,
-      markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" }, el("svg:path", { d: "M0,0 L10,5 L0,10 z" }))));
+      markerWidth: 9, markerHeight: 9, markerUnits: "userSpaceOnUse", orient: "auto-start-reverse" }, el("svg:path", { d: "M0,0 L10,5 L0,10 z" }))));
   let left = 0, right = 0;
   const between = new Map();  // labels so far on edges between the same two steps
   for (const edge of flow.edges) {
@@ -237,8 +243,12 @@ function drawGraph(flow) {
       el("svg:text", { class: "count", x: LEFT + 8, y: y(i) + 31, text: countText(0, node.agents) }),
       el("svg:title", { text: node.role || node.id })));
   });
-  return el("section", { class: "graph" },
+  const by = flow.injected_by;  // a detour or utility flow: nested under the step that entered it
+  return el("section", by
+    ? { class: "graph injected", "data-injected-by": `${by.flow}/${by.step}`, "data-depth": flow.depth }
+    : { class: "graph" },
     el("h3", { text: `${flow.key}: ${flow.title}` }),
+    by ? el("p", { class: "muted injected-by", text: `↳ entered from ${by.flow}/${by.step}` }) : null,
     flow.source === "events" ? el("p", { class: "muted", text: flow.description }) : null,
     svg);
 }
