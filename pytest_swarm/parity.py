@@ -40,6 +40,13 @@ _GRAMMAR: dict[tuple[str, str], str] = {
     ("step", "step_end"): "ended",
     ("step", "step_error"): "between",
     ("ended", "route_decision"): "between",
+    # How a navigator chose (SPEC §4.5), between a step's end and its route_decision.
+    **{("ended", kind): "ended" for kind in ("routing_decision", "graph_extended")},
+    **{("ended", kind): "ended" for kind in ("routing_offroad", "stack_overflow_prevented")},
+    # Facts and the flow stack (SPEC §4.6, §4.7), after the route_decision.
+    **{("between", kind): "between" for kind in ("facts_updated", "assumption_recorded")},
+    **{("between", kind): "between" for kind in ("decision_recorded", "stack_push")},
+    **{("between", kind): "between" for kind in ("flow_injected", "node_injected", "stack_pop")},
 }
 """The event grammar as (state, kind) -> next state. Pause, stop and resume events are
 allowed between executions, and a blocked step's pause inside one (see ``_PAUSES``)."""

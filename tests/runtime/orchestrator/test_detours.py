@@ -378,3 +378,17 @@ def test_a_wrong_detour_is_a_flow_error_with_its_line(
     )
     errors = FlowRegistry(flows).validate_all()
     assert any(message in str(e) and e.line is not None and e.line > 1 for e in errors), errors
+
+
+def test_mode_parity_accepts_the_navigator_facts_and_stack_events(tmp_path: Path) -> None:
+    flows = _flows(tmp_path / "flows")
+    scenario = {
+        **EVERY_DETOUR,
+        "ship": {"text": "Shipped.\n[DEC-001] Ship on Fridays.\n[ASM-001] CI is green."},
+    }
+    first = _run(flows, tmp_path / "a", scenario)
+    second = _run(flows, tmp_path / "b", scenario)
+    registry = FlowRegistry(flows)
+    assertions.assert_mode_parity(
+        RunRecord(first.path, flows=registry), RunRecord(second.path, flows=registry)
+    )
