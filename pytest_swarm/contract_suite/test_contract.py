@@ -15,7 +15,10 @@ from pytest_swarm.runner import FlowRunner
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """One case per flow of ``--swarm-flows-dir``, in run order, then the rest."""
+    """One case per flow of ``--swarm-flows-dir``, in run order, then the rest.
+
+    Utility flows are not run on their own: they run inside the flows that enter them.
+    """
     if "contract_flow" in metafunc.fixturenames:
         from pytest_swarm.fixtures import flows_dir_error
         from pytest_swarm.options import OPTIONS_KEY
@@ -27,7 +30,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             raise pytest.UsageError(problem)
         registry = FlowRegistry(options.flows_dir)
         order = registry.order()
-        keys = order + [key for key in registry.keys() if key not in order]  # noqa: SIM118
+        utility = {flow.key for flow in registry.utility_flows()}
+        rest = [key for key in registry.keys() if key not in order and key not in utility]  # noqa: SIM118
+        keys = order + rest
         metafunc.parametrize("contract_flow", keys)
 
 

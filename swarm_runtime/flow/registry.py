@@ -103,6 +103,10 @@ class FlowRegistry:
             ]
         return self._utilities
 
+    def utility_flows(self) -> list[FlowSpec]:
+        """Every utility flow of the directory (``utility: true``), by key."""
+        return [f for key in self.keys() if (f := self._loaded(key)) is not None and f.utility]
+
     def _loaded(self, key: str) -> FlowSpec | None:
         try:
             return self.get(key)

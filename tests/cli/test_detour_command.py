@@ -15,6 +15,8 @@ BUILD = (
     'key: build\ntitle: "Build"\ndescription: "Write and ship."\nsteps:\n'
     '  - id: write_code\n    agents: [author]\n    role: "Write the code."\n'
     + NOTES
+    + "    routing:\n      kind: navigator\n      default: ship\n      candidates:\n"
+    + '        - {id: forward, to: ship, when: "has(handoff.clean)"}\n'
     + "    detours:\n      - {id: scan_first, flow: security-scan, return: resume}\n"
     '  - id: ship\n    agents: [shipper]\n    role: "Ship it."\n' + NOTES
 )
@@ -89,10 +91,9 @@ def test_a_recorded_detour_is_replayed_with_no_server(tmp_path: Path) -> None:
         server.stop()
     assert recorded.code == 0, recorded.err
     first = _walk(_run_dir(project / "a"))
-    # The local server's navigator takes the last candidate: the detour.
+    # No edge holds (the reply declares no 'clean'): the detour is the one move, no call.
     assert first == [
         "build/write_code",
-        "chose scan_first",
         "stack_push 2",
         "security-scan/scan",
         "stack_pop 1",

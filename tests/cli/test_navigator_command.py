@@ -187,11 +187,10 @@ def test_the_navigator_call_is_recorded_and_replayed_with_no_server(tmp_path: Pa
     assert recorded.code == 0, recorded.err
     assert (project / "cas" / "review" / "critique_code-navigator-0.yaml").is_file()
     first = _moves(_run_dir(project / "a"))
-    # The local server's navigator takes the last candidate it is offered.
+    # The local server's navigator takes the first candidate it is offered, as the stub.
     assert first == [
-        ("routing_decision", "skip_tests"),
-        ("routing_offroad", "ship"),
-        ("route_decision", "navigator:skip_tests"),
+        ("routing_decision", "forward"),
+        ("route_decision", "navigator:forward"),
     ]
     replayed = _swarm(
         project,

@@ -27,8 +27,18 @@ def test_default_run_is_the_sdlc_in_stub_mode(
     header = result.out.splitlines()[0].split()
     assert header == ["flow", "steps", "loops", "tokens", "cost_usd", "time_ms"]
     rows = [line.split()[0] for line in result.out.splitlines()[2:]]
-    assert rows[:7] == ["signal", "plan", "build", "review", "gate", "deploy", "wisdom"]
-    assert rows[7] == "total"
+    # security-scan ran inside review (a detour: SPEC §4.6), so its row follows review's.
+    assert rows[:8] == [
+        "signal",
+        "plan",
+        "build",
+        "review",
+        "security-scan",
+        "gate",
+        "deploy",
+        "wisdom",
+    ]
+    assert rows[8] == "total"
     run_dir = _only_run(tmp_path)
     assert f"run {run_dir.name}: succeeded" in result.out
     spec = json.loads((run_dir / "spec.json").read_text())

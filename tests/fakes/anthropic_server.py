@@ -295,12 +295,13 @@ class AnthropicServer:
         """Declare the handoff as the stub does, so replayed runs route like stub runs.
 
         A critic fails a first draft and passes the second (it can tell from the history
-        whether its step ran before); a branch takes its first key.
+        whether its step ran before); a branch takes its first key; the navigator takes the
+        first candidate it is offered.
         """
-        if system.startswith("You are the navigator"):  # choose the last candidate offered
+        if system.startswith("You are the navigator"):  # the first candidate, as the stub
             moves = re.findall(r"^- (\S+): (?:go to step|end the flow|detour|run the)", user, re.M)
             if moves:
-                return f"\n\n```handoff\nchoice: {moves[-1]}\nconfidence: 0.5\n```"
+                return f"\n\n```handoff\nchoice: {moves[0]}\nconfidence: 0.5\n```"
         example = EXAMPLE_RE.search(system)
         if not example:
             return ""

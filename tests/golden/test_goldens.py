@@ -12,7 +12,12 @@ from pytest_swarm.golden import SwarmGolden
 from pytest_swarm.runner import FlowRunner
 from tests.conftest import SHIPPED_FLOWS
 
-FLOWS = sorted(p.stem for p in SHIPPED_FLOWS.glob("*.yaml") if p.name != "flows.yaml")
+FLOWS = sorted(
+    p.stem
+    for p in SHIPPED_FLOWS.glob("*.yaml")
+    if p.name != "flows.yaml" and "\nutility: true\n" not in p.read_text(encoding="utf-8")
+)
+"""Every shipped flow but the utility flows, which run inside the flows that enter them."""
 
 
 @pytest.mark.swarm_modes("stub")

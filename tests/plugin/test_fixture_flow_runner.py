@@ -37,7 +37,8 @@ def test_slices_and_default_order(swarm_pytester: pytest.Pytester) -> None:
             record = flow_runner()
             flows = [flow for flow, _ in record.steps_executed()]
             assert list(dict.fromkeys(flows)) == [
-                "signal", "plan", "build", "review", "gate", "deploy", "wisdom"]
+                "signal", "plan", "build", "review", "security-scan", "gate", "deploy",
+                "wisdom"]
         """
     )
     swarm_pytester.runpytest().assert_outcomes(passed=2)

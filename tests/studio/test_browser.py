@@ -368,11 +368,11 @@ def test_each_branch_label_sits_on_its_own_curve_and_the_flows_fit_the_page(
     tmp_path: Path, live_studio: Callable[..., LiveStudio], page: Any
 ) -> None:
     project = Project(tmp_path)
-    run_id = project.run()  # the seven SDLC flows
+    run_id = project.run()  # the seven SDLC flows, and security-scan inside review
     server = live_studio(project.config())
     page.goto(f"{server.url}/?run={run_id}")
     graphs = page.locator("svg.flow-graph")
-    expect(graphs).to_have_count(7)
+    expect(graphs).to_have_count(8)
     width = page.viewport_size["width"]
     for graph in graphs.all():  # every flow is on the page: none cut off at the side
         box = graph.bounding_box()
