@@ -260,7 +260,7 @@ def _went_elsewhere(events: list[dict[str, Any]], index: int, where: str) -> str
     to_step = got.get("to_step")
     target = (flow_key, to_step)
     if isinstance(to_step, str) and "/" in to_step:  # a detour: FLOW/STEP of another flow
-        target = tuple(to_step.split("/", 1))  # type: ignore[assignment]
+        target = to_step.partition("/")[::2]
     if (
         to_step is not None
         and (went is None or (went.get("flow_key"), went.get("step_id")) != target)

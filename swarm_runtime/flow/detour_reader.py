@@ -9,12 +9,23 @@ other files).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Protocol, TypeVar
+
 import yaml
 
 from swarm_runtime.flow.conditions import condition_error
 from swarm_runtime.flow.spec import Detour
 from swarm_runtime.flow.yaml_reader import NodeReader
 from swarm_runtime.ids import FLOW_KEY_RE, STEP_ID_RE
+
+
+class _HasId(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+Item = TypeVar("Item", bound=_HasId)
 
 DETOUR_KEYS = ("id", "flow", "step", "when", "return")
 RETURNS = ("resume", "halt", "bounce_to:<step>")
@@ -26,29 +37,44 @@ class DetourReader(NodeReader):
 
     def detours(self, node: yaml.Node, step: str) -> tuple[Detour, ...] | None:
         """``detours:``: a non-empty list of detours with distinct ids."""
+        return self.distinct(
+            node,
+            step,
+            "detours",
+            "a non-empty list of detours, each {id, flow or step, when, return}",
+            self._detour,
+            "detour",
+        )
+
+    def distinct(
+        self,
+        node: yaml.Node,
+        step: str,
+        field: str,
+        shape: str,
+        read: Callable[[yaml.Node, str, str], Item | None],
+        each: str,
+    ) -> tuple[Item, ...] | None:
+        """A non-empty list of ``read`` items whose ids are distinct; None after errors."""
         if not isinstance(node, yaml.SequenceNode) or not node.value:
-            self.error(
-                "must be a non-empty list of detours, each {id, flow or step, when, return}",
-                node,
-                step=step,
-                field="detours",
-            )
+            self.error(f"must be {shape}", node, step=step, field=field)
             return None
-        found: list[Detour] = []
+        found: list[Item] = []
         ok = True
-        for position, item in enumerate(node.value, start=1):
-            detour = self._detour(item, step, f"detours.#{position}")
-            if detour is not None and any(d.id == detour.id for d in found):
+        for position, entry in enumerate(node.value, start=1):
+            item = read(entry, step, f"{field}.#{position}")
+            if item is not None and any(other.id == item.id for other in found):
                 self.error(
-                    f"detour id '{detour.id}' is given twice; each detour needs its own id",
-                    item,
+                    f"{field.rpartition('.')[2].removesuffix('s')} id '{item.id}' is given "
+                    f"twice; each {each} needs its own id",
+                    entry,
                     step=step,
-                    field=f"detours.{detour.id}",
+                    field=f"{field}.{item.id}",
                 )
-                detour = None
-            ok = ok and detour is not None
-            if detour is not None:
-                found.append(detour)
+                item = None
+            ok = ok and item is not None
+            if item is not None:
+                found.append(item)
         return tuple(found) if ok else None
 
     def _detour(self, node: yaml.Node, step: str, label: str) -> Detour | None:

@@ -157,30 +157,14 @@ class StepReader(DetourReader):
 
     def _candidates(self, node: yaml.Node, step: str) -> tuple[Candidate, ...] | None:
         """``candidates:``: the moves a navigator step may make, each ``{id, to, when?}``."""
-        if not isinstance(node, yaml.SequenceNode) or not node.value:
-            self.error(
-                "must be a non-empty list of moves, each {id, to, when}",
-                node,
-                step=step,
-                field="routing.candidates",
-            )
-            return None
-        found: list[Candidate] = []
-        ok = True
-        for position, item in enumerate(node.value, start=1):
-            candidate = self._candidate(item, step, f"routing.candidates.#{position}")
-            if candidate is not None and any(c.id == candidate.id for c in found):
-                self.error(
-                    f"candidate id '{candidate.id}' is given twice; each move needs its own id",
-                    item,
-                    step=step,
-                    field=f"routing.candidates.{candidate.id}",
-                )
-                candidate = None
-            ok = ok and candidate is not None
-            if candidate is not None:
-                found.append(candidate)
-        return tuple(found) if ok else None
+        return self.distinct(
+            node,
+            step,
+            "routing.candidates",
+            "a non-empty list of moves, each {id, to, when}",
+            self._candidate,
+            "move",
+        )
 
     def _candidate(self, node: yaml.Node, step: str, label: str) -> Candidate | None:
         fields = self.mapping(node, CANDIDATE_KEYS, what="a candidate", step=step, field=label)

@@ -191,14 +191,12 @@ def _decision(to_step: str | None, reason: str, source: str) -> Decision:
     return Decision(to_step, "advance", reason, source, {"decision": "advance", "reason": reason})
 
 
-def return_address(flow: FlowSpec, move: Move, golden: Decision) -> str | None:
-    """Where a detour comes back to: ``FLOW/STEP`` of the paused flow, None when it halts."""
+def resume_step(move: Move, golden: Decision) -> str | None:
+    """The step of the paused flow a detour comes back to; None when that flow ends."""
     assert move.detour is not None
-    returns = move.detour.returns
-    if returns == "halt":
+    if move.detour.returns == "halt":
         return None
-    target = move.detour.bounce_to or golden.to_step
-    return f"{flow.key}/{target}" if target is not None else None
+    return move.detour.bounce_to or golden.to_step
 
 
 def _offroad(
@@ -217,7 +215,8 @@ def _offroad(
         route_type: Literal["DETOUR", "INJECTION", "SKIP", "LOOP"] = (
             "DETOUR" if chosen.kind == "detour" else "INJECTION"
         )
-        back = return_address(flow, chosen, golden)
+        target = resume_step(chosen, golden)
+        back = f"{flow.key}/{target}" if target is not None else None
     elif chosen.to is not None and flow.index_of(chosen.to) <= flow.index_of(step.id):
         route_type = "LOOP"
     else:

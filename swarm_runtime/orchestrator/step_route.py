@@ -19,7 +19,7 @@ from swarm_runtime.orchestrator.navigator import (
     Injections,
     NavigatorRoute,
     candidate_moves,
-    return_address,
+    resume_step,
     route,
 )
 from swarm_runtime.orchestrator.navigator_call import NavigatorCall
@@ -154,14 +154,12 @@ class StepRouter:
         frames, detour = self.state.stack, moved.detour
         if detour is not None and detour.detour is not None and detour.to is not None:
             target_flow, _, target_step = detour.to.partition("/")
-            golden = moved.golden or moved.decision
-            back = return_address(flow, detour, golden)
             return stack.enter(
                 frames,
                 (flow.key, step.id),
                 (target_flow, target_step),
                 only_step=detour.detour.step is not None,
-                resume_to=back.partition("/")[2] if back is not None else None,
+                resume_to=resume_step(detour, moved.golden or moved.decision),
                 trigger=detour.when or f"detour:{detour.id}",
             )
         if moved.decision.to_step is None and frames:
