@@ -167,7 +167,7 @@ COVERAGE_KEY = pytest.StashKey[SwarmCoverage]()
 def configure(config: pytest.Config) -> None:
     """Turn coverage on when asked for (checking the minimum), as a plugin of the session."""
     on, least = minimum(config)
-    if on:
+    if on and not (config.option.collectonly or config.option.help):
         coverage = SwarmCoverage(config, least)
         config.stash[COVERAGE_KEY] = coverage
         config.pluginmanager.register(coverage, "swarm-coverage")

@@ -41,7 +41,17 @@ UNTAKEN = "  triage/route: branch value 'bounce' -> rework never taken"
 
 @pytest.fixture
 def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    for name in ("SWARM_MODE", "SWARM_FLOWS_DIR", "SWARM_COVERAGE_MIN", "PYTEST_XDIST_WORKER"):
+    for name in (
+        "SWARM_MODE",
+        "SWARM_FLOWS_DIR",
+        "SWARM_NAVIGATOR",
+        "SWARM_PYTEST_RUNS_DIR",
+        "SWARM_COVERAGE_MIN",
+        # An inner session must not take itself for one of our xdist workers.
+        "PYTEST_XDIST_WORKER",
+        "PYTEST_XDIST_WORKER_COUNT",
+        "PYTEST_XDIST_TESTRUNUID",
+    ):
         monkeypatch.delenv(name, raising=False)
     (pytester.path / "flows").mkdir()
     (pytester.path / "flows" / "triage.yaml").write_text(TRIAGE, encoding="utf-8")
