@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_swarm.cassettes import CALL_PASSED, SwarmCassette
+from pytest_swarm.coverage import run_observer
 from pytest_swarm.options import OPTIONS_KEY, SwarmOptions
 from pytest_swarm.runner import (
     FlowRunner,
@@ -166,7 +167,7 @@ def flow_runner(
         runs_dir=swarm_options.runs_dir or isolated_runs_env.runs_dir,
         scenario=_swarm_stub_holder,
         default_flow=marker.args[0] if marker else None,
-        on_run=lambda record: totals.add_run(record.summary),
+        on_run=run_observer(request.config, totals),
         cassette=swarm_cassette,
         nodeid=request.node.nodeid,
         on_miss=lambda: totals.rerecord.update({node: golden}),

@@ -24,7 +24,10 @@ from pytest_swarm.summary import TOTALS_KEY, SwarmTotals
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     """The ``swarm`` option group."""
+    from pytest_swarm import coverage
+
     add_options(parser)
+    coverage.add_options(parser)
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -36,7 +39,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     """Resolve options, check credentials of live modes, register markers and fixtures."""
-    from pytest_swarm import fixtures
+    from pytest_swarm import coverage, fixtures
 
     config.addinivalue_line(
         "markers", "swarm_flow(key): the flow flow_runner() runs when given no flow keys"
@@ -57,6 +60,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[TOTALS_KEY] = SwarmTotals()
     config.pluginmanager.register(fixtures, "swarm-fixtures")
     config.pluginmanager.register(_SkipWatcher(config.stash[TOTALS_KEY]), "swarm-skips")
+    coverage.configure(config)
     if options.contract:
         from pytest_swarm import contract_suite
         from pytest_swarm.commands import CONTRACT_FILE

@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("storage", "artifacts", "golden"),  # files of a run
     ("credentials", "config", "flow"),  # settings and flow definitions
     ("engines",),  # one step's call
-    ("contracts",),  # the run-file contracts, checked
+    ("contracts", "coverage"),  # the run-file contracts, checked; route coverage
     ("orchestrator",),  # the run kernel
     ("plan", "service"),  # what runs on the kernel
     ("studio",),

@@ -1,0 +1,186 @@
+"""Route coverage in pytest (SPEC §10.7): ``--swarm-coverage`` and ``--swarm-coverage-min``.
+
+Every run a fixture makes is counted after it ends (its steps and routes, from the events
+it already read or one read of ``events.jsonl``); pytest-xdist workers hand their counts to
+the controller, which measures them against every step and edge of the flows dir, prints
+a table, writes ``swarm-coverage.json`` in pytest's rootdir and, below the minimum, fails
+the session listing the edges never taken.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from pytest_swarm.run_record import RunRecord
+    from pytest_swarm.summary import SwarmTotals
+    from swarm_runtime.coverage.routes import Taken
+
+REPORT_FILE = "swarm-coverage.json"
+MIN_ENV = "SWARM_COVERAGE_MIN"
+MIN_INI = "swarm_coverage_min"
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """``--swarm-coverage`` and ``--swarm-coverage-min PCT`` (and the minimum's ini key)."""
+    group = parser.getgroup("swarm")
+    group.addoption(
+        "--swarm-coverage",
+        action="store_true",
+        default=False,
+        help=f"measure which steps and edges of the flows the session's runs took; print a "
+        f"table and write {REPORT_FILE} in the rootdir",
+    )
+    group.addoption(
+        "--swarm-coverage-min",
+        dest="swarm_coverage_min",
+        default=None,
+        metavar="PCT",
+        help=f"fail the session when route coverage is below PCT (0-100); implies "
+        f"--swarm-coverage (env {MIN_ENV}, ini {MIN_INI})",
+    )
+    parser.addini(MIN_INI, f"route coverage minimum, 0-100 (overridden by {MIN_ENV})", default=None)
+
+
+def minimum(
+    config: pytest.Config, env: Mapping[str, str] | None = None
+) -> tuple[bool, float | None]:
+    """Whether coverage is on, and the minimum: CLI > environment > ini; UsageError if bad."""
+    environ = os.environ if env is None else env
+    value: Any = config.getoption("swarm_coverage_min")
+    source = "--swarm-coverage-min"
+    if value in (None, ""):
+        value, source = environ.get(MIN_ENV) or None, MIN_ENV
+    if value in (None, ""):
+        value, source = config.getini(MIN_INI) or None, f"ini {MIN_INI}"
+    on = bool(config.getoption("swarm_coverage"))
+    if value in (None, ""):
+        return on, None
+    try:
+        number = float(str(value).strip().rstrip("%"))
+    except ValueError:
+        number = -1.0
+    if not 0 <= number <= 100:  # NaN fails too
+        raise pytest.UsageError(
+            f"swarm: coverage minimum {value!r} from {source} is not allowed: give a "
+            "percentage from 0 to 100, e.g. --swarm-coverage-min 80"
+        )
+    return True, number
+
+
+class SwarmCoverage:
+    """The session's coverage: counted on every process, reported on the controller."""
+
+    def __init__(self, config: pytest.Config, minimum: float | None) -> None:
+        from swarm_runtime.coverage.routes import Taken
+
+        self.config = config
+        self.minimum = minimum
+        self.taken: Taken = Taken()
+        self.report: dict[str, Any] | None = None
+        self.error: str | None = None
+        self.written: str | None = None
+
+    def add_run(self, record: RunRecord) -> None:
+        """Count the steps and routes of one finished run (its events read at most once)."""
+        from swarm_runtime.coverage.routes import collect, collect_file
+
+        if "event_dicts" in vars(record):  # the test read them already
+            collect(record.event_dicts, self.taken)
+            return
+        try:
+            collect_file(record.path / "events.jsonl", self.taken)
+        except OSError:
+            return  # the run's own test reports an unreadable log
+
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """On the xdist controller, add a finished worker's counts."""
+        counts = getattr(node, "workeroutput", {}).get("swarm_coverage")
+        if counts:
+            self.taken.merge(counts)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """A worker hands over its counts; the controller reports and applies the minimum."""
+        workeroutput: Any = getattr(self.config, "workeroutput", None)
+        if workeroutput is not None:
+            workeroutput["swarm_coverage"] = self.taken.as_dict()
+            return
+        self._report(self.taken)
+        if self.minimum is None or session.exitstatus != pytest.ExitCode.OK:
+            return
+        from swarm_runtime.coverage.report import below
+
+        if self.report is None or below(self.report, self.minimum):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _report(self, taken: Taken) -> None:
+        from pytest_swarm.options import OPTIONS_KEY
+        from swarm_runtime.coverage.report import build
+        from swarm_runtime.coverage.routes import Universe
+        from swarm_runtime.errors import SwarmError
+        from swarm_runtime.flow.registry import FlowRegistry
+        from swarm_runtime.storage.store import write_json_atomic
+
+        flows_dir = self.config.stash[OPTIONS_KEY].flows_dir
+        try:
+            registry = FlowRegistry(flows_dir)
+            universe = Universe.of(registry)
+        except (SwarmError, OSError) as exc:
+            self.error = f"the flows of {flows_dir} cannot be measured: {exc}"
+            return
+        self.report = build(universe, taken)
+        path = self.config.rootpath / REPORT_FILE
+        write_json_atomic(path, self.report)
+        self.written = str(path)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        """The ``swarm coverage`` section: the table, and the gaps when the gate fails."""
+        from swarm_runtime.coverage.report import below, shown, table, untaken
+
+        if getattr(self.config, "workeroutput", None) is not None:
+            return
+        write = terminalreporter.write_line
+        terminalreporter.write_sep("-", "swarm coverage")
+        if self.report is None:
+            write(f"swarm coverage: {self.error or 'no report'}")
+            return
+        for line in table(self.report):
+            write(line)
+        write(f"written to {self.written}")
+        if self.minimum is not None and below(self.report, self.minimum):
+            write(
+                f"FAILED: route coverage {shown(self.report['percent'])} is below the "
+                f"minimum {self.minimum:g}%; edges never taken:"
+            )
+            for line in untaken(self.report):
+                write(f"  {line}")
+
+
+COVERAGE_KEY = pytest.StashKey[SwarmCoverage]()
+"""The session's coverage on ``config.stash`` (absent when coverage is off)."""
+
+
+def configure(config: pytest.Config) -> None:
+    """Turn coverage on when asked for (checking the minimum), as a plugin of the session."""
+    on, least = minimum(config)
+    if on and not (config.option.collectonly or config.option.help):
+        coverage = SwarmCoverage(config, least)
+        config.stash[COVERAGE_KEY] = coverage
+        config.pluginmanager.register(coverage, "swarm-coverage")
+
+
+def run_observer(config: pytest.Config, totals: SwarmTotals) -> Callable[[RunRecord], None]:
+    """What a ``flow_runner`` calls after each run: the totals, and coverage when it is on."""
+    coverage = config.stash.get(COVERAGE_KEY, None)
+    if coverage is None:
+        return lambda record: totals.add_run(record.summary)
+
+    def observe(record: RunRecord) -> None:
+        totals.add_run(record.summary)
+        coverage.add_run(record)
+
+    return observe

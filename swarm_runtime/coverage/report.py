@@ -1,0 +1,196 @@
+"""The route coverage report: ``swarm-coverage.json``, its table, its Markdown, its gaps.
+
+A flow's coverage is (steps taken + edges taken) / (steps + edges) of that flow, as a
+percentage; the total's is the same sum over every flow. A step or edge counts as taken
+when at least one run took it. The document (format ``swarm-coverage/1``)::
+
+    {"format": "swarm-coverage/1", "runs": 3, "percent": 87.5,
+     "steps": {"taken": 20, "total": 22}, "edges": {"taken": 15, "total": 18},
+     "flows": {"review": {"utility": false, "percent": 90.0,
+                          "steps": [{"id": "open_pull_request", "taken": 3}, ...],
+                          "edges": [{"from": "work_blocking_items", "to": "verify_fixes",
+                                     "label": "loop-exit", "taken": 3}, ...]}, ...}}
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any
+
+from swarm_runtime.coverage.routes import Edge, Taken, Universe
+
+FORMAT = "swarm-coverage/1"
+
+
+def build(universe: Universe, taken: Taken) -> dict[str, Any]:
+    """The report of what ``taken`` covered of ``universe``."""
+    edge_counts: Counter[Edge] = Counter()
+    for route, n in taken.routes.items():
+        edge = universe.edge_of(route)
+        if edge is not None:
+            edge_counts[edge] += n
+    flows: dict[str, Any] = {}
+    for key in sorted(universe.flows):
+        steps = [{"id": s, "taken": taken.steps.get((key, s), 0)} for s in universe.steps(key)]
+        edges = [
+            {"from": e.source, "to": e.to, "label": e.label, "taken": edge_counts.get(e, 0)}
+            for e in universe.edges_of(key)
+        ]
+        flows[key] = {"utility": universe.flows[key].utility, "steps": steps, "edges": edges}
+        flows[key]["percent"] = _percent(*_sums([flows[key]]))
+    sums = _sums(list(flows.values()))
+    return {
+        "format": FORMAT,
+        "runs": taken.runs,
+        "percent": _percent(*sums),
+        "steps": {"taken": sums[0], "total": sums[1]},
+        "edges": {"taken": sums[2], "total": sums[3]},
+        "flows": flows,
+    }
+
+
+def _sums(flows: list[dict[str, Any]]) -> tuple[int, int, int, int]:
+    """Steps taken, steps, edges taken, edges."""
+    steps = [s for f in flows for s in f["steps"]]
+    edges = [e for f in flows for e in f["edges"]]
+    return (
+        sum(1 for s in steps if s["taken"]),
+        len(steps),
+        sum(1 for e in edges if e["taken"]),
+        len(edges),
+    )
+
+
+def _percent(steps_taken: int, steps: int, edges_taken: int, edges: int) -> float:
+    total = steps + edges
+    return 100.0 if total == 0 else (steps_taken + edges_taken) * 100.0 / total
+
+
+def shown(percent: float) -> str:
+    """A percentage rounded down to one decimal: 100.0% only when everything was taken."""
+    return f"{math.floor(percent * 10) / 10:.1f}%"
+
+
+def below(report: dict[str, Any], minimum: float) -> bool:
+    """Whether the report's total coverage is under ``minimum`` percent."""
+    steps, edges = report["steps"], report["edges"]
+    covered = int(steps["taken"]) + int(edges["taken"])
+    return covered * 100.0 < minimum * (int(steps["total"]) + int(edges["total"]))
+
+
+def _row(report: dict[str, Any]) -> tuple[str, str, str]:
+    """Steps taken/total, edges taken/total, percent of one flow (or of the total)."""
+    if "steps" in report and isinstance(report["steps"], dict):  # the total
+        steps, edges = report["steps"], report["edges"]
+        counts = (steps["taken"], steps["total"], edges["taken"], edges["total"])
+    else:
+        counts = _sums([report])
+    return f"{counts[0]}/{counts[1]}", f"{counts[2]}/{counts[3]}", shown(report["percent"])
+
+
+def table(report: dict[str, Any]) -> list[str]:
+    """The terminal table: one row per flow, then the total."""
+    rows = [("flow", "steps", "edges", "covered")]
+    rows += [(key, *_row(flow)) for key, flow in report["flows"].items()]
+    rows.append(("total", *_row(report)))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    return [
+        "  ".join(
+            cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(row)
+        ).rstrip()
+        for row in rows
+    ]
+
+
+def untaken(report: dict[str, Any]) -> list[str]:
+    """Every edge no run took, grouped by flow and step: ``flow/step: <edge> never taken``."""
+    lines = []
+    for key, flow in report["flows"].items():
+        for edge in flow["edges"]:
+            if not edge["taken"]:
+                described = Edge(key, edge["from"], edge["to"], edge["label"]).describe()
+                lines.append(f"{key}/{edge['from']}: {described} never taken")
+    return lines
+
+
+def untaken_steps(report: dict[str, Any]) -> list[str]:
+    """Every step no run took: ``flow/step``."""
+    return [
+        f"{key}/{step['id']}"
+        for key, flow in report["flows"].items()
+        for step in flow["steps"]
+        if not step["taken"]
+    ]
+
+
+def markdown(report: dict[str, Any]) -> str:
+    """The table and the gaps as Markdown, for a pull request."""
+    lines = [
+        f"### Route coverage: {shown(report['percent'])} ({report['runs']} run(s))",
+        "",
+        "| flow | steps | edges | covered |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    lines += [f"| {key} | {' | '.join(_row(flow))} |" for key, flow in report["flows"].items()]
+    lines.append(f"| **total** | {' | '.join(_row(report))} |")
+    steps, edges = untaken_steps(report), untaken(report)
+    if steps or edges:
+        lines += ["", "<details><summary>Never taken</summary>", ""]
+        lines += [f"- step `{step}`" for step in steps]
+        for line in edges:
+            where, _, what = line.removesuffix(" never taken").partition(": ")
+            lines.append(f"- `{where}`: {what}")
+        lines += ["", "</details>"]
+    return "\n".join(lines) + "\n"
+
+
+def problem(doc: Any) -> str | None:
+    """What makes ``doc`` not a coverage report this version reads, or None."""
+    if not isinstance(doc, dict):
+        return "it is not a JSON object"
+    if doc.get("format") != FORMAT:
+        return f"format is {doc.get('format')!r}, not {FORMAT!r}"
+    for name in ("steps", "edges"):
+        part = doc.get(name)
+        if not (isinstance(part, dict) and _counts(part, "taken", "total")):
+            return f"'{name}' must be an object with whole-number 'taken' and 'total'"
+    if not _counts(doc, "runs") or not _number(doc.get("percent")):
+        return "'runs' must be a whole number and 'percent' a number"
+    flows = doc.get("flows")
+    if not isinstance(flows, dict):
+        return "'flows' must be an object keyed by flow"
+    for key, flow in flows.items():
+        found = _flow_problem(flow)
+        if found:
+            return f"flows.{key}: {found}"
+    return None
+
+
+def _flow_problem(flow: Any) -> str | None:
+    if not isinstance(flow, dict) or not _number(flow.get("percent")):
+        return "must be an object with a number 'percent'"
+    steps, edges = flow.get("steps"), flow.get("edges")
+    if not isinstance(steps, list) or not all(
+        isinstance(s, dict) and isinstance(s.get("id"), str) and _counts(s, "taken") for s in steps
+    ):
+        return "'steps' must be a list of {id, taken}"
+    if not isinstance(edges, list) or not all(
+        isinstance(e, dict)
+        and all(isinstance(e.get(k), str) for k in ("from", "to", "label"))
+        and _counts(e, "taken")
+        for e in edges
+    ):
+        return "'edges' must be a list of {from, to, label, taken}"
+    return None
+
+
+def _counts(doc: dict[str, Any], *names: str) -> bool:
+    return all(
+        isinstance(doc.get(n), int) and not isinstance(doc.get(n), bool) and doc[n] >= 0
+        for n in names
+    )
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)

@@ -1,0 +1,222 @@
+"""Route coverage (SPEC §10.7): every step and edge of a flows dir, and which ones runs took.
+
+The universe is every step and every edge of every flow (utility flows included): one
+edge per (from step, to step, label). Labels:
+
+- ``next``: a linear step's move to the step after it;
+- ``loop`` and ``loop-exit``: a microloop's back-edge and its way on;
+- ``branch=VALUE`` for each branch value, ``branch-default`` for the branch's default;
+- ``candidate=ID`` for each navigator candidate, ``navigator-default`` for its default;
+- ``detour=ID`` for each detour (to ``FLOW/STEP``, where the detour starts);
+- ``injection`` from every step of a non-utility flow into each utility flow with an
+  ``injection_trigger`` (to ``FLOW/STEP``, its first step).
+
+What a run took is read from its events: a ``step_start`` takes its step, a
+``route_decision`` the edge its reason names (:meth:`Universe.edge_of`). Collecting
+(:func:`collect`) only counts ``(flow, step)`` and the raw route; the edge is worked out
+once per distinct route, when the report is made.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from swarm_runtime.flow.spec import FlowSpec, StepSpec
+from swarm_runtime.record import Record
+
+if TYPE_CHECKING:
+    from swarm_runtime.flow.registry import FlowRegistry
+
+StepKey = tuple[str, str]
+"""``(flow, step)``."""
+Route = tuple[str, str, str | None, str, str]
+"""``(flow, from step, to step, decision, reason)`` of a ``route_decision``."""
+
+
+class Edge(Record):
+    """One edge of a flow: from a step to a step (``FLOW/STEP`` across flows), labelled."""
+
+    flow: str
+    source: str
+    to: str
+    label: str
+
+    def describe(self) -> str:
+        """``branch value 'bounce' -> fix_code`` and the like, for a person."""
+        kind, _, name = self.label.partition("=")
+        text = {
+            "next": "next",
+            "loop": "loop back-edge",
+            "loop-exit": "loop exit",
+            "branch": f"branch value '{name}'",
+            "branch-default": "branch default",
+            "candidate": f"navigator candidate '{name}'",
+            "navigator-default": "navigator default",
+            "detour": f"detour '{name}'",
+            "injection": "utility injection",
+        }.get(kind, self.label)
+        return f"{text} -> {self.to}"
+
+
+class Taken:
+    """Steps and routes taken, counted (cheap to add to, plain to send between processes)."""
+
+    __slots__ = ("routes", "runs", "steps")
+
+    def __init__(self) -> None:
+        self.runs = 0
+        self.steps: Counter[StepKey] = Counter()
+        self.routes: Counter[Route] = Counter()
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-able counts (a pytest-xdist worker hands them to the controller)."""
+        return {
+            "runs": self.runs,
+            "steps": [[*key, n] for key, n in self.steps.items()],
+            "routes": [[*key, n] for key, n in self.routes.items()],
+        }
+
+    def merge(self, other: Mapping[str, Any]) -> None:
+        """Add counts made by :meth:`as_dict` (another process's)."""
+        self.runs += int(other.get("runs", 0))
+        for flow, step, n in other.get("steps", ()):
+            self.steps[(flow, step)] += int(n)
+        for flow, source, to, decision, reason, n in other.get("routes", ()):
+            self.routes[(flow, source, to, decision, reason)] += int(n)
+
+
+def collect(events: Iterable[Mapping[str, Any]], taken: Taken) -> None:
+    """Count the steps and routes of one run's events into ``taken``."""
+    steps, routes = taken.steps, taken.routes
+    for event in events:
+        kind = event.get("kind")
+        if kind == "step_start":
+            steps[(str(event.get("flow_key")), str(event.get("step_id")))] += 1
+        elif kind == "route_decision":
+            p = event.get("payload") or {}
+            source, decision = str(p.get("from_step")), str(p.get("decision"))
+            flow, to = str(event.get("flow_key")), p.get("to_step")
+            routes[(flow, source, to, decision, str(p.get("reason")))] += 1
+    taken.runs += 1
+
+
+def collect_file(path: Path, taken: Taken) -> None:
+    """:func:`collect` over an ``events.jsonl``, parsing only the lines that may count.
+
+    A line that does not parse (a torn last line) is left out; OSError if it cannot be read.
+    """
+    events = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if '"step_start"' in line or '"route_decision"' in line:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict):
+                events.append(event)
+    collect(events, taken)
+
+
+def _following(flow: FlowSpec, step: StepSpec) -> str | None:
+    if step.routing.next:
+        return step.routing.next
+    position = flow.index_of(step.id) + 1
+    return flow.steps[position].id if position < len(flow.steps) else None
+
+
+def _edges_of(
+    flow: FlowSpec, step: StepSpec, flows: Mapping[str, FlowSpec], utilities: list[FlowSpec]
+) -> list[Edge]:
+    """Every edge out of ``step``, in declared order."""
+    routing = step.routing
+    out: list[tuple[str | None, str]] = []
+    if routing.kind == "linear":
+        out.append((_following(flow, step), "next"))
+    elif routing.kind == "microloop":
+        out += [(routing.loop_target, "loop"), (_following(flow, step), "loop-exit")]
+    elif routing.kind == "branch":
+        out += [(target, f"branch={value}") for value, target in routing.branches]
+        out.append((routing.default, "branch-default"))
+    else:
+        out += [(c.to, f"candidate={c.id}") for c in routing.candidates]
+        out.append((routing.default, "navigator-default"))
+    for detour in step.detours:
+        target = flows.get(detour.flow)
+        if target is not None and target.steps:
+            start = detour.step or target.steps[0].id
+            out.append((f"{detour.flow}/{start}", f"detour={detour.id}"))
+    if not flow.utility:
+        out += [(f"{u.key}/{u.steps[0].id}", "injection") for u in utilities if u.steps]
+    return [Edge(flow.key, step.id, to, label) for to, label in out if to is not None]
+
+
+class Universe:
+    """Every step and edge of a set of flows, and which edge a route took."""
+
+    def __init__(self, flows: Iterable[FlowSpec]) -> None:
+        self.flows: dict[str, FlowSpec] = {flow.key: flow for flow in flows}
+        utilities = [f for f in self.flows.values() if f.utility and f.injection_trigger]
+        self.edges: dict[StepKey, list[Edge]] = {
+            (flow.key, step.id): _edges_of(flow, step, self.flows, utilities)
+            for flow in self.flows.values()
+            for step in flow.steps
+        }
+
+    @classmethod
+    def of(cls, registry: FlowRegistry) -> Universe:
+        """Every flow of a flows dir; FlowDefinitionError when one does not load."""
+        keys = registry.keys()
+        return cls([registry.get(key) for key in keys])
+
+    def steps(self, flow_key: str) -> list[str]:
+        """The step ids of a flow, in order."""
+        return [step.id for step in self.flows[flow_key].steps]
+
+    def edges_of(self, flow_key: str) -> list[Edge]:
+        """The edges of a flow, step by step in declared order."""
+        return [e for step in self.steps(flow_key) for e in self.edges[(flow_key, step)]]
+
+    def edge_of(self, route: Route) -> Edge | None:
+        """The edge a ``route_decision`` took; None for the end of a flow or no edge known."""
+        flow_key, source, to, decision, reason = route
+        edges = self.edges.get((flow_key, source))
+        if not edges or to is None:
+            return None
+        label = _label(self.flows[flow_key].step(source), decision, reason)
+        same_to = [e for e in edges if e.to == to]
+        exact = [e for e in same_to if e.label == label]
+        if exact:
+            return exact[0]
+        # A golden path written under another reason (a refused detour, a navigator that
+        # fell back): the one plain edge to where the run went.
+        plain = [e for e in same_to if not e.label.startswith(("detour=", "injection"))]
+        return plain[0] if len(plain) == 1 else None
+
+
+def _label(step: StepSpec, decision: str, reason: str) -> str | None:
+    """The label of the edge a route's decision and reason name, if they name one."""
+    routing = step.routing
+    head, _, rest = reason.partition(":")
+    if head == "detour":
+        return f"detour={rest}" if any(d.id == rest for d in step.detours) else "injection"
+    if decision == "loop":
+        return "loop"
+    if routing.kind == "branch":
+        if head == "branch_default":
+            return "branch-default"
+        value = rest.partition("=")[2].lower() if head == "branch" else None
+        key = next((k for k, _ in routing.branches if k.lower() == value), None)
+        return f"branch={key}" if key is not None else None
+    if routing.kind == "navigator":
+        if head in ("navigator", "navigator_single", "navigator_deterministic"):
+            return f"candidate={rest}"
+        if head in ("navigator_default", "navigator_no_candidate", "navigator_fallback"):
+            return "navigator-default"
+        return None
+    if routing.kind == "microloop":
+        return "loop-exit" if decision == "advance" else None
+    return "next" if decision == "advance" else None

@@ -1,0 +1,75 @@
+"""``swarm coverage report FILE``: the table and the gaps, or Markdown; bad files refused."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from swarm_runtime.coverage import report as coverage_report
+from swarm_runtime.coverage.routes import Taken, Universe, collect
+from swarm_runtime.flow.registry import FlowRegistry
+from tests.conftest import SHIPPED_FLOWS
+from tests.runtime.helpers import events_of, run_flows
+
+Swarm = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def _report_file(tmp_path: Path) -> Path:
+    taken = Taken()
+    collect(events_of(run_flows(SHIPPED_FLOWS, tmp_path / "runs", ("gate",))), taken)
+    registry = FlowRegistry(SHIPPED_FLOWS)
+    report = coverage_report.build(Universe.of(registry), taken)
+    path = tmp_path / "swarm-coverage.json"
+    path.write_text(json.dumps(report), encoding="utf-8")
+    return path
+
+
+def test_the_table_and_the_edges_never_taken(swarm_process: Swarm, tmp_path: Path) -> None:
+    path = _report_file(tmp_path)
+    result = swarm_process("coverage", "report", str(path))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["flow", "steps", "edges", "covered"]
+    assert next(line.split() for line in lines if line.startswith("gate "))[:3] == [
+        "gate",
+        "9/11",
+        "8/15",
+    ]
+    assert "  gate/decide_merge: branch value 'BOUNCE' -> bounce_to_build never taken" in lines
+    assert any(line.startswith("route coverage ") and "over 1 run(s)" in line for line in lines)
+
+
+def test_markdown_for_a_pull_request(swarm_process: Swarm, tmp_path: Path) -> None:
+    path = _report_file(tmp_path)
+    result = swarm_process("coverage", "report", str(path), "--markdown")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert "| flow | steps | edges | covered |" in lines
+    assert any(line.startswith("| gate | 9/11 | 8/15 | ") for line in lines)
+    assert "- `gate/decide_merge`: branch value 'BOUNCE' -> bounce_to_build" in lines
+    assert "- step `gate/bounce_to_build`" in lines
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (None, "no such file"),
+        ("{not json", "not JSON"),
+        ('{"format": "swarm-coverage/1"}', "not a swarm coverage report: 'steps' must be"),
+    ],
+)
+def test_a_bad_file_is_one_line_naming_it(
+    swarm_process: Swarm, tmp_path: Path, content: str | None, says: str
+) -> None:
+    path = tmp_path / "swarm-coverage.json"
+    if content is not None:
+        path.write_text(content, encoding="utf-8")
+    result = swarm_process("coverage", "report", str(path))
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith(f"swarm: error: {path}: ") and says in result.stderr

@@ -1,0 +1,142 @@
+"""Route coverage as a user meets it: a project of their own, the README's options."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+NOTES = """    teaching_notes:
+      inputs: ["the ticket"]
+      outputs: ["a reply"]
+      emphasizes: ["be brief"]
+      constraints: ["stay polite"]
+"""
+TRIAGE = (
+    'key: triage\ntitle: "Triage"\ndescription: "Sort a ticket."\nsteps:\n'
+    '  - id: route\n    agents: [router]\n    role: "Decide where the ticket goes."\n'
+    + NOTES
+    + "    routing:\n      kind: branch\n      branch_field: status\n"
+    + "      branches: {answer: reply, bounce: rework}\n"
+    '  - id: rework\n    agents: [fixer]\n    role: "Rework the ticket."\n'
+    + NOTES
+    + "    routing: {kind: linear, next: reply}\n"
+    '  - id: reply\n    agents: [writer]\n    role: "Reply to the customer."\n' + NOTES
+)
+ONE_BRANCH = """
+def test_the_answer_branch(flow_runner):
+    assert flow_runner("triage").status == "succeeded"
+"""
+BOTH_BRANCHES = (
+    ONE_BRANCH
+    + """
+def test_the_bounce_branch(flow_runner, stub_scenario):
+    stub_scenario({"route": {"handoff": {"status": "bounce"}}})
+    assert flow_runner("triage").status == "succeeded"
+"""
+)
+UNTAKEN = "  triage/route: branch value 'bounce' -> rework never taken"
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    for name in (
+        "SWARM_MODE",
+        "SWARM_FLOWS_DIR",
+        "SWARM_NAVIGATOR",
+        "SWARM_PYTEST_RUNS_DIR",
+        "SWARM_COVERAGE_MIN",
+        # An inner session must not take itself for one of our xdist workers.
+        "PYTEST_XDIST_WORKER",
+        "PYTEST_XDIST_WORKER_COUNT",
+        "PYTEST_XDIST_TESTRUNUID",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    (pytester.path / "flows").mkdir()
+    (pytester.path / "flows" / "triage.yaml").write_text(TRIAGE, encoding="utf-8")
+    return pytester
+
+
+def _report(project: pytest.Pytester) -> dict[str, Any]:
+    value: dict[str, Any] = json.loads((project.path / "swarm-coverage.json").read_text())
+    return value
+
+
+def test_the_gate_fails_listing_the_untaken_branch_value_then_passes(
+    project: pytest.Pytester,
+) -> None:
+    project.makepyfile(test_triage=ONE_BRANCH)
+    failed = project.runpytest("--swarm-coverage-min", "100")
+    assert failed.ret == pytest.ExitCode.TESTS_FAILED
+    failed.assert_outcomes(passed=1)  # every test passed; the gate failed the session
+    failed.stdout.fnmatch_lines(
+        [
+            "*- swarm coverage -*",
+            "triage * 2/3 * 1/3 * 50.0%",
+            "FAILED: route coverage 50.0% is below the minimum 100%; edges never taken:",
+            UNTAKEN,
+            "  triage/rework: next -> reply never taken",
+        ]
+    )
+    report = _report(project)
+    assert report["percent"] == 50.0
+    assert {e["label"]: e["taken"] for e in report["flows"]["triage"]["edges"]} == {
+        "branch=answer": 1,
+        "branch=bounce": 0,
+        "next": 0,
+    }
+
+    project.makepyfile(test_triage=BOTH_BRANCHES)
+    passed = project.runpytest("--swarm-coverage-min", "100")
+    assert passed.ret == pytest.ExitCode.OK
+    passed.stdout.fnmatch_lines(["triage * 3/3 * 3/3 * 100.0%"])
+    assert "never taken" not in passed.stdout.str()
+    assert _report(project)["runs"] == 2
+
+
+def test_coverage_is_combined_across_xdist_workers(project: pytest.Pytester) -> None:
+    project.makepyfile(test_triage=ONE_BRANCH)
+    gap = project.runpytest_subprocess("-n", "2", "--swarm-coverage-min", "100")
+    assert gap.ret == pytest.ExitCode.TESTS_FAILED
+    gap.stdout.fnmatch_lines([UNTAKEN])
+
+    project.makepyfile(test_triage=BOTH_BRANCHES)
+    single = project.runpytest_subprocess("--swarm-coverage")
+    assert single.ret == pytest.ExitCode.OK
+    alone = _report(project)
+    parallel = project.runpytest_subprocess("-n", "2", "--swarm-coverage-min", "100")
+    assert parallel.ret == pytest.ExitCode.OK
+    assert _report(project) == alone
+    assert alone["runs"] == 2 and alone["percent"] == 100.0
+
+
+def test_coverage_alone_never_fails_the_session(project: pytest.Pytester) -> None:
+    project.makepyfile(test_triage=ONE_BRANCH)
+    result = project.runpytest("--swarm-coverage")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["triage * 2/3 * 1/3 * 50.0%", "written to *swarm-coverage.json"])
+
+
+def test_the_minimum_from_the_ini_file(project: pytest.Pytester) -> None:
+    project.makeini("[pytest]\nswarm_coverage_min = 60\n")
+    project.makepyfile(test_triage=ONE_BRANCH)
+    result = project.runpytest()
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*below the minimum 60%*"])
+
+
+@pytest.mark.parametrize("value", ["101", "-1", "most", "nan"])
+def test_a_minimum_that_is_not_a_percentage_is_a_usage_error(
+    project: pytest.Pytester, value: str
+) -> None:
+    project.makepyfile(test_triage=ONE_BRANCH)
+    result = project.runpytest("--swarm-coverage-min", value)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            f"*coverage minimum '{value}' from --swarm-coverage-min is not allowed: give a "
+            "percentage from 0 to 100*"
+        ]
+    )
+    assert not (project.path / "swarm-coverage.json").exists()
