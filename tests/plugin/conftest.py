@@ -19,6 +19,7 @@ def swarm_pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -
         "SWARM_RUNS_DIR",
         "SWARM_NAVIGATOR",
         "SWARM_PYTEST_RUNS_DIR",
+        "SWARM_COVERAGE_MIN",
         "ANTHROPIC_API_KEY",
         "ANTHROPIC_BASE_URL",
         # An inner session must not take itself for one of our xdist workers.
