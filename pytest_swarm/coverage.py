@@ -181,6 +181,7 @@ def run_observer(config: pytest.Config, totals: SwarmTotals) -> Callable[[RunRec
 
     def observe(record: RunRecord) -> None:
         totals.add_run(record.summary)
-        coverage.add_run(record)
+        if not record.reference:  # mode parity's stub reference is not the session's mode
+            coverage.add_run(record)
 
     return observe

@@ -68,6 +68,8 @@ class RunRecord:
         self.results: list[tuple[str, StepResult]] = list(results or [])
         """(flow key, StepResult) of every engine call, in order (in-process runs only)."""
         self.mode = mode
+        self.reference = False
+        """True for the stub run ``flow_runner.stub()`` makes as mode parity's reference."""
         self.volatile: set[str] = set()
         """Extra volatile keys added through the ``pytest_swarm_normalize`` hook."""
 

@@ -191,6 +191,7 @@ class FlowRunner:
             pytest.fail(f"swarm: {problem}", pytrace=False)
         self.scenario.ran = self.scenario.ran or self.scenario.scenario is not None
         record = RunRecord(outcome.path, flows=self.flows, results=results, mode=mode)
+        record.reference = reference
         if mode != "stub":
             _refuse_credentials_in(record.path)
         if cassettes is not None and cassettes.divergences:

@@ -140,3 +140,17 @@ def test_a_minimum_that_is_not_a_percentage_is_a_usage_error(
         ]
     )
     assert not (project.path / "swarm-coverage.json").exists()
+
+
+def test_mode_paritys_stub_reference_run_is_not_counted(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_triage="""
+def test_only_the_reference(flow_runner):
+    assert flow_runner.stub("triage").status == "succeeded"
+"""
+    )
+    result = project.runpytest("--swarm-coverage")
+    assert result.ret == pytest.ExitCode.OK
+    report = _report(project)
+    assert report["runs"] == 0
+    assert all(step["taken"] == 0 for step in report["flows"]["triage"]["steps"])
