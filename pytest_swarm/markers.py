@@ -1,4 +1,4 @@
-"""The plugin's markers: ``swarm_flow``, ``swarm_modes`` and ``swarm_cassette``, and checks."""
+"""Checks of the plugin's markers: swarm_flow, swarm_modes, swarm_cassette, swarm_repeat."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import pytest
 
 from pytest_swarm.cassettes import check_cassette_name
 from pytest_swarm.options import SwarmOptions
+from pytest_swarm.repeat import repeat_marker_errors
 from swarm_runtime.config import MODES
 
 
@@ -46,4 +47,5 @@ def marker_errors(item: pytest.Item, options: SwarmOptions) -> list[str]:
             check_cassette_name(marker.args[0], "@pytest.mark.swarm_cassette")
         except ValueError as exc:
             errors.append(f"{item.nodeid}: {exc}")
+    errors.extend(repeat_marker_errors(item))
     return errors

@@ -70,6 +70,14 @@ OPTIONS = (
         "",
         "where test runs are written (default: a temporary directory per test)",
     ),
+    Option(
+        "repeat",
+        "SWARM_REPEAT",
+        "1",
+        "run each test that uses flow_runner N times in sdk and cli modes (once in stub, "
+        "replay and record); it fails unless every repetition passes; a swarm_repeat "
+        "marker's n and min_pass_rate win for its test",
+    ),
 )
 
 
@@ -85,6 +93,7 @@ class SwarmOptions:
         "mode",
         "navigator",
         "record_mode",
+        "repeat",
         "runs_dir",
         "sources",
     )
@@ -102,6 +111,8 @@ class SwarmOptions:
         self.block_network = values["block_network"] == "yes"
         self.navigator = values["navigator"] or None
         """llm or deterministic when given; None leaves it to runtime.yaml (else llm)."""
+        self.repeat = int(values["repeat"])
+        """How many times a test that uses flow_runner runs in the live modes (sdk, cli)."""
         self.sources = dict(sources)
         self.contract = contract
 
@@ -109,8 +120,9 @@ class SwarmOptions:
         """One line for the pytest report header."""
         record = f", record mode {self.record_mode}" if self.mode in ("record", "replay") else ""
         blocked = ", network blocked" if self.block_network else ""
+        repeat = f", repeat {self.repeat}" if self.repeat > 1 else ""
         return (
-            f"swarm: mode={self.mode} ({self.sources['mode']}){record}{blocked}, "
+            f"swarm: mode={self.mode} ({self.sources['mode']}){record}{blocked}{repeat}, "
             f"flows={self.flows_dir}" + (", contract suite" if self.contract else "")
         )
 
@@ -179,6 +191,7 @@ def resolve(config: pytest.Config, env: Mapping[str, str] | None = None) -> Swar
         )
     _record_mode(values, sources)
     _block_network(values, sources)
+    _repeat(values, sources)
     for name in ("flows_dir", "golden_dir", "cassette_dir", "runs_dir"):
         if values[name] and sources[name] == f"ini swarm_{name}":
             base = config.inipath.parent if config.inipath else config.rootpath
@@ -228,6 +241,16 @@ def _block_network(values: dict[str, str], sources: dict[str, str]) -> None:
         )
     if value == "auto":
         values["block_network"] = "yes" if values["mode"] == "replay" else "no"
+
+
+def _repeat(values: dict[str, str], sources: dict[str, str]) -> None:
+    value = values["repeat"].strip()
+    if not (value.isascii() and value.isdigit()) or int(value) < 1:
+        raise pytest.UsageError(
+            f"swarm: repeat {values['repeat']!r} from {sources['repeat']} is not a whole "
+            "number of 1 or more (how many times a test runs in sdk and cli modes)"
+        )
+    values["repeat"] = value
 
 
 def _importable(module: str) -> bool:

@@ -19,6 +19,8 @@ import yaml  # noqa: F401
 from pytest_swarm.cassettes import CALL_PASSED
 from pytest_swarm.markers import marker_errors
 from pytest_swarm.options import OPTIONS_KEY, add_options, check_credentials, resolve
+from pytest_swarm.repeat import RepeatPlugin
+from pytest_swarm.repeat_summary import RepeatTotals
 from pytest_swarm.summary import TOTALS_KEY, SwarmTotals
 
 
@@ -53,6 +55,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "swarm_cassette(name): record to and replay from <cassette dir>/<name>/ "
         "instead of the test's own directory",
     )
+    config.addinivalue_line(
+        "markers",
+        "swarm_repeat(n, min_pass_rate=1.0): run the test n times in sdk and cli modes "
+        "(once in stub, replay and record); it passes when that share of them passes",
+    )
     options = resolve(config)
     if not (config.option.help or config.option.collectonly or config.option.showfixtures):
         check_credentials(options, config.rootpath)
@@ -61,6 +68,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(fixtures, "swarm-fixtures")
     config.pluginmanager.register(_SkipWatcher(config.stash[TOTALS_KEY]), "swarm-skips")
     coverage.configure(config)
+    config.pluginmanager.register(RepeatPlugin(options, RepeatTotals()), "swarm-repeat")
     if options.contract:
         from pytest_swarm import contract_suite
         from pytest_swarm.commands import CONTRACT_FILE
