@@ -6,6 +6,7 @@ that runs flows in the current mode and hands back a :class:`RunRecord`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -154,8 +155,6 @@ class FlowRunner:
         *,
         reference: bool = False,
     ) -> RunRecord:
-        import os
-
         from swarm_runtime.errors import SwarmUsageError
         from swarm_runtime.orchestrator.assembly import build_orchestrator
         from swarm_runtime.orchestrator.plan import RunSpec
