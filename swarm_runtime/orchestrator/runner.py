@@ -116,6 +116,7 @@ class Orchestrator:
             scenario=self.engine.scenario,
             check_engine=self.engines.engine_for,
             credentials=self.credentials,
+            faults=self.engine.faults,
         )
         run = RunLifecycle.create(self._context(), spec, plan)
         return PreparedRun(run.recorder.run_id, run.recorder.layout.root, run.execute)
@@ -146,6 +147,7 @@ class Orchestrator:
             scenario=self.engine.scenario,
             check_engine=self.engines.engine_for,
             credentials=self.credentials,
+            faults=self.engine.faults,
         )
         reopened = reopen_run(
             Path(run_dir),
