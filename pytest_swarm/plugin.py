@@ -50,6 +50,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "swarm_cassette(name): record to and replay from <cassette dir>/<name>/ "
         "instead of the test's own directory",
     )
+    config.addinivalue_line(
+        "markers",
+        "swarm_faults(plan): inject faults per step and attempt into the test's flow_runner "
+        "runs, e.g. {'review': [{'kind': 'http_429', 'retry_after_ms': 0}, None]}",
+    )
     options = resolve(config)
     if not (config.option.help or config.option.collectonly or config.option.showfixtures):
         check_credentials(options, config.rootpath)
