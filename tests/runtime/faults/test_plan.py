@@ -56,10 +56,10 @@ def test_a_plan_file_reads_yaml_and_json(tmp_path: Path) -> None:
 
 
 def test_an_unreadable_plan_file_says_which(tmp_path: Path) -> None:
-    with pytest.raises(ScenarioError, match="cannot read fault plan .*missing.yaml"):
+    with pytest.raises(ScenarioError, match=r"cannot read fault plan .*missing\.yaml"):
         FaultPlan.from_file(tmp_path / "missing.yaml")
     (tmp_path / "bad.yaml").write_text("review: [http_500\n")
-    with pytest.raises(ScenarioError, match="bad.yaml:.*invalid YAML"):
+    with pytest.raises(ScenarioError, match=r"bad\.yaml:.*invalid YAML"):
         FaultPlan.from_file(tmp_path / "bad.yaml")
 
 
@@ -74,7 +74,7 @@ def test_a_scenario_with_a_fault_for_an_unknown_step_is_refused_before_the_run(
     flows: Path, tmp_path: Path
 ) -> None:
     with pytest.raises(
-        ScenarioError, match="faults: 'reveiw' names no step .*did you mean 'review'"
+        ScenarioError, match=r"faults: 'reveiw' names no step .*did you mean 'review'"
     ):
         run_flows(flows, tmp_path / "runs", scenario={"faults": {"reveiw": ["http_500"]}})
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
