@@ -61,6 +61,10 @@ class FaultyEngine(StepEngine):
         if self.inner.mode == "stub":
             outcome = stub_fault_outcome(ctx, fault)
             served = True
+        elif fault.kind == "cli_exit":
+            exited = cli_exit_outcome(self.inner, ctx, fault)
+            served = exited is not None
+            outcome = exited if exited is not None else self.inner.run_step(ctx)
         else:
             self.injector.armed = fault
             try:
@@ -99,6 +103,39 @@ def _with_log(
     return replace(outcome, events=events)
 
 
+CLI_EXIT_SCRIPT = (
+    "import sys; sys.stderr.write('exit {code} injected by the fault plan\\n'); sys.exit({code})"
+)
+
+
+def cli_exit_outcome(inner: StepEngine, ctx: StepContext, fault: Fault) -> StepOutcome | None:
+    """A CLI engine's outcome for a process that exits with ``fault.code`` and no output.
+
+    The process stands in for the CLI at the engine's process boundary, so the engine's
+    own reading of an exit runs. None when ``inner`` is not a CLI engine.
+    """
+    import os
+    import sys
+
+    from swarm_runtime.engines.cli import CliEngine
+    from swarm_runtime.engines.process import run_process
+
+    if not isinstance(inner, CliEngine):
+        return None
+    report = inner.reader()
+    timeout = ctx.timeout_s or inner.timeout_s
+    end = run_process(
+        [sys.executable, "-c", CLI_EXIT_SCRIPT.format(code=fault.code)],
+        stdin="",
+        env={"PATH": os.environ.get("PATH", "")},
+        cwd=ctx.repo_root,
+        timeout_s=timeout,
+        grace_s=inner.grace_s,
+        on_line=report.feed,
+    )
+    return inner.outcome(ctx, report, end, timeout)
+
+
 def stub_fault_outcome(ctx: StepContext, fault: Fault) -> StepOutcome:
     """What the stub answers for ``fault``: what a live engine makes of the same fault."""
     from swarm_runtime.engines.faults import RETRYABLE_KINDS
@@ -115,8 +152,8 @@ def stub_fault_outcome(ctx: StepContext, fault: Fault) -> StepOutcome:
         )
     if fault.kind == "cli_exit":
         error = (
-            f"{ctx.step_agents[0] if ctx.step_agents else 'the CLI'}: the CLI exited with "
-            f"status {fault.code} before its result (injected by the fault plan)"
+            f"the CLI exited with status {fault.code} without a result line: exit "
+            f"{fault.code} injected by the fault plan"
         )
         return StepOutcome(
             result=StepResult(step_id=ctx.step_id, status="failed", error=error),

@@ -168,3 +168,24 @@ def test_a_plan_given_on_its_own_replaces_the_scenarios(flows: Path, tmp_path: P
         "fault plan plan.yaml: timeout injected into attempt 1"
         in _logs(outcome, "draft")[0]["message"]
     )
+
+
+def test_a_cli_exit_in_cli_mode_ends_a_process_at_the_engines_boundary(tmp_path: Path) -> None:
+    flows = tmp_path / "flows"
+    write_flow(flows, "solo", [step_yaml("only")])
+    # No CLI is installed: the faulted attempt never starts it, a process stands in for it.
+    outcome = Orchestrator(
+        FlowRegistry(flows),
+        runs_dir=tmp_path / "runs",
+        deps=RunDeps(sleep=lambda _s: None),
+        engine=EngineChoice(
+            mode="cli",
+            config={"claude_cli": {"executable": str(tmp_path / "no-such-claude")}},
+            faults=FaultPlan.from_mapping({"only": [{"kind": "cli_exit", "code": 4}]}, source="p"),
+        ),
+    ).run(RunSpec(flows=("solo",)))
+    assert outcome.status == "failed"
+    receipt = json.loads((outcome.path / "solo" / "receipts" / "only-worker.json").read_text())
+    assert (receipt["mode"], receipt["result_code"], receipt["attempt"]) == ("cli", "fatal", 1)
+    assert "Claude Code CLI exited with status 4 without a result line" in receipt["error"]
+    assert "exit 4 injected by the fault plan" in receipt["error"]
