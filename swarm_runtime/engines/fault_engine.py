@@ -21,6 +21,7 @@ from swarm_runtime.engines.base import (
     TokenUsage,
 )
 from swarm_runtime.engines.faults import Fault, FaultInjector
+from swarm_runtime.record import replace
 
 STUB_ERRORS = {
     "http_429": "Anthropic API answered HTTP 429: rate_limit_error (injected by the fault plan)",
@@ -97,10 +98,7 @@ def _with_log(
         "served": served,
         "result_code": outcome.result_code,
     }
-    events = (RunEvent("log", payload), *outcome.events)
-    from swarm_runtime.record import replace
-
-    return replace(outcome, events=events)
+    return replace(outcome, events=(RunEvent("log", payload), *outcome.events))
 
 
 CLI_EXIT_SCRIPT = (
