@@ -64,7 +64,9 @@ def test_a_429_then_a_clean_attempt_succeeds_on_attempt_2(project: Path) -> None
 
 
 def test_faults_past_the_attempts_fail_the_run_with_exit_1(project: Path) -> None:
-    (project / "plan.json").write_text(json.dumps({"write_spec": ["connection_reset"] * 3}))
+    # retry_after_ms 0: a process's retries wait what the fault says, here nothing.
+    fault = {"kind": "http_429", "retry_after_ms": 0}
+    (project / "plan.json").write_text(json.dumps({"write_spec": [fault] * 3}))
     done = _swarm(project, "--faults", "plan.json", "--runs-dir", "runs")
     assert done.returncode == 1
     assert "stepwise-demo/write_spec: still failing after 3 attempt(s)" in done.stderr
@@ -122,3 +124,16 @@ def test_a_replay_with_faults_runs_the_sdks_error_path_and_records_nothing(
         assert (receipt["attempt"], receipt["result_code"]) == (2, "ok")
         assert receipt["cassette"].startswith("stepwise-demo/")
     assert {p: p.read_bytes() for p in (project / "cas").rglob("*.yaml")} == before
+
+
+def test_a_scenario_file_carries_its_faults_beside_its_outcomes(project: Path) -> None:
+    (project / "scenario.yaml").write_text(
+        "write_spec: {tokens: {prompt: 10, completion: 5}}\n"
+        "faults:\n  write_spec: [{kind: http_429, retry_after_ms: 0}, null, empty_reply]\n"
+    )
+    done = _swarm(project, "--scenario", "scenario.yaml", "--runs-dir", "runs")
+    assert done.returncode == 0, done.stderr
+    receipt = _receipt(project / "runs", "write_spec-demo-spec-writer.json")
+    assert (receipt["attempt"], receipt["tokens"]["prompt"]) == (2, 10)
+    faults = [e["payload"].get("fault") for e in _events(project / "runs") if e["kind"] == "log"]
+    assert [f for f in faults if f] == ["http_429"]  # write_spec runs once: 2 entries used

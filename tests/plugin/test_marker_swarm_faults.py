@@ -34,8 +34,8 @@ def test_triage_survives_a_rate_limit_and_a_cut_stream(flow_runner):
 
 
 @pytest.mark.swarm_modes("stub")
-@pytest.mark.swarm_faults({"draft_reply": ["http_500", "http_500", "http_500"]})
-def test_three_500s_fail_the_run(flow_runner):
+@pytest.mark.swarm_faults({"draft_reply": [{"kind": "http_429", "retry_after_ms": 0}] * 3})
+def test_three_429s_fail_the_run(flow_runner):
     record = flow_runner("triage", ticket="Refund me.")
     assert record.status == "failed"
     assert record.receipts[("triage", "draft_reply")]["attempt"] == 3

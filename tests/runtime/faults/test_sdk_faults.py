@@ -202,3 +202,38 @@ def test_a_replay_whose_faults_outlast_the_attempts_fails_the_step(
         3,
     )
     assert cassettes.divergences == []
+
+
+@pytest.mark.parametrize("kind", ["stream_cut", "overloaded_mid_stream", "timeout"])
+def test_without_streaming_the_stream_kinds_are_retryable_too(
+    flows: Path, tmp_path: Path, anthropic_server: AnthropicServer, kind: str
+) -> None:
+    engine = engine_for_mode(
+        "sdk", config={"api_key": FAKE_KEY, "base_url": anthropic_server.url, "stream": False}
+    )
+    outcome = Orchestrator(
+        FlowRegistry(flows),
+        runs_dir=tmp_path / "runs",
+        deps=RunDeps(sleep=lambda _s: None),
+        engine=replace(engine, faults=FaultPlan.from_mapping({"draft": [kind]}, source="plan")),
+    ).run(RunSpec(flows=("demo",)))
+    assert outcome.status == "succeeded", outcome.error
+    receipt = _receipt(outcome, "draft")
+    assert (receipt["result_code"], receipt["attempt"]) == ("ok", 2)
+    assert _logs(outcome, "draft")[0]["result_code"] == "retryable"
+    assert len(anthropic_server.requests) == 2
+
+
+def test_a_resumed_run_keeps_a_plan_given_on_its_own(flows: Path, tmp_path: Path) -> None:
+    from swarm_runtime.orchestrator.resumer import orchestrator_for_run
+
+    plan = FaultPlan.from_mapping({"review": ["http_500", None]}, source="plan.yaml")
+    outcome = Orchestrator(
+        FlowRegistry(flows),
+        runs_dir=tmp_path / "runs",
+        deps=RunDeps(sleep=lambda _s: None),
+        engine=replace(engine_for_mode("stub"), faults=plan),
+    ).run(RunSpec(flows=("demo",)))
+    assert outcome.status == "succeeded", outcome.error
+    resumed = orchestrator_for_run(outcome.path, env={})
+    assert resumed.engine.faults == plan
