@@ -10,6 +10,7 @@ import pytest
 
 from pytest_swarm.cassettes import CALL_PASSED, SwarmCassette
 from pytest_swarm.coverage import run_observer
+from pytest_swarm.markers import fault_plan_of
 from pytest_swarm.options import OPTIONS_KEY, SwarmOptions
 from pytest_swarm.runner import (
     FlowRunner,
@@ -172,6 +173,7 @@ def flow_runner(
         nodeid=request.node.nodeid,
         on_miss=lambda: totals.rerecord.update({node: golden}),
     )
+    runner.faults = fault_plan_of(request.node)  # checked at collection: it parses
     yield runner
     passed = request.node.stash.get(CALL_PASSED, False)
     swarm_cassette.finish(passed=passed)

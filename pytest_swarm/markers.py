@@ -1,6 +1,8 @@
-"""Checks of the plugin's markers: swarm_flow, swarm_modes, swarm_cassette, swarm_repeat."""
+"""The plugin's markers: swarm_flow, swarm_modes, swarm_cassette, swarm_repeat, swarm_faults."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -8,6 +10,28 @@ from pytest_swarm.cassettes import check_cassette_name
 from pytest_swarm.options import SwarmOptions
 from pytest_swarm.repeat import repeat_marker_errors
 from swarm_runtime.config import MODES
+
+if TYPE_CHECKING:
+    from swarm_runtime.engines.faults import FaultPlan
+
+FAULTS_SOURCE = "@pytest.mark.swarm_faults"
+
+
+def fault_plan_of(item: pytest.Item) -> FaultPlan | None:
+    """The plan of the test's ``swarm_faults`` marker (SPEC §10.7), if it has one."""
+    marker = item.get_closest_marker("swarm_faults")
+    if marker is None:
+        return None
+    from swarm_runtime.engines.faults import FaultPlan
+
+    if len(marker.args) != 1 or marker.kwargs:
+        from swarm_runtime.errors import ScenarioError
+
+        raise ScenarioError(
+            f"{FAULTS_SOURCE} takes one mapping of step id (or flow/step) to a list of "
+            f"faults, got args={marker.args!r} kwargs={marker.kwargs!r}"
+        )
+    return FaultPlan.from_mapping(marker.args[0], source=FAULTS_SOURCE)
 
 
 def marker_errors(item: pytest.Item, options: SwarmOptions) -> list[str]:
@@ -48,4 +72,10 @@ def marker_errors(item: pytest.Item, options: SwarmOptions) -> list[str]:
         except ValueError as exc:
             errors.append(f"{item.nodeid}: {exc}")
     errors.extend(repeat_marker_errors(item))
+    from swarm_runtime.errors import ScenarioError
+
+    try:
+        fault_plan_of(item)
+    except ScenarioError as exc:
+        errors.append(f"{item.nodeid}: {exc}")
     return errors

@@ -39,27 +39,25 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
 
 
+MARKERS = (
+    "swarm_flow(key): the flow flow_runner() runs when given no flow keys",
+    "swarm_modes(*modes): run the test only in these swarm modes (skipped in others)",
+    "swarm_cassette(name): record to and replay from <cassette dir>/<name>/ "
+    "instead of the test's own directory",
+    "swarm_repeat(n, min_pass_rate=1.0): run the test n times in sdk and cli modes "
+    "(once in stub, replay and record); it passes when that share of them passes",
+    "swarm_faults(plan): inject faults per step and attempt into the test's flow_runner "
+    "runs, e.g. {'review': [{'kind': 'http_429', 'retry_after_ms': 0}, None]}",
+)
+"""The plugin's markers, as ``pytest --markers`` lists them."""
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Resolve options, check credentials of live modes, register markers and fixtures."""
     from pytest_swarm import coverage, fixtures
 
-    config.addinivalue_line(
-        "markers", "swarm_flow(key): the flow flow_runner() runs when given no flow keys"
-    )
-    config.addinivalue_line(
-        "markers",
-        "swarm_modes(*modes): run the test only in these swarm modes (skipped in others)",
-    )
-    config.addinivalue_line(
-        "markers",
-        "swarm_cassette(name): record to and replay from <cassette dir>/<name>/ "
-        "instead of the test's own directory",
-    )
-    config.addinivalue_line(
-        "markers",
-        "swarm_repeat(n, min_pass_rate=1.0): run the test n times in sdk and cli modes "
-        "(once in stub, replay and record); it passes when that share of them passes",
-    )
+    for line in MARKERS:
+        config.addinivalue_line("markers", line)
     options = resolve(config)
     if not (config.option.help or config.option.collectonly or config.option.showfixtures):
         check_credentials(options, config.rootpath)

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from swarm_runtime.config import Settings
     from swarm_runtime.engines.base import StepResult
     from swarm_runtime.engines.cassette import Cassettes
+    from swarm_runtime.engines.faults import FaultPlan
     from swarm_runtime.engines.registry import EngineRegistry
     from swarm_runtime.engines.scenario import Scenario
     from swarm_runtime.flow.registry import FlowRegistry
@@ -125,6 +126,8 @@ class FlowRunner:
         self.cassette = cassette
         self.on_miss = on_miss
         """Told when a replay finds its recording stale: the test is to be recorded again."""
+        self.faults: FaultPlan | None = None
+        """The ``swarm_faults`` marker's plan, for every run but the stub reference run."""
 
     def __call__(
         self,
@@ -225,6 +228,10 @@ class FlowRunner:
             scenario=self.scenario.scenario,
             config=overrides,
         )
+        if self.faults is not None and not reference:
+            from swarm_runtime.record import replace
+
+            engine = replace(engine, faults=self.faults)
         deps = RunDeps(
             engines=self.engine.registry,
             result_observer=lambda flow, result: results.append((flow, result)),

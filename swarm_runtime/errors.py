@@ -5,7 +5,7 @@
     SwarmError                      root: catch this to catch everything we raise
     ├── SwarmUsageError             what a user wrote is wrong (exit code 2)
     │   ├── FlowDefinitionError     a flow file breaks a rule of SPEC §1.2
-    │   ├── ScenarioError           a stub scenario names an unknown step or key
+    │   ├── ScenarioError           a stub scenario or fault plan names an unknown step, key or kind
     │   ├── ConfigError             a setting (flag, env var, runtime.yaml) is invalid
     │   ├── PlanError               an execution plan breaks a rule of SPEC §9
     │   └── RunControlError         a run cannot be resumed, paused or stopped as asked
@@ -67,7 +67,7 @@ class FlowDefinitionError(SwarmUsageError):
 
 
 class ScenarioError(SwarmUsageError):
-    """A stub scenario is malformed or names something that does not exist."""
+    """A stub scenario or a fault plan is malformed or names something that does not exist."""
 
 
 class ConfigError(SwarmUsageError):

@@ -85,6 +85,13 @@ def _add_engines(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--scenario", type=path_arg, help="stub scenario file (YAML)")
     parser.add_argument(
+        "--faults",
+        type=path_arg,
+        metavar="FILE",
+        help="fault plan (YAML or JSON): per step, one fault (or null) per attempt, such as "
+        "{review: [{kind: http_429, retry_after_ms: 0}, null]}; replaces a scenario's faults:",
+    )
+    parser.add_argument(
         "--cassette-dir",
         type=path_arg,
         metavar="DIR",
@@ -246,6 +253,11 @@ def _prepare(args: argparse.Namespace) -> tuple[Orchestrator, RunSpec, Cassettes
     engine = engine_for_mode(
         settings.mode, cassettes=cassettes, engine_id=_BACKENDS[args.backend], scenario=scenario
     )
+    if args.faults:
+        from swarm_runtime.engines.faults import FaultPlan
+        from swarm_runtime.record import replace
+
+        engine = replace(engine, faults=FaultPlan.from_file(args.faults))
     orchestrator = build_orchestrator(
         settings,
         registry,

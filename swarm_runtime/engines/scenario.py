@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from swarm_runtime.engines.base import RESULT_CODES
+from swarm_runtime.engines.faults import FaultPlan
 from swarm_runtime.errors import ScenarioError
 from swarm_runtime.record import Record, field
 
@@ -277,6 +278,8 @@ class Scenario(Record):
     navigator: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """``navigator:``: per step (or flow/step), the candidate the stub's navigator chooses,
     one per execution (the last one repeats)."""
+    faults: FaultPlan | None = None
+    """``faults:``: the fault plan of runs with this scenario (SPEC §10.7)."""
     source: str = "<scenario>"
     used: set[str] = field(default_factory=set)
     raw: Any = None
@@ -293,9 +296,14 @@ class Scenario(Record):
             )
         entries: dict[str, tuple[Outcome, ...]] = {}
         navigator = _parse_navigator(raw.get("navigator"), f"{source}: navigator")
+        faults = (
+            FaultPlan.from_mapping(raw["faults"], source=f"{source}: faults")
+            if raw.get("faults") is not None
+            else None
+        )
         for key, value in raw.items():
             where = f"{source}: {key}"
-            if key == "navigator":
+            if key in ("navigator", "faults"):
                 continue
             if not isinstance(key, str) or not key:
                 raise ScenarioError(f"{source}: scenario keys must be step ids, got {key!r}")
@@ -307,7 +315,9 @@ class Scenario(Record):
                 )
             else:
                 entries[key] = (_parse_outcome(value, where),)
-        return cls(entries=entries, navigator=navigator, source=source, raw=_plain(raw))
+        return cls(
+            entries=entries, navigator=navigator, faults=faults, source=source, raw=_plain(raw)
+        )
 
     @classmethod
     def from_file(cls, path: Path | str) -> Scenario:
@@ -343,6 +353,8 @@ class Scenario(Record):
             for step_id in step_ids:
                 known.add(step_id)
                 known.add(f"{flow_key}/{step_id}")
+        if self.faults is not None:
+            self.faults.check_keys(known)
         for key in (*self.entries, *self.navigator):
             if key not in known:
                 import difflib

@@ -178,6 +178,12 @@ class SdkEngine(StepEngine):
             )
         if isinstance(exc, anthropic.APIConnectionError):
             return self._failed(ctx, "retryable", f"cannot reach the Anthropic API: {exc}")
+        import httpx2
+
+        if isinstance(exc, httpx2.TransportError):  # the connection broke mid-stream
+            return self._failed(
+                ctx, "retryable", f"the Anthropic API reply broke off mid-stream: {exc}"
+            )
         if isinstance(exc, ValueError | TypeError | KeyError | AttributeError | AssertionError):
             # A body that is neither JSON nor a stream of events (the SDK asserts on those).
             return self._failed(
@@ -283,12 +289,17 @@ def build_sdk_engine(
     provider = str(config.get("provider") or ("anthropic_compat" if base_url else "anthropic"))
     if provider not in ("anthropic", "anthropic_compat"):
         raise ConfigError(f"provider {provider!r} is not anthropic or anthropic_compat")
+    http_client = http_client or anthropic.DefaultHttpxClient(**deadline_hooks())
+    if config.get("fault_injector") is not None:  # a fault plan: its faults come from here
+        from swarm_runtime.engines.fault_http import wrap_client
+
+        http_client = wrap_client(http_client, config["fault_injector"])
     client = anthropic.Anthropic(
         api_key=api_key or "not-needed-for-a-local-server",
         base_url=base_url or None,
-        max_retries=0,  # the orchestrator owns retries
+        max_retries=0,  # the orchestrator owns retries: one attempt, one HTTP request
         timeout=timeout_s,
-        http_client=http_client or anthropic.DefaultHttpxClient(**deadline_hooks()),
+        http_client=http_client,
     )
     settings = SdkSettings(
         model=str(config.get("model") or DEFAULT_MODEL),

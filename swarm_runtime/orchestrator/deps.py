@@ -16,6 +16,7 @@ from typing import Any
 
 from swarm_runtime.credentials import Credentials
 from swarm_runtime.engines.base import StepEngine, StepResult
+from swarm_runtime.engines.faults import FaultInjector, FaultPlan
 from swarm_runtime.engines.registry import EngineOptions, EngineRegistry, default_registry
 from swarm_runtime.engines.scenario import Scenario
 from swarm_runtime.errors import ConfigError
@@ -66,6 +67,16 @@ class EngineChoice(Record):
     navigator: str = "llm"
     """How a navigator step's move is chosen: asked of the navigator through the step's
     engine (``llm``), or the first candidate that holds (``deterministic``), SPEC §4.5."""
+    faults: FaultPlan | None = None
+    """A fault plan given on its own (``--faults``, the ``swarm_faults`` marker): it
+    replaces the scenario's ``faults:`` (SPEC §10.7)."""
+
+    @property
+    def fault_plan(self) -> FaultPlan | None:
+        """The run's fault plan: the one given on its own, else the scenario's."""
+        if self.faults is not None:
+            return self.faults
+        return self.scenario.faults if self.scenario is not None else None
 
     @property
     def replays(self) -> bool:
@@ -156,11 +167,16 @@ class StepEngines:
         self.registry = registry
         self.sleep: Callable[[float], None] = sleep
         self._built: dict[str, StepEngine] = {}
+        self._injector: FaultInjector | None = None
 
     def engine_for(self, flow: FlowSpec, step: StepSpec) -> StepEngine:
         """The engine of a step: its own ``engine:``, the strategy, else the run's."""
         choice = self.choice
-        return self.engine(step_engine_id(flow, step, choice.strategy, choice.engine_id))
+        engine = self.engine(step_engine_id(flow, step, choice.strategy, choice.engine_id))
+        plan = choice.fault_plan
+        if plan is not None:  # a kind the step's engine cannot be given: before any write
+            plan.check_mode(flow.key, step.id, engine.mode)
+        return engine
 
     def engine(self, engine_id: str | None = None) -> StepEngine:
         """An engine of the run's mode (the run's own by default), built on first use."""
@@ -168,20 +184,30 @@ class StepEngines:
         engine = self._built.get(key)
         if engine is None:
             choice = self.choice
-            engine = self._built[key] = self.registry.create(
+            plan = choice.fault_plan
+            config = choice.config
+            if plan is not None:
+                # One injector per run: each step's entries are taken in order across it.
+                if self._injector is None:
+                    self._injector = FaultInjector(plan)
+                config = {**config, "fault_injector": self._injector}
+            engine = self.registry.create(
                 key,
                 EngineOptions(
-                    mode=choice.mode,
-                    scenario=choice.scenario,
-                    sleep=self.sleep,
-                    config=choice.config,
+                    mode=choice.mode, scenario=choice.scenario, sleep=self.sleep, config=config
                 ),
             )
+            if self._injector is not None:
+                from swarm_runtime.engines.fault_engine import FaultyEngine
+
+                engine = FaultyEngine(engine, self._injector)
+            self._built[key] = engine
         return engine
 
     def close(self) -> None:
-        """Close every engine built so far."""
+        """Close every engine built so far (the next run takes its faults from the start)."""
         engines, self._built = list(self._built.values()), {}
+        self._injector = None
         for engine in engines:
             engine.close()
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.credentials import Credentials
+from swarm_runtime.engines.faults import FaultPlan
 from swarm_runtime.engines.scenario import Scenario
 from swarm_runtime.errors import ConfigError, FlowDefinitionError, SwarmUsageError
 from swarm_runtime.flow.registry import FlowRegistry
@@ -119,6 +120,7 @@ def plan_run(
     scenario: Scenario | None,
     check_engine: Callable[[FlowSpec, StepSpec], object],
     credentials: Credentials | None = None,
+    faults: FaultPlan | None = None,
 ) -> list[FlowSlice]:
     """Load the flows of ``spec`` and resolve its slice; raise a usage error on any mistake.
 
@@ -157,6 +159,8 @@ def plan_run(
         )
     if scenario is not None:
         scenario.check_steps((f.key, [s.id for s in f.steps]) for f in (*loaded, *reachable))
+    if faults is not None:
+        faults.check_steps((f.key, [s.id for s in f.steps]) for f in (*loaded, *reachable))
     for flow in (*loaded, *reachable):
         for step in flow.steps:
             check_engine(flow, step)  # unknown engine or mode: fail before any write

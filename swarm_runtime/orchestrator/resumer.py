@@ -83,6 +83,7 @@ def orchestrator_for_run(
             engine_id=str(doc.get("engine") or "claude-step"),
             mode=settings.mode,
             scenario=_scenario(run_dir, origin, chosen.scenario, notice, Scenario),
+            faults=_faults(origin),
         ),
         limits=RunLimits(
             max_steps=origin.get("max_steps"),
@@ -109,6 +110,15 @@ def _scenario(
     if origin.get("scenario_file") and Path(str(origin["scenario_file"])).is_file():
         return scenario_type.from_file(str(origin["scenario_file"]))
     return None
+
+
+def _faults(origin: dict[str, Any]) -> Any:
+    """The run's own fault plan (``--faults``, the marker), kept whole in spec.json."""
+    if origin.get("faults") is None:
+        return None
+    from swarm_runtime.engines.faults import FaultPlan
+
+    return FaultPlan.from_mapping(origin["faults"], source=str(origin.get("faults_source")))
 
 
 def _override(flag: str, given: Any, recorded: Any, notice: Callable[[str], None]) -> Any:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from swarm_runtime.credentials import Credentials
+from swarm_runtime.engines.faults import FaultPlan
 from swarm_runtime.errors import RunControlError
 from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.orchestrator.control import RunControl
@@ -116,6 +117,7 @@ class Orchestrator:
             scenario=self.engine.scenario,
             check_engine=self.engines.engine_for,
             credentials=self.credentials,
+            faults=self.engine.faults,
         )
         run = RunLifecycle.create(self._context(), spec, plan)
         return PreparedRun(run.recorder.run_id, run.recorder.layout.root, run.execute)
@@ -146,6 +148,7 @@ class Orchestrator:
             scenario=self.engine.scenario,
             check_engine=self.engines.engine_for,
             credentials=self.credentials,
+            faults=self.engine.faults,
         )
         reopened = reopen_run(
             Path(run_dir),
@@ -192,5 +195,13 @@ class Orchestrator:
             "cassettes": "cassettes" in self.engine.config,
             # Only when not the default, so spec.json (and the goldens) stay as they were.
             **({"navigator": self.engine.navigator} if self.engine.navigator != "llm" else {}),
+            **_faults_origin(self.engine.faults),
             **self.origin,
         }
+
+
+def _faults_origin(plan: FaultPlan | None) -> dict[str, Any]:
+    """A fault plan given on its own, kept for ``swarm resume`` (only when there is one)."""
+    if plan is None:
+        return {}
+    return {"faults": plan.raw, "faults_source": plan.source}
