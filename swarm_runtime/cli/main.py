@@ -70,7 +70,17 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
-_MODULES = ("run", "flows", "runs", "plan", "schema", "golden", "control", "studio")
+_MODULES = (
+    "run",
+    "flows",
+    "runs",
+    "plan",
+    "schema",
+    "golden",
+    "cassettes",
+    "control",
+    "studio",
+)
 """The modules that register commands, in the order ``swarm --help`` lists them."""
 _COMMANDS = {
     "run": "run",
@@ -79,6 +89,7 @@ _COMMANDS = {
     "plan": "plan",
     "schema": "schema",
     "golden": "golden",
+    "cassettes": "cassettes",
     "pause": "control",
     "stop": "control",
     "resume": "control",
