@@ -75,6 +75,7 @@ class ReceiptDoc(TypedDict):
     context_truncation: NotRequired[dict[str, int]]
     cost: NotRequired[CostDoc]
     cassette: NotRequired[str]
+    request_sha256: NotRequired[str]
     tools_allowed: NotRequired[list[str]]
     timing: NotRequired[dict[str, Any]]
     artifacts: NotRequired[list[dict[str, Any]]]

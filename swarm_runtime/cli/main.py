@@ -78,6 +78,7 @@ _MODULES = (
     "schema",
     "golden",
     "coverage",
+    "cassettes",
     "control",
     "studio",
 )
@@ -90,6 +91,7 @@ _COMMANDS = {
     "schema": "schema",
     "golden": "golden",
     "coverage": "coverage",
+    "cassettes": "cassettes",
     "pause": "control",
     "stop": "control",
     "resume": "control",

@@ -174,7 +174,7 @@ def handle(args: argparse.Namespace) -> int:
 
 def _cassettes(args: argparse.Namespace, mode: str) -> Cassettes:
     """The cassettes of a record or replay run, named by ``--cassette-dir``."""
-    from swarm_runtime.engines.cassette import Cassettes
+    from swarm_runtime.engines.cassette import Cassettes, run_rerecord_command
     from swarm_runtime.errors import SwarmUsageError
 
     if args.cassette_dir is None:
@@ -189,10 +189,7 @@ def _cassettes(args: argparse.Namespace, mode: str) -> Cassettes:
         args.cassette_dir,
         name="",
         record=mode == "record",
-        rerecord_command=" ".join(
-            ["swarm run --mode record --cassette-dir", str(args.cassette_dir), *words]
-        )
-        + " (with ANTHROPIC_API_KEY, or ANTHROPIC_BASE_URL for a local server)",
+        rerecord_command=run_rerecord_command(args.cassette_dir, words),
     )
 
 

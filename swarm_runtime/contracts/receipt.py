@@ -87,6 +87,9 @@ class Receipt(Contract):
     result_code: Literal["ok", "retryable", "fatal", "blocked", "skipped"] | None = None
     cassette: str | None = None
     """For a replayed sdk call: the cassette it was served from."""
+    request_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    """The sha256 hex of the normalised request the engine sent (SPEC §10.7): for an sdk
+    call its JSON body with sorted keys; runs written before it existed have none."""
 
     @model_validator(mode="after")
     def _consistent(self) -> Receipt:

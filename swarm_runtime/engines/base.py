@@ -9,6 +9,8 @@ transcript. The orchestrator alone writes files, so there is one place that does
 from __future__ import annotations
 
 import abc
+import hashlib
+import json
 from pathlib import Path
 from typing import Any, Literal
 
@@ -119,6 +121,12 @@ class StepResult(Record):
             raise ValueError("StepResult.output must be under 50 KB; use truncate_output()")
 
 
+def request_digest(body: Any) -> str:
+    """The sha256 hex of a request as JSON with sorted keys and compact separators."""
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def truncate_output(text: str) -> str:
     """``text`` cut to fit a StepResult, with a visible marker when something was cut."""
     data = text.encode("utf-8")
@@ -175,6 +183,9 @@ class StepOutcome(Record):
     """For a recorded or replayed call: its cassette, relative to the cassette dir."""
     tool_call_ms: int = 0
     """Time the call spent in tools (an engine that runs tools says so)."""
+    request_sha256: str | None = None
+    """The sha256 of the normalised request the engine sent (SPEC §10.7); the
+    orchestrator fills it from :meth:`StepEngine.request_sha256` when an engine does not."""
 
     def envelope(
         self,
@@ -232,6 +243,26 @@ class StepEngine(abc.ABC):
     @abc.abstractmethod
     def run_step(self, ctx: StepContext) -> StepOutcome:
         """Run one call for the step in ``ctx`` (``ctx.prompt`` is set) and report it."""
+
+    def request_body(self, ctx: StepContext) -> dict[str, Any]:
+        """The normalised request of the call in ``ctx``: what the engine is given.
+
+        Only what comes from the flow, the settings and the run's history, never a
+        timestamp, a port or a path of this machine: receipts carry its digest, and
+        goldens keep receipts. An engine that sends a request of its own says it here.
+        """
+        prompt = ctx.prompt
+        return {
+            "engine": self.engine_id,
+            "call": ctx.call,
+            "system": prompt.system if prompt is not None else "",
+            "user": prompt.user if prompt is not None else "",
+            "tools": list(ctx.tools),
+        }
+
+    def request_sha256(self, ctx: StepContext) -> str:
+        """The sha256 of :meth:`request_body` (a receipt's ``request_sha256``)."""
+        return request_digest(self.request_body(ctx))
 
     def close(self) -> None:  # noqa: B027 - optional hook, not abstract
         """Release resources held across steps; the default holds none."""

@@ -26,6 +26,7 @@ from typing import Any
 
 from swarm_runtime.credentials import Credentials
 from swarm_runtime.engines.base import StepContext
+from swarm_runtime.engines.request_parts import changed_line, changed_parts
 from swarm_runtime.engines.sdk import SdkEngine
 from swarm_runtime.errors import ConfigError, CredentialLeak, ReplayDivergence
 from swarm_runtime.storage.store import write_text_atomic
@@ -119,6 +120,14 @@ class Cassettes:
             shutil.rmtree(self.root, ignore_errors=True)
 
 
+def run_rerecord_command(cassette_dir: Path | str, words: list[str]) -> str:
+    """The command that records the calls of ``swarm run WORDS…`` into ``cassette_dir`` again."""
+    return (
+        " ".join(["swarm run --mode record --cassette-dir", str(cassette_dir), *words])
+        + " (with ANTHROPIC_API_KEY, or ANTHROPIC_BASE_URL for a local server)"
+    )
+
+
 def require_vcrpy() -> Any:
     """The vcr module, or a ConfigError that says what to install."""
     try:
@@ -200,6 +209,12 @@ def body_diff(recorded: Any, sent: Any, limit: int = 24) -> str:
     if len(diff) > limit:
         diff = [*diff[:limit], f"… ({len(diff) - limit} more diff lines)"]
     return "\n".join(diff)
+
+
+def miss_detail(recorded: Any, sent: Any) -> str:
+    """What a replay miss says of two requests: the parts that changed, then the body diff."""
+    parts = changed_parts(body_value(recorded.body), body_value(sent.body))
+    return f"{changed_line(parts)}\n{body_diff(recorded, sent)}"
 
 
 class CassetteSdkEngine(SdkEngine):
@@ -291,7 +306,7 @@ class CassetteSdkEngine(SdkEngine):
 
     def _divergence(self, ctx: StepContext, path: Path, cassette: Any, sent: Any) -> Exception:
         recorded = list(cassette.requests)
-        detail = body_diff(recorded[0], sent) if recorded else f"there is no cassette {path}"
+        detail = miss_detail(recorded[0], sent) if recorded else f"there is no cassette {path}"
         return self.cassettes.divergence(ctx, self.cassettes.label(path), detail)
 
     def close(self) -> None:

@@ -88,6 +88,10 @@ class CliEngine(StepEngine):
         """The process's environment."""
         return dict(self.base_env)
 
+    def request_body(self, ctx: StepContext) -> dict[str, Any]:
+        """What the CLI is given: the prompt and tools, its model and extra arguments."""
+        return {**super().request_body(ctx), "model": self.model, "args": list(self.extra_args)}
+
     def cassette_for(self, ctx: StepContext) -> str | None:
         """The cassette a recorded or replayed call goes through (a subclass says)."""
         return None

@@ -378,13 +378,20 @@ class ReplayByCassette(StepEngine):
         self.engine_id = "claude-step"
         self.engine_short = "claude"
 
-    def run_step(self, ctx: StepContext) -> StepOutcome:
-        """The step, by the engine its cassette names."""
+    def _engine(self, ctx: StepContext) -> StepEngine:
         via = recorded_via(self.cassettes.path(ctx))
         engine = self._engines.get(via)
         if engine is None:
             engine = self._engines[via] = self._factories[via]()
-        return engine.run_step(ctx)
+        return engine
+
+    def run_step(self, ctx: StepContext) -> StepOutcome:
+        """The step, by the engine its cassette names."""
+        return self._engine(ctx).run_step(ctx)
+
+    def request_body(self, ctx: StepContext) -> dict[str, Any]:
+        """The request of the engine the step's cassette names."""
+        return self._engine(ctx).request_body(ctx)
 
     def close(self) -> None:
         """Close the engines that ran."""

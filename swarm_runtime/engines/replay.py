@@ -23,7 +23,7 @@ from typing import Any
 
 from swarm_runtime.credentials import Credentials
 from swarm_runtime.engines.base import StepContext
-from swarm_runtime.engines.cassette import DROPPED_HEADERS, Cassettes, body_diff, body_value
+from swarm_runtime.engines.cassette import DROPPED_HEADERS, Cassettes, body_value, miss_detail
 from swarm_runtime.engines.sdk import SdkEngine
 from swarm_runtime.errors import CredentialLeak
 
@@ -213,7 +213,7 @@ class ReplaySdkEngine(SdkEngine):
 
     def _divergence(self, ctx: StepContext, recording: Recording, sent: _Sent) -> Exception:
         detail = (
-            body_diff(recording.requests[0], sent)
+            miss_detail(recording.requests[0], sent)
             if recording.requests
             else f"there is no cassette {recording.path}"
         )

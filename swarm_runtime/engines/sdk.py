@@ -148,6 +148,25 @@ class SdkEngine(StepEngine):
         """The cassette a recorded or replayed call goes through (a subclass says)."""
         return None
 
+    def request(self, ctx: StepContext) -> dict[str, Any]:
+        """The arguments of the call for ``ctx`` (the SDK adds ``stream`` when streaming)."""
+        prompt = ctx.prompt
+        if prompt is None:
+            raise ValueError("SdkEngine needs ctx.prompt")
+        return {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "system": prompt.system,
+            "messages": [{"role": "user", "content": prompt.user}],
+        }
+
+    def request_body(self, ctx: StepContext) -> dict[str, Any]:
+        """The JSON body the SDK sends: what replay matches a recorded call on."""
+        body = self.request(ctx)
+        if self.stream:
+            body["stream"] = True
+        return body
+
     def _timed_out(self, ctx: StepContext, deadline: CallDeadline | None) -> StepOutcome | None:
         """A retryable timeout when the call's deadline cut it off, else None."""
         if deadline is None or not deadline.expired:
@@ -203,13 +222,7 @@ class SdkEngine(StepEngine):
         deadline: CallDeadline | None = None
         try:
             with call_deadline(seconds) as deadline:
-                message = self.create_message(
-                    ctx,
-                    model=self.model,
-                    max_tokens=self.max_tokens,
-                    system=prompt.system,
-                    messages=[{"role": "user", "content": prompt.user}],
-                )
+                message = self.create_message(ctx, **self.request(ctx))
         except Exception as exc:
             failed = self._timed_out(ctx, deadline) or self._failure(ctx, exc)
             if failed is None:

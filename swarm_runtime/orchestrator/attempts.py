@@ -71,8 +71,11 @@ class EngineCaller:
                 failed = StepOutcome(
                     result=StepResult(step_id=step.id, status="failed", error=error),
                     mode=engine.mode,
+                    request_sha256=_digest(engine, ctx),
                 )
                 return Call(failed, error, attempt, max_attempts, llm_ms, waited_ms)
+            if outcome.request_sha256 is None:
+                outcome = replace(outcome, request_sha256=_digest(engine, ctx))
             if outcome.result_code != "retryable" or attempt >= max_attempts:
                 return Call(outcome, None, attempt, max_attempts, llm_ms, waited_ms)
             began = clock()
@@ -100,3 +103,11 @@ class EngineCaller:
         )
         with self.control.engine_call():  # a second Ctrl-C aborts the wait like the call
             self.sleep(delay)
+
+
+def _digest(engine: StepEngine, ctx: StepContext) -> str | None:
+    """The engine's request digest for ``ctx``; None when it cannot say (its bug, not ours)."""
+    try:
+        return engine.request_sha256(ctx)
+    except Exception:  # an engine bug must still end the step with its receipt
+        return None

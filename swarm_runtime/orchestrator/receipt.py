@@ -155,6 +155,8 @@ def build_receipt(
         receipt["artifacts"] = envelope["artifacts"]
     if outcome.cassette is not None:
         receipt["cassette"] = outcome.cassette
+    if outcome.request_sha256 is not None:
+        receipt["request_sha256"] = outcome.request_sha256
     if step.tools is not None:
         receipt["tools_allowed"] = list(step.tools)
     return receipt

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.engines.base import Prompt, StepContext, StepEngine, StepOutcome
 from swarm_runtime.plan.handlers import HandlerError, LLMReply
+from swarm_runtime.record import replace
 
 if TYPE_CHECKING:
     from swarm_runtime.plan.handlers import Handler, StepCall
@@ -91,7 +92,10 @@ class ModelCalls:
         built = self.engine_for(engine)
         for attempt in range(1, self.max_attempts + 1):
             self.attempts = attempt
-            outcome = built.run_step(self.context(parts, attempt))
+            asked = self.context(parts, attempt)
+            outcome = built.run_step(asked)
+            if outcome.request_sha256 is None:
+                outcome = replace(outcome, request_sha256=built.request_sha256(asked))
             self.events.extend((event.kind, dict(event.payload)) for event in outcome.events)
             code = outcome.result_code
             if code == "retryable" and attempt < self.max_attempts:

@@ -60,6 +60,7 @@ class StepRecord(Record):
     tokens: TokenUsage = TokenUsage()
     cost_usd: float | None = 0.0
     cassette: str | None = None
+    request_sha256: str | None = None
     routing: RoutingDoc | None = None
     cost: CostDoc | None = None
     """The receipt's ``cost`` (SPEC §7.2) when a provider was called."""
@@ -191,6 +192,8 @@ class CycleRecord:
         )
         if record.cassette is not None:
             receipt["cassette"] = record.cassette
+        if record.request_sha256 is not None:
+            receipt["request_sha256"] = record.request_sha256
         if record.cost is not None:
             receipt["cost"] = record.cost
         settle(receipt, error=record.error, routing=record.routing)

@@ -98,6 +98,7 @@ def _model_record(
         tokens=tokens,
         cost_usd=cost_usd,
         cassette=outcome.cassette,
+        request_sha256=outcome.request_sha256,
         routing=routing,
         cost=_cost(outcome, tokens, cost_usd),
         attempt=calls.attempts,
