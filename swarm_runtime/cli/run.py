@@ -126,6 +126,12 @@ def _add_limits(parser: argparse.ArgumentParser) -> None:
         help="how big the run dir may grow, in MiB, before the run ends failed "
         "(default: max_run_mb in runtime.yaml, else 1024)",
     )
+    parser.add_argument(
+        "--budget",
+        metavar="KEY=N,…",
+        help="the run budget: tokens=N,cost_usd=X,duration_ms=M (any of them); a step "
+        "past it fails the run with budget_exceeded (default: budget in runtime.yaml)",
+    )
 
 
 def _positive_int(text: str) -> int:
@@ -219,6 +225,7 @@ def _prepare(args: argparse.Namespace) -> tuple[Orchestrator, RunSpec, Cassettes
     from swarm_runtime.config import resolve_settings
     from swarm_runtime.engines.scenario import Scenario
     from swarm_runtime.errors import SwarmUsageError
+    from swarm_runtime.flow.budget_input import budget_from_text
     from swarm_runtime.flow.registry import FlowRegistry, default_flows_dir
     from swarm_runtime.orchestrator.assembly import build_orchestrator
     from swarm_runtime.orchestrator.deps import RunDeps, RunLimits, engine_for_mode, no_wait
@@ -255,7 +262,11 @@ def _prepare(args: argparse.Namespace) -> tuple[Orchestrator, RunSpec, Cassettes
             sleep=no_wait if engine.replays else interruptible_sleep,
         ),
         engine=engine,
-        limits=RunLimits(max_steps=args.max_steps, max_run_mb=args.max_run_mb),
+        limits=RunLimits(
+            max_steps=args.max_steps,
+            max_run_mb=args.max_run_mb,
+            budget=budget_from_text(args.budget) if args.budget is not None else None,
+        ),
         origin={"config": str(args.config.resolve()) if args.config else None},
     )
     spec = RunSpec(
@@ -342,7 +353,7 @@ def report(outcome: RunOutcome, wall_ms: int) -> int:
     elif outcome.error:
         print(f"error: {outcome.error}", file=sys.stderr)
     try:
-        print(run_table(outcome.summary, wall_ms))
+        print(run_table(outcome.summary, wall_ms, outcome.budget_use))
         print(f"run {outcome.run_id}: {outcome.status} ({outcome.path})")
         sys.stdout.flush()
     except BrokenPipeError:

@@ -88,8 +88,19 @@ def orchestrator_for_run(
             max_steps=origin.get("max_steps"),
             max_run_mb=origin.get("max_run_mb"),
             max_depth=int(origin.get("max_depth") or 4),
+            budget=_budget(run_dir, origin),
         ),
     )
+
+
+def _budget(run_dir: Path, origin: dict[str, Any]) -> Any:
+    """The run budget the run began with (kept in spec.json), or None."""
+    from swarm_runtime.flow.budget_input import budget_from_mapping
+
+    raw = origin.get("budget")
+    if raw is None:
+        return None
+    return budget_from_mapping(raw, f"{run_dir / 'spec.json'}: origin.budget")
 
 
 def _scenario(
