@@ -156,6 +156,7 @@ def flow_runner(
     swarm_cassette: SwarmCassette,
 ) -> Iterator[FlowRunner]:
     """Run flows in the current mode and get a :class:`RunRecord` back."""
+    from pytest_swarm.budgets import marker_budget
     from pytest_swarm.commands import node_of
 
     marker = request.node.get_closest_marker("swarm_flow")
@@ -166,9 +167,10 @@ def flow_runner(
         runs_dir=swarm_options.runs_dir or isolated_runs_env.runs_dir,
         scenario=_swarm_stub_holder,
         default_flow=marker.args[0] if marker else None,
-        on_run=lambda record: totals.add_run(record.summary),
+        on_run=lambda record: totals.add_run(record.summary, record.budget_use),
         cassette=swarm_cassette,
         nodeid=request.node.nodeid,
+        budget=marker_budget(request.node),
         on_miss=lambda: totals.rerecord.update({node: golden}),
     )
     yield runner

@@ -1,9 +1,11 @@
-"""The plugin's markers: ``swarm_flow``, ``swarm_modes`` and ``swarm_cassette``, and checks."""
+"""The plugin's markers: ``swarm_flow``, ``swarm_modes``, ``swarm_cassette`` (and
+``swarm_budget``, in :mod:`pytest_swarm.budgets`), and their checks."""
 
 from __future__ import annotations
 
 import pytest
 
+from pytest_swarm.budgets import budget_errors
 from pytest_swarm.cassettes import check_cassette_name
 from pytest_swarm.options import SwarmOptions
 from swarm_runtime.config import MODES
@@ -46,4 +48,4 @@ def marker_errors(item: pytest.Item, options: SwarmOptions) -> list[str]:
             check_cassette_name(marker.args[0], "@pytest.mark.swarm_cassette")
         except ValueError as exc:
             errors.append(f"{item.nodeid}: {exc}")
-    return errors
+    return errors + budget_errors(item)

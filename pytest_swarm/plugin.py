@@ -17,6 +17,7 @@ import pytest
 import yaml  # noqa: F401
 
 from pytest_swarm.cassettes import CALL_PASSED
+from pytest_swarm.budgets import MARKER_HELP
 from pytest_swarm.markers import marker_errors
 from pytest_swarm.options import OPTIONS_KEY, add_options, check_credentials, resolve
 from pytest_swarm.summary import TOTALS_KEY, SwarmTotals
@@ -50,6 +51,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "swarm_cassette(name): record to and replay from <cassette dir>/<name>/ "
         "instead of the test's own directory",
     )
+    config.addinivalue_line("markers", MARKER_HELP)
     options = resolve(config)
     if not (config.option.help or config.option.collectonly or config.option.showfixtures):
         check_credentials(options, config.rootpath)

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from swarm_runtime.engines.registry import EngineRegistry
     from swarm_runtime.engines.scenario import Scenario
     from swarm_runtime.flow.registry import FlowRegistry
+    from swarm_runtime.flow.spec import Budget
     from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps
 
 
@@ -111,6 +112,7 @@ class FlowRunner:
         cassette: SwarmCassette,
         nodeid: str = "",
         on_miss: Callable[[], None] = lambda: None,
+        budget: Budget | None = None,
     ) -> None:
         self.options = session.options
         self.settings = session.settings
@@ -124,6 +126,8 @@ class FlowRunner:
         self.cassette = cassette
         self.on_miss = on_miss
         """Told when a replay finds its recording stale: the test is to be recorded again."""
+        self.budget = budget
+        """The run budget of every run (``@pytest.mark.swarm_budget``), over runtime.yaml's."""
 
     def __call__(
         self,
@@ -158,6 +162,7 @@ class FlowRunner:
 
         from swarm_runtime.errors import SwarmUsageError
         from swarm_runtime.orchestrator.assembly import build_orchestrator
+        from swarm_runtime.orchestrator.deps import RunLimits
         from swarm_runtime.orchestrator.plan import RunSpec
 
         results: list[tuple[str, StepResult]] = []
@@ -173,6 +178,7 @@ class FlowRunner:
                 runs_dir=self.runs_dir,
                 deps=deps,
                 engine=engine,
+                limits=RunLimits(budget=self.budget),
             )
             spec = RunSpec(
                 flows=keys,
@@ -191,6 +197,7 @@ class FlowRunner:
             pytest.fail(f"swarm: {problem}", pytrace=False)
         self.scenario.ran = self.scenario.ran or self.scenario.scenario is not None
         record = RunRecord(outcome.path, flows=self.flows, results=results, mode=mode)
+        record.budget_use = outcome.budget_use
         if mode != "stub":
             _refuse_credentials_in(record.path)
         if cassettes is not None and cassettes.divergences:
