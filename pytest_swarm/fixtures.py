@@ -170,9 +170,9 @@ def flow_runner(
         on_run=lambda record: totals.add_run(record.summary, record.budget_use),
         cassette=swarm_cassette,
         nodeid=request.node.nodeid,
-        budget=marker_budget(request.node),
         on_miss=lambda: totals.rerecord.update({node: golden}),
     )
+    runner.budget = marker_budget(request.node)
     yield runner
     passed = request.node.stash.get(CALL_PASSED, False)
     swarm_cassette.finish(passed=passed)

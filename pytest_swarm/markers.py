@@ -1,5 +1,8 @@
-"""The plugin's markers: ``swarm_flow``, ``swarm_modes``, ``swarm_cassette`` (and
-``swarm_budget``, in :mod:`pytest_swarm.budgets`), and their checks."""
+"""The plugin's markers and their checks.
+
+``swarm_flow``, ``swarm_modes`` and ``swarm_cassette`` here; ``swarm_budget`` in
+:mod:`pytest_swarm.budgets`.
+"""
 
 from __future__ import annotations
 

@@ -16,8 +16,8 @@ import pytest
 # the plugin imports PyYAML once, up front, for every session of the process.
 import yaml  # noqa: F401
 
-from pytest_swarm.cassettes import CALL_PASSED
 from pytest_swarm.budgets import MARKER_HELP
+from pytest_swarm.cassettes import CALL_PASSED
 from pytest_swarm.markers import marker_errors
 from pytest_swarm.options import OPTIONS_KEY, add_options, check_credentials, resolve
 from pytest_swarm.summary import TOTALS_KEY, SwarmTotals

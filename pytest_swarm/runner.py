@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from swarm_runtime.flow.registry import FlowRegistry
     from swarm_runtime.flow.spec import Budget
     from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps
+    from swarm_runtime.orchestrator.runner import Orchestrator
 
 
 class SwarmEngine:
@@ -112,7 +113,6 @@ class FlowRunner:
         cassette: SwarmCassette,
         nodeid: str = "",
         on_miss: Callable[[], None] = lambda: None,
-        budget: Budget | None = None,
     ) -> None:
         self.options = session.options
         self.settings = session.settings
@@ -126,7 +126,7 @@ class FlowRunner:
         self.cassette = cassette
         self.on_miss = on_miss
         """Told when a replay finds its recording stale: the test is to be recorded again."""
-        self.budget = budget
+        self.budget: Budget | None = None
         """The run budget of every run (``@pytest.mark.swarm_budget``), over runtime.yaml's."""
 
     def __call__(
@@ -158,11 +158,7 @@ class FlowRunner:
         *,
         reference: bool = False,
     ) -> RunRecord:
-        import os
-
         from swarm_runtime.errors import SwarmUsageError
-        from swarm_runtime.orchestrator.assembly import build_orchestrator
-        from swarm_runtime.orchestrator.deps import RunLimits
         from swarm_runtime.orchestrator.plan import RunSpec
 
         results: list[tuple[str, StepResult]] = []
@@ -171,15 +167,7 @@ class FlowRunner:
         try:
             default = (self.default_flow,) if self.default_flow else tuple(self.flows.order())
             keys = flow_keys or default
-            orchestrator = build_orchestrator(
-                self.settings,
-                self.flows,
-                env=os.environ,
-                runs_dir=self.runs_dir,
-                deps=deps,
-                engine=engine,
-                limits=RunLimits(budget=self.budget),
-            )
+            orchestrator = self._orchestrator(deps, engine)
             spec = RunSpec(
                 flows=keys,
                 params=params,
@@ -211,6 +199,23 @@ class FlowRunner:
             )
         self.on_run(record)
         return record
+
+    def _orchestrator(self, deps: RunDeps, engine: EngineChoice) -> Orchestrator:
+        """The orchestrator of one run: runtime.yaml's settings, the test's run budget."""
+        import os
+
+        from swarm_runtime.orchestrator.assembly import build_orchestrator
+        from swarm_runtime.orchestrator.deps import RunLimits
+
+        return build_orchestrator(
+            self.settings,
+            self.flows,
+            env=os.environ,
+            runs_dir=self.runs_dir,
+            deps=deps,
+            engine=engine,
+            limits=RunLimits(budget=self.budget),
+        )
 
     def _engine(
         self, mode: str, results: list[tuple[str, StepResult]], *, reference: bool

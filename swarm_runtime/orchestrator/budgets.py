@@ -86,9 +86,9 @@ class BudgetCheck:
 
     def __init__(self, run: Budget | None = None) -> None:
         self.run = run
-        self.used: dict[str, tuple[float, str]] = {}
+        self.used: dict[str, tuple[float, str, str]] = {}
         """Per flow key (:data:`RUN_KEY` for the run budget): the largest share of a budget
-        used so far, and what it is (``tokens of flow build``)."""
+        used so far, its measure and whose budget it is (``flow build``)."""
 
     def check(
         self, state: RunState, flow: FlowSpec, step: StepSpec, execution: Spent
@@ -96,37 +96,36 @@ class BudgetCheck:
         """After a call whose spending the totals already count: the budget it broke, or None.
 
         ``execution`` is what the step execution spent (its time so far included); the
-        flow's and the run's time are their steps' time with this execution's added.
+        flow's and the run's time are their steps' time with this execution's added. When
+        more than one is broken, the narrowest is named (step, then flow, then run).
         """
-        if self.run is None and flow.budget is None and step.budget is None:
-            return None  # the usual case: nothing to check
         error = None
         if step.budget is not None:
-            where = f"{flow.key}/{step.id}"
-            error = self._one(
-                step.budget, execution, flow.key, (f"step budget of '{where}'", f"step {where}")
-            )
+            error = self._one(step.budget, execution, flow.key, "step", f"{flow.key}/{step.id}")
         if flow.budget is not None:
             spent = Spent.of(state.flow(flow.key), execution.duration_ms)
-            found = self._one(
-                flow.budget, spent, flow.key, (f"flow budget of '{flow.key}'", f"flow {flow.key}")
-            )
+            found = self._one(flow.budget, spent, flow.key, "flow", flow.key)
             error = error or found
         if self.run is not None:
-            spent = Spent.of(state.totals, 0)
-            spent.duration_ms = execution.duration_ms + sum(
-                totals.duration_ms for totals in state.flow_totals.values()
-            )
-            found = self._one(self.run, spent, RUN_KEY, ("run budget", "the run"))
+            spent = Spent.of(state.totals, execution.duration_ms)
+            for totals in state.flow_totals.values():
+                spent.duration_ms += totals.duration_ms
+            found = self._one(self.run, spent, RUN_KEY, "run", "")
             error = error or found
         return error
 
-    def _one(self, budget: Budget, spent: Spent, key: str, names: tuple[str, str]) -> str | None:
-        """Check one budget; ``names``: as an error names it, as a share describes it."""
+    def _one(self, budget: Budget, spent: Spent, key: str, kind: str, whose: str) -> str | None:
+        """Check one budget (``kind`` step, flow or run, of ``whose``); keep its share."""
         share = largest_share(budget, spent)
-        if share is not None and share[0] >= self.used.get(key, (-1.0, ""))[0]:
-            self.used[key] = (share[0], f"{share[1]} of {names[1]}")
-        return exceeded(budget, spent, names[0])
+        if share is None:
+            return None
+        best = self.used.get(key)
+        if best is None or share[0] >= best[0]:
+            self.used[key] = (share[0], share[1], f"{kind} {whose}" if whose else "the run")
+        if share[0] < 1.0:
+            return None  # every measure below its limit (exceeded() decides at 100% and up)
+        name = "run budget" if kind == "run" else f"{kind} budget of '{whose}'"
+        return exceeded(budget, spent, name)
 
     def shares(self, state: RunState, flows: Callable[[str], FlowSpec]) -> dict[str, str]:
         """Per flow key (``""``: the run), e.g. ``83% (tokens of flow build)``.
@@ -137,9 +136,12 @@ class BudgetCheck:
         for key, totals in state.flow_totals.items():
             budget = flows(key).budget
             if budget is not None:
-                self._one(budget, Spent.of(totals, 0), key, ("", f"flow {key}"))
+                self._one(budget, Spent.of(totals, 0), key, "flow", key)
         if self.run is not None:
             spent = Spent.of(state.totals, 0)
             spent.duration_ms = sum(t.duration_ms for t in state.flow_totals.values())
-            self._one(self.run, spent, RUN_KEY, ("", "the run"))
-        return {key: f"{share:.0%} ({what})" for key, (share, what) in self.used.items()}
+            self._one(self.run, spent, RUN_KEY, "run", "")
+        return {
+            key: f"{share:.0%} ({measure} of {whose})"
+            for key, (share, measure, whose) in self.used.items()
+        }
