@@ -106,9 +106,13 @@ def main() -> int:
         _run(budgeted, root / "runs", LARGE)
         plain: list[float] = []
         extra: list[float] = []
-        for _ in range(rounds):
-            seconds, steps = _run(flows, root / "runs", None)
-            with_budgets, _steps = _run(budgeted, root / "runs", LARGE)
+        for index in range(rounds):  # which goes first alternates too
+            if index % 2:
+                with_budgets, _steps = _run(budgeted, root / "runs", LARGE)
+                seconds, steps = _run(flows, root / "runs", None)
+            else:
+                seconds, steps = _run(flows, root / "runs", None)
+                with_budgets, _steps = _run(budgeted, root / "runs", LARGE)
             plain.append(seconds / steps)
             extra.append((with_budgets - seconds) / steps)
     step_s = statistics.median(plain)
