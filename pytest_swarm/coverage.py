@@ -177,10 +177,10 @@ def run_observer(config: pytest.Config, totals: SwarmTotals) -> Callable[[RunRec
     """What a ``flow_runner`` calls after each run: the totals, and coverage when it is on."""
     coverage = config.stash.get(COVERAGE_KEY, None)
     if coverage is None:
-        return lambda record: totals.add_run(record.summary)
+        return lambda record: totals.add_run(record.summary, record.budget_use)
 
     def observe(record: RunRecord) -> None:
-        totals.add_run(record.summary)
+        totals.add_run(record.summary, record.budget_use)
         if not record.reference:  # mode parity's stub reference is not the session's mode
             coverage.add_run(record)
 

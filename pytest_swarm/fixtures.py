@@ -158,6 +158,7 @@ def flow_runner(
     swarm_cassette: SwarmCassette,
 ) -> Iterator[FlowRunner]:
     """Run flows in the current mode and get a :class:`RunRecord` back."""
+    from pytest_swarm.budgets import marker_budget
     from pytest_swarm.commands import node_of
 
     marker = request.node.get_closest_marker("swarm_flow")
@@ -174,6 +175,7 @@ def flow_runner(
         on_miss=lambda: totals.rerecord.update({node: golden}),
     )
     runner.faults = fault_plan_of(request.node)  # checked at collection: it parses
+    runner.budget = marker_budget(request.node)
     yield runner
     passed = request.node.stash.get(CALL_PASSED, False)
     swarm_cassette.finish(passed=passed)

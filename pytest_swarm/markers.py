@@ -1,4 +1,8 @@
-"""The plugin's markers: swarm_flow, swarm_modes, swarm_cassette, swarm_repeat, swarm_faults."""
+"""The plugin's markers and their checks.
+
+``swarm_flow``, ``swarm_modes``, ``swarm_cassette``, ``swarm_repeat`` and ``swarm_faults``
+here; ``swarm_budget`` in :mod:`pytest_swarm.budgets`.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from pytest_swarm.budgets import budget_errors
 from pytest_swarm.cassettes import check_cassette_name
 from pytest_swarm.options import SwarmOptions
 from pytest_swarm.repeat import repeat_marker_errors
@@ -78,4 +83,4 @@ def marker_errors(item: pytest.Item, options: SwarmOptions) -> list[str]:
         fault_plan_of(item)
     except ScenarioError as exc:
         errors.append(f"{item.nodeid}: {exc}")
-    return errors
+    return errors + budget_errors(item)

@@ -16,6 +16,7 @@ import pytest
 # the plugin imports PyYAML once, up front, for every session of the process.
 import yaml  # noqa: F401
 
+from pytest_swarm.budgets import MARKER_HELP
 from pytest_swarm.cassettes import CALL_PASSED
 from pytest_swarm.markers import marker_errors
 from pytest_swarm.options import OPTIONS_KEY, add_options, check_credentials, resolve
@@ -58,6 +59,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     for line in MARKERS:
         config.addinivalue_line("markers", line)
+    config.addinivalue_line("markers", MARKER_HELP)
     options = resolve(config)
     if not (config.option.help or config.option.collectonly or config.option.showfixtures):
         check_credentials(options, config.rootpath)

@@ -72,6 +72,9 @@ class RunRecord:
         """True for the stub run ``flow_runner.stub()`` makes as mode parity's reference."""
         self.volatile: set[str] = set()
         """Extra volatile keys added through the ``pytest_swarm_normalize`` hook."""
+        self.budget_use: dict[str, str] = {}
+        """Per flow (``""``: the run), the largest share of a declared budget the run used,
+        e.g. ``83% (tokens of flow build)`` (in-process runs only)."""
 
     def __repr__(self) -> str:
         """The status and, for a run that did not succeed, why: the failing step first.

@@ -26,7 +26,9 @@ if TYPE_CHECKING:
     from swarm_runtime.engines.registry import EngineRegistry
     from swarm_runtime.engines.scenario import Scenario
     from swarm_runtime.flow.registry import FlowRegistry
+    from swarm_runtime.flow.spec import Budget
     from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps
+    from swarm_runtime.orchestrator.runner import Orchestrator
 
 
 class SwarmEngine:
@@ -128,6 +130,8 @@ class FlowRunner:
         """Told when a replay finds its recording stale: the test is to be recorded again."""
         self.faults: FaultPlan | None = None
         """The ``swarm_faults`` marker's plan, for every run but the stub reference run."""
+        self.budget: Budget | None = None
+        """The run budget of every run (``@pytest.mark.swarm_budget``), over runtime.yaml's."""
 
     def __call__(
         self,
@@ -159,7 +163,6 @@ class FlowRunner:
         reference: bool = False,
     ) -> RunRecord:
         from swarm_runtime.errors import SwarmUsageError
-        from swarm_runtime.orchestrator.assembly import build_orchestrator
         from swarm_runtime.orchestrator.plan import RunSpec
 
         results: list[tuple[str, StepResult]] = []
@@ -168,14 +171,7 @@ class FlowRunner:
         try:
             default = (self.default_flow,) if self.default_flow else tuple(self.flows.order())
             keys = flow_keys or default
-            orchestrator = build_orchestrator(
-                self.settings,
-                self.flows,
-                env=os.environ,
-                runs_dir=self.runs_dir,
-                deps=deps,
-                engine=engine,
-            )
+            orchestrator = self._orchestrator(deps, engine)
             spec = RunSpec(
                 flows=keys,
                 params=params,
@@ -194,6 +190,7 @@ class FlowRunner:
         self.scenario.ran = self.scenario.ran or self.scenario.scenario is not None
         record = RunRecord(outcome.path, flows=self.flows, results=results, mode=mode)
         record.reference = reference
+        record.budget_use = outcome.budget_use
         if mode != "stub":
             _refuse_credentials_in(record.path)
         if cassettes is not None and cassettes.divergences:
@@ -207,6 +204,21 @@ class FlowRunner:
             )
         self.on_run(record)
         return record
+
+    def _orchestrator(self, deps: RunDeps, engine: EngineChoice) -> Orchestrator:
+        """The orchestrator of one run: runtime.yaml's settings, the test's run budget."""
+        from swarm_runtime.orchestrator.assembly import build_orchestrator
+        from swarm_runtime.orchestrator.deps import RunLimits
+
+        return build_orchestrator(
+            self.settings,
+            self.flows,
+            env=os.environ,
+            runs_dir=self.runs_dir,
+            deps=deps,
+            engine=engine,
+            limits=RunLimits(budget=self.budget),
+        )
 
     def _engine(
         self, mode: str, results: list[tuple[str, StepResult]], *, reference: bool

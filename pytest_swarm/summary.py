@@ -6,6 +6,8 @@ from typing import Any
 
 import pytest
 
+from pytest_swarm.budgets import add_shares, budget_line
+
 COUNTERS = (
     "runs",
     "steps",
@@ -26,6 +28,7 @@ class SwarmTotals:
     """Runs, steps, tokens, cost, goldens and cassettes of this session's tests."""
 
     __slots__ = (
+        "budgets",
         "rerecord",
         "cassette_dirs",
         "cassettes_removed",
@@ -72,6 +75,8 @@ class SwarmTotals:
         """Tests skipped for a reason other than their swarm modes (controller only)."""
         self.stub_only_skipped = 0
         """Tests skipped because they script the stub (controller only: it sees every report)."""
+        self.budgets: dict[str, str] = {}
+        """Per flow (``""``: the run), the largest share of a declared budget used."""
 
     def count(self, name: str, amount: int = 1) -> None:
         """Add to a counter (``goldens_compared``, …), or note ``scenario:<name>`` as used."""
@@ -80,8 +85,9 @@ class SwarmTotals:
             return
         setattr(self, name, getattr(self, name) + amount)
 
-    def add_run(self, summary: dict[str, Any]) -> None:
-        """Count one finished run from its ``meta.json`` summary."""
+    def add_run(self, summary: dict[str, Any], budgets: dict[str, str] | None = None) -> None:
+        """Count one finished run from its ``meta.json`` summary (and its budget shares)."""
+        add_shares(self.budgets, budgets or {})
         self.count("runs")
         self.count("steps", int(summary.get("total_steps_executed", 0)))
         self.count("tokens", int((summary.get("tokens") or {}).get("total", 0)))
@@ -100,6 +106,7 @@ class SwarmTotals:
             "scenarios": sorted(self.scenarios),
             "cassette_dirs": sorted(self.cassette_dirs),
             "rerecord": dict(self.rerecord),
+            "budgets": dict(self.budgets),
             **{name: getattr(self, name) for name in COUNTERS},
         }
 
@@ -111,6 +118,7 @@ class SwarmTotals:
         self.scenarios.update(other.get("scenarios", ()))
         self.cassette_dirs.update(other.get("cassette_dirs", ()))
         self.rerecord.update(other.get("rerecord", {}))
+        add_shares(self.budgets, other.get("budgets", {}))
 
     def lines(self, mode: str) -> list[str]:
         """The summary lines: runs, then goldens and cassettes when any were used."""
@@ -122,6 +130,7 @@ class SwarmTotals:
             f"mode {mode}: {get['runs']} run(s), {get['steps']} step(s), {get['tokens']} "
             f"token(s), {cost}"
         ]
+        out.extend(budget_line(self.budgets))
         if (
             get["goldens_compared"]
             or get["goldens_updated"]

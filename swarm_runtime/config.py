@@ -14,13 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from swarm_runtime.errors import ConfigError
+from swarm_runtime.flow.budget_input import budget_from_mapping
+from swarm_runtime.flow.spec import Budget
 from swarm_runtime.record import Record, field
 
 MODES = ("stub", "replay", "record", "sdk", "cli")
 """Every mode, in the order messages list them: the stub, recorded sdk calls, live ones."""
 DEFAULT_CONFIG_PATH = Path("swarm/config/runtime.yaml")
 DEFAULT_RUNS_DIR = Path("swarm/runs")
-_TOP_KEYS = ("runs_dir", "engines", "engine_strategy", "history", "max_run_mb", "navigator")
+_TOP_KEYS: tuple[str, ...] = ("runs_dir", "engines", "engine_strategy", "history", "max_run_mb")
+_TOP_KEYS += ("navigator", "budget")
 NAVIGATOR_MODES = ("llm", "deterministic")
 """How a navigator step's move is chosen (SPEC §4.5): ask the navigator, or take the first
 candidate whose condition holds, with no call."""
@@ -70,6 +73,8 @@ class Settings(Record):
     """How big a run dir may grow, in MiB (runtime.yaml ``max_run_mb``); None: the default."""
     max_depth: int = 4
     """The deepest flow stack (runtime.yaml ``navigator.max_depth``, SPEC §4.6)."""
+    budget: Budget | None = None
+    """The run budget (runtime.yaml ``budget:``, SPEC §10.7); ``--budget`` wins."""
     config_source: str = ""
     """The runtime.yaml the settings came from (empty when none)."""
     sources: dict[str, str] = field(default_factory=dict)
@@ -105,6 +110,8 @@ def _load_yaml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: 'max_run_mb' must be a whole number of MiB >= 1, got {size!r}")
     if "runs_dir" in raw and not isinstance(raw["runs_dir"], str):
         raise ConfigError(f"{path}: 'runs_dir' must be a path (a string), got {raw['runs_dir']!r}")
+    if "budget" in raw:
+        raw["budget"] = budget_from_mapping(raw["budget"], f"{path}: 'budget'")
     _check_engines(path, raw.get("engines") or {})
     _check_navigator(path, raw.get("navigator") or {})
     strategy = raw.get("engine_strategy") or {}
@@ -219,6 +226,7 @@ def resolve_settings(
         navigator=navigator,
         max_run_mb=config.get("max_run_mb"),
         max_depth=int(navigator_section.get("max_depth", 4)),
+        budget=config.get("budget"),
         config_source=config_source,
         sources=sources,
     )

@@ -26,8 +26,14 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> st
     return "\n".join(out)
 
 
-def run_table(summary: dict[str, Any], wall_ms: int) -> str:
-    """The table ``swarm run`` prints at the end: one row per flow, then the total."""
+def run_table(
+    summary: dict[str, Any], wall_ms: int, budget_use: dict[str, str] | None = None
+) -> str:
+    """The table ``swarm run`` prints at the end: one row per flow, then the total.
+
+    With budgets declared (``budget_use``), a last column shows per flow the largest
+    share of any budget used, and on the total row the run budget's.
+    """
     rows: list[list[object]] = []
     for flow, totals in summary.get("flow_totals", {}).items():
         rows.append(
@@ -50,7 +56,13 @@ def run_table(summary: dict[str, Any], wall_ms: int) -> str:
             wall_ms,
         ]
     )
-    table = format_table(["flow", "steps", "loops", "tokens", "cost_usd", "time_ms"], rows)
+    headers = ["flow", "steps", "loops", "tokens", "cost_usd", "time_ms"]
+    if budget_use:
+        headers.append("budget")
+        keys = [*summary.get("flow_totals", {}), ""]
+        for row, key in zip(rows, keys, strict=True):
+            row.append(budget_use.get(key, "\u2014" if key else ""))
+    table = format_table(headers, rows)
     unknown = summary.get("steps_without_cost") or 0
     if unknown:
         table += (

@@ -19,6 +19,8 @@ from swarm_runtime.cli.common import (
 
 if TYPE_CHECKING:
     from swarm_runtime.engines.cassette import Cassettes
+    from swarm_runtime.engines.scenario import Scenario
+    from swarm_runtime.orchestrator.deps import EngineChoice
     from swarm_runtime.orchestrator.plan import RunOutcome, RunSpec
     from swarm_runtime.orchestrator.runner import Orchestrator
 
@@ -133,6 +135,12 @@ def _add_limits(parser: argparse.ArgumentParser) -> None:
         help="how big the run dir may grow, in MiB, before the run ends failed "
         "(default: max_run_mb in runtime.yaml, else 1024)",
     )
+    parser.add_argument(
+        "--budget",
+        metavar="KEY=N,…",
+        help="the run budget: tokens=N,cost_usd=X,duration_ms=M (any of them); a step "
+        "past it fails the run with budget_exceeded (default: budget in runtime.yaml)",
+    )
 
 
 def _positive_int(text: str) -> int:
@@ -223,9 +231,10 @@ def _prepare(args: argparse.Namespace) -> tuple[Orchestrator, RunSpec, Cassettes
     from swarm_runtime.config import resolve_settings
     from swarm_runtime.engines.scenario import Scenario
     from swarm_runtime.errors import SwarmUsageError
+    from swarm_runtime.flow.budget_input import budget_from_text
     from swarm_runtime.flow.registry import FlowRegistry, default_flows_dir
     from swarm_runtime.orchestrator.assembly import build_orchestrator
-    from swarm_runtime.orchestrator.deps import RunDeps, RunLimits, engine_for_mode, no_wait
+    from swarm_runtime.orchestrator.deps import RunDeps, RunLimits, no_wait
     from swarm_runtime.orchestrator.plan import RunSpec
     from swarm_runtime.timeutil import interruptible_sleep
 
@@ -247,14 +256,7 @@ def _prepare(args: argparse.Namespace) -> tuple[Orchestrator, RunSpec, Cassettes
     scenario = Scenario.from_file(args.scenario) if args.scenario else None
     show = args.progress == "always" or (args.progress == "auto" and sys.stdout.isatty())
     cassettes = _cassettes(args, settings.mode) if settings.mode in ("record", "replay") else None
-    engine = engine_for_mode(
-        settings.mode, cassettes=cassettes, engine_id=_BACKENDS[args.backend], scenario=scenario
-    )
-    if args.faults:
-        from swarm_runtime.engines.faults import FaultPlan
-        from swarm_runtime.record import replace
-
-        engine = replace(engine, faults=FaultPlan.from_file(args.faults))
+    engine = _engine(args, settings.mode, cassettes, scenario)
     orchestrator = build_orchestrator(
         settings,
         registry,
@@ -264,7 +266,11 @@ def _prepare(args: argparse.Namespace) -> tuple[Orchestrator, RunSpec, Cassettes
             sleep=no_wait if engine.replays else interruptible_sleep,
         ),
         engine=engine,
-        limits=RunLimits(max_steps=args.max_steps, max_run_mb=args.max_run_mb),
+        limits=RunLimits(
+            max_steps=args.max_steps,
+            max_run_mb=args.max_run_mb,
+            budget=budget_from_text(args.budget) if args.budget is not None else None,
+        ),
         origin={"config": str(args.config.resolve()) if args.config else None},
     )
     spec = RunSpec(
@@ -276,6 +282,23 @@ def _prepare(args: argparse.Namespace) -> tuple[Orchestrator, RunSpec, Cassettes
         end_step=args.end_step,
     )
     return orchestrator, spec, cassettes
+
+
+def _engine(
+    args: argparse.Namespace, mode: str, cassettes: Cassettes | None, scenario: Scenario | None
+) -> EngineChoice:
+    """The engine of the mode, with the scenario and the ``--faults`` plan."""
+    from swarm_runtime.orchestrator.deps import engine_for_mode
+
+    engine = engine_for_mode(
+        mode, cassettes=cassettes, engine_id=_BACKENDS[args.backend], scenario=scenario
+    )
+    if args.faults:
+        from swarm_runtime.engines.faults import FaultPlan
+        from swarm_runtime.record import replace
+
+        engine = replace(engine, faults=FaultPlan.from_file(args.faults))
+    return engine
 
 
 def run_with_signals(orchestrator: Orchestrator, start: Callable[[], RunOutcome]) -> RunOutcome:
@@ -351,7 +374,7 @@ def report(outcome: RunOutcome, wall_ms: int) -> int:
     elif outcome.error:
         print(f"error: {outcome.error}", file=sys.stderr)
     try:
-        print(run_table(outcome.summary, wall_ms))
+        print(run_table(outcome.summary, wall_ms, outcome.budget_use))
         print(f"run {outcome.run_id}: {outcome.status} ({outcome.path})")
         sys.stdout.flush()
     except BrokenPipeError:

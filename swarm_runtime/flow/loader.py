@@ -29,6 +29,7 @@ TOP_KEYS = (
     "utility",
     "injection_trigger",
     "on_complete",
+    "budget",
 )
 CHARTER_KEYS = ("goal", "exit_criteria", "non_goals")
 
@@ -58,6 +59,7 @@ class _FlowReader(StepReader):
             self._check_key(key, fields["key"])
         charter = self._charter(fields["charter"]) if "charter" in fields else None
         utility, trigger, on_complete = self.utility(fields, root)
+        budget = self.budget(fields["budget"], None) if "budget" in fields else None
         steps = self._steps(root, fields)
         if steps is None or None in values.values() or self.errors:
             return None
@@ -71,6 +73,7 @@ class _FlowReader(StepReader):
             utility=utility,
             injection_trigger=trigger,
             on_complete=on_complete,
+            budget=budget,
         )
 
     def _check_key(self, key: str, node: yaml.Node) -> None:

@@ -72,7 +72,7 @@ class RoutingSpec(Record):
 
 
 class Budget(Record):
-    """Per-step limits; exceeding one fails the step."""
+    """Limits of a step, a flow or a run (SPEC §10.7); exceeding one fails the step."""
 
     tokens: int | None = None
     cost_usd: float | None = None
@@ -125,6 +125,8 @@ class FlowSpec(Record, dict=True):
     """When a utility flow is injected: a condition over the step that just ran (SPEC §4.8)."""
     on_complete: str = "return"
     """What a utility flow does when it ends: ``return`` (like ``resume``) or ``halt``."""
+    budget: Budget | None = None
+    """The flow's ``budget:``, summed over all its executions in a run (SPEC §10.7)."""
 
     @cached_property
     def _index(self) -> dict[str, int]:

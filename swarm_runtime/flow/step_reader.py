@@ -215,8 +215,8 @@ class StepReader(DetourReader):
             return None
         return TeachingNotes(**lists)
 
-    def budget(self, node: yaml.Node, step: str) -> Budget | None:
-        """``budget:``: optional limits on tokens, cost in USD and duration in ms."""
+    def budget(self, node: yaml.Node, step: str | None) -> Budget | None:
+        """``budget:`` of a step (or, ``step`` None, of the flow): tokens, USD, ms."""
         fields = self.mapping(node, BUDGET_KEYS, what="budget", step=step, field="budget")
         if fields is None:
             return None

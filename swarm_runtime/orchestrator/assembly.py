@@ -38,7 +38,8 @@ def build_orchestrator(
     ``engine`` is the engine and its mode (default: ``settings.mode``; a recorded or
     replayed call is an ``sdk`` call), and its ``config`` replaces engine settings (replay
     needs no key; ``cassettes`` records or replays); runtime.yaml gives the strategy.
-    ``limits`` gives ``max_steps`` and ``max_run_mb`` (else runtime.yaml's); runtime.yaml
+    ``limits`` gives ``max_steps``, ``max_run_mb`` and the run ``budget`` (else
+    runtime.yaml's); runtime.yaml
     gives the history budget and durability. ``deps.sleep`` waits between retries (replay
     passes one that does not wait: a recorded 429 costs no time). Credential values from
     ``env`` and from the engines' ``env`` in runtime.yaml are refused in every file of the
@@ -61,6 +62,7 @@ def build_orchestrator(
             asked,
             max_run_mb=asked.max_run_mb or settings.max_run_mb,
             max_depth=settings.max_depth,
+            budget=asked.budget or settings.budget,
             history_budget=HistoryBudget(**settings.history),
             durable=settings.durable,
         ),

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from swarm_runtime.engines.base import StepContext, StepEngine, StepOutcome, StepResult
+from swarm_runtime.engines.base import (
+    StepContext,
+    StepEngine,
+    StepOutcome,
+    StepResult,
+    TokenUsage,
+)
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
 from swarm_runtime.orchestrator.control import RunControl
 from swarm_runtime.orchestrator.receipt import Call
@@ -44,6 +50,7 @@ class EngineCaller:
         """The engine call, retried within the execution while it answers ``retryable``."""
         max_attempts = step.max_attempts or self.max_attempts
         attempt = llm_ms = waited_ms = 0
+        earlier, earlier_cost = TokenUsage(), 0.0
         clock = self.clock
         while True:
             attempt += 1
@@ -73,11 +80,21 @@ class EngineCaller:
                     mode=engine.mode,
                     request_sha256=_digest(engine, ctx),
                 )
-                return Call(failed, error, attempt, max_attempts, llm_ms, waited_ms)
+                return Call(
+                    failed, error, attempt, max_attempts, llm_ms, waited_ms, earlier, earlier_cost
+                )
             if outcome.request_sha256 is None:
                 outcome = replace(outcome, request_sha256=_digest(engine, ctx))
             if outcome.result_code != "retryable" or attempt >= max_attempts:
-                return Call(outcome, None, attempt, max_attempts, llm_ms, waited_ms)
+                return Call(
+                    outcome, None, attempt, max_attempts, llm_ms, waited_ms, earlier, earlier_cost
+                )
+            spent = outcome.tokens
+            if spent.total:  # a retried answer's tokens still count (SPEC §10.7)
+                earlier = TokenUsage(
+                    earlier.prompt + spent.prompt, earlier.completion + spent.completion
+                )
+            earlier_cost += outcome.cost_usd or 0.0
             began = clock()
             self._wait_before_retry(flow, step, outcome, attempt, max_attempts)
             waited_ms += ms_between(began, clock())

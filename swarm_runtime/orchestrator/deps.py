@@ -21,7 +21,7 @@ from swarm_runtime.engines.registry import EngineOptions, EngineRegistry, defaul
 from swarm_runtime.engines.scenario import Scenario
 from swarm_runtime.errors import ConfigError
 from swarm_runtime.flow.registry import FlowRegistry
-from swarm_runtime.flow.spec import FlowSpec, StepSpec
+from swarm_runtime.flow.spec import Budget, FlowSpec, StepSpec
 from swarm_runtime.orchestrator.control import RunControl
 from swarm_runtime.orchestrator.history import HistoryBudget
 from swarm_runtime.orchestrator.recorder import EventObserver
@@ -142,6 +142,8 @@ class RunLimits(Record):
     """fsync every write (slower; survives a power cut, not just a crash)."""
     max_depth: int = 4
     """The deepest flow stack (SPEC §4.6): flows on it, the run's own included."""
+    budget: Budget | None = None
+    """The run budget (SPEC §10.7): tokens, cost and step time the whole run may spend."""
 
     def check(self) -> None:
         """A clear error for a limit that cannot be."""

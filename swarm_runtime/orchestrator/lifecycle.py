@@ -83,6 +83,7 @@ class RunLifecycle:
                     entry=lambda key: context.flows.get(key).steps[0].id,
                     max_depth=limits.max_depth,
                 ),
+                run_budget=limits.budget,
             ),
             prompts=PromptParts(context.flows, spec.params, context.flows.system_prompts),
             engine_for=context.engines.engine_for,
@@ -138,6 +139,7 @@ class RunLifecycle:
             paused=interrupted is not None and interrupted.pause,
             blocked=self.state.error if self.state.status == "paused" else None,
             warnings=(f"progress display stopped: {observer_error}",) if observer_error else (),
+            budget_use=self.steps.budgets.shares(self.state, self.context.flows.get),
         )
 
     def _finish_bookkeeping(self, completed: dict[str, Any]) -> RunOutcome:

@@ -95,6 +95,9 @@ class RunOutcome(Record):
     """Why the step the run paused at is blocked, when that is why it paused."""
     warnings: tuple[str, ...] = ()
     """Things that went wrong beside the run, e.g. a progress display that failed."""
+    budget_use: dict[str, str] = field(default_factory=dict)
+    """Per flow key (``""``: the run budget), the largest share of a declared budget used
+    in this attempt, e.g. ``83% (tokens of flow build)``; empty when none is declared."""
 
 
 class FlowSlice(Record):

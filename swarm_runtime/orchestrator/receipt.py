@@ -34,6 +34,24 @@ class Call(Record):
     """Time spent inside the engine's calls, all attempts together."""
     waited_ms: int = 0
     """Time spent waiting between attempts."""
+    earlier_tokens: TokenUsage = TokenUsage()
+    """Tokens of the attempts before the last (a ``retryable`` answer may report some)."""
+    earlier_cost_usd: float = 0.0
+    """The known cost of the attempts before the last."""
+
+    @property
+    def tokens(self) -> TokenUsage:
+        """Tokens of every attempt of the execution (its budgets and totals count them all)."""
+        last, earlier = self.outcome.tokens, self.earlier_tokens
+        if not earlier.total:
+            return last
+        return TokenUsage(last.prompt + earlier.prompt, last.completion + earlier.completion)
+
+    @property
+    def cost_usd(self) -> float | None:
+        """Cost of every attempt; None when the last one's is unknown."""
+        cost = self.outcome.cost_usd
+        return cost if cost is None or not self.earlier_cost_usd else cost + self.earlier_cost_usd
 
 
 class ReceiptHead(Record):

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.errors import RunControlError, SwarmUsageError
 from swarm_runtime.orchestrator.recorder import EventObserver
 from swarm_runtime.orchestrator.resume import read_run_spec
 from swarm_runtime.orchestrator.runner import Orchestrator
 from swarm_runtime.record import Record
+
+if TYPE_CHECKING:
+    from swarm_runtime.orchestrator.deps import RunLimits
 
 RESUMED_MODES = ("stub", "sdk", "cli")
 
@@ -45,7 +48,7 @@ def orchestrator_for_run(
     from swarm_runtime.engines.scenario import Scenario
     from swarm_runtime.flow.registry import FlowRegistry
     from swarm_runtime.orchestrator.assembly import build_orchestrator
-    from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps, RunLimits
+    from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps
     from swarm_runtime.timeutil import interruptible_sleep
 
     chosen = choices or ResumeChoices()
@@ -85,12 +88,30 @@ def orchestrator_for_run(
             scenario=_scenario(run_dir, origin, chosen.scenario, notice, Scenario),
             faults=_faults(origin),
         ),
-        limits=RunLimits(
-            max_steps=origin.get("max_steps"),
-            max_run_mb=origin.get("max_run_mb"),
-            max_depth=int(origin.get("max_depth") or 4),
-        ),
+        limits=_limits(run_dir, origin),
     )
+
+
+def _limits(run_dir: Path, origin: dict[str, Any]) -> RunLimits:
+    """The limits the run began with, as its spec.json keeps them."""
+    from swarm_runtime.orchestrator.deps import RunLimits
+
+    return RunLimits(
+        max_steps=origin.get("max_steps"),
+        max_run_mb=origin.get("max_run_mb"),
+        max_depth=int(origin.get("max_depth") or 4),
+        budget=_budget(run_dir, origin),
+    )
+
+
+def _budget(run_dir: Path, origin: dict[str, Any]) -> Any:
+    """The run budget the run began with (kept in spec.json), or None."""
+    from swarm_runtime.flow.budget_input import budget_from_mapping
+
+    raw = origin.get("budget")
+    if raw is None:
+        return None
+    return budget_from_mapping(raw, f"{run_dir / 'spec.json'}: origin.budget")
 
 
 def _scenario(

@@ -16,6 +16,7 @@ from typing import Any
 from swarm_runtime.credentials import Credentials
 from swarm_runtime.engines.faults import FaultPlan
 from swarm_runtime.errors import RunControlError
+from swarm_runtime.flow.budget_input import budget_document
 from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.orchestrator.control import RunControl
 from swarm_runtime.orchestrator.deps import (
@@ -191,6 +192,7 @@ class Orchestrator:
             # Only when set, so spec.json (and the goldens made of it) stay as they were.
             **({"max_run_mb": limits.max_run_mb} if limits.max_run_mb is not None else {}),
             **({"max_depth": limits.max_depth} if limits.max_depth != 4 else {}),
+            **({"budget": budget_document(limits.budget)} if limits.budget is not None else {}),
             "config": None,
             "cassettes": "cassettes" in self.engine.config,
             # Only when not the default, so spec.json (and the goldens) stay as they were.

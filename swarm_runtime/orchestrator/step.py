@@ -21,9 +21,10 @@ from swarm_runtime.engines.base import (
     StepResult,
 )
 from swarm_runtime.errors import RoutingError
-from swarm_runtime.flow.spec import FlowSpec, StepSpec
+from swarm_runtime.flow.spec import Budget, FlowSpec, StepSpec
 from swarm_runtime.orchestrator import payloads, stack
 from swarm_runtime.orchestrator.attempts import EngineCaller
+from swarm_runtime.orchestrator.budgets import BudgetCheck, Spent
 from swarm_runtime.orchestrator.checkpoint import BlockedStep
 from swarm_runtime.orchestrator.control import Blocked, RunControl
 from swarm_runtime.orchestrator.facts import declared
@@ -40,7 +41,7 @@ from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.orchestrator.step_context import ContextMaker
 from swarm_runtime.orchestrator.step_log import OpenStep, StepLog
 from swarm_runtime.orchestrator.step_route import StepRouter
-from swarm_runtime.orchestrator.verdict import budget_error, outcome_error
+from swarm_runtime.orchestrator.verdict import outcome_error
 from swarm_runtime.record import Record, replace
 from swarm_runtime.timeutil import Clock, format_ts, ms_between, parse_ts
 
@@ -67,6 +68,8 @@ class StepSettings(Record):
     first candidate that holds is taken with no call (SPEC §4.5)."""
     injections: Injections = Injections()
     """The utility flows a step may inject, and how deep (SPEC §4.6)."""
+    run_budget: Budget | None = None
+    """The run's budget (SPEC §10.7), checked after every call with the step's and flow's."""
 
 
 class StepRunner:
@@ -93,6 +96,7 @@ class StepRunner:
         self.engine_for = engine_for
         self.spec = dict(spec)
         self.log = StepLog(recorder, state, settings.clock)
+        self.budgets = BudgetCheck(settings.run_budget)
         self.router = StepRouter(
             state,
             settings.navigator,
@@ -138,16 +142,18 @@ class StepRunner:
         call = self.caller.call(engine, ctx, flow, step)
         completed = self.settings.clock()
         outcome = call.outcome
+        self._count_call(flow, call)
         if self.settings.result_observer is not None:
             self.settings.result_observer(flow.key, outcome.result)
         if call.error is None and outcome.result_code == "blocked":
             self._block(flow, step, engine, outcome, iteration)
         error = call.error or outcome_error(step, outcome, call.max_attempts)
-        if error is None:
-            error = budget_error(
-                step, outcome.tokens, ms_between(started, completed), outcome.cost_usd
-            )
+        over = error is None and self._over_budget(flow, step, call, started, completed)
+        if over:
+            error = over
         receipt = self._receipt(flow, step, engine, call, iteration, rendered, (started, completed))
+        if over:
+            receipt["result_code"] = "fatal"  # SPEC §10.7: budget_exceeded, a fatal failure
         moved: NavigatorRoute | None = None
         if error is None:
             try:
@@ -157,17 +163,26 @@ class StepRunner:
         decision = moved.decision if moved is not None else None
         settle(receipt, error=error, routing=decision.receipt_routing if decision else None)
         self._write(receipt, flow, step, engine, outcome, user)
-        self._count_call(flow, outcome)
         if error is not None or decision is None:
             self._fail(flow, step, receipt["duration_ms"], error or "no routing decision")
             return None
         assert moved is not None
         return self._succeed(flow, step, receipt["duration_ms"], outcome, iteration, moved)
 
-    def _count_call(self, flow: FlowSpec, outcome: StepOutcome) -> None:
-        """Add the engine call's tokens and cost to the run's totals and its flow's."""
+    def _count_call(self, flow: FlowSpec, call: Call) -> None:
+        """Add the engine call's tokens and cost (every attempt's) to the run's and flow's."""
+        tokens, cost = call.tokens, call.cost_usd
         for totals in (self.state.totals, self.state.flow(flow.key)):
-            totals.add_call(outcome.tokens, outcome.cost_usd)
+            totals.add_call(tokens, cost)
+
+    def _over_budget(
+        self, flow: FlowSpec, step: StepSpec, call: Call, started: datetime, completed: datetime
+    ) -> str | None:
+        """The step's, flow's or run's budget the execution broke (SPEC §10.7), or None."""
+        if flow.budget is None and step.budget is None and self.budgets.run is None:
+            return None
+        spent = Spent(call.tokens.total, call.cost_usd, ms_between(started, completed))
+        return self.budgets.check(self.state, flow, step, spent)
 
     def _block(
         self,
@@ -177,8 +192,7 @@ class StepRunner:
         outcome: StepOutcome,
         iteration: int,
     ) -> NoReturn:
-        """The engine answered ``blocked``: count the call, leave the step open, pause."""
-        self._count_call(flow, outcome)
+        """The engine answered ``blocked`` (its call counted): leave the step open, pause."""
         open_step = self.log.open_step
         assert open_step is not None
         raise Blocked(

@@ -1,13 +1,13 @@
 """The verdict on an engine's answer: does it fail the step, and how long to wait to retry.
 
 SPEC §7.3: ``fatal`` and ``blocked`` fail the step, ``retryable`` is retried within the
-execution (``retry-after`` or equal-jitter backoff) until its attempts run out, and a step
-that breaks its budget fails however the engine answered.
+execution (``retry-after`` or equal-jitter backoff) until its attempts run out. Budgets
+(a step that breaks one fails however the engine answered) are in :mod:`.budgets`.
 """
 
 from __future__ import annotations
 
-from swarm_runtime.engines.base import StepOutcome, TokenUsage
+from swarm_runtime.engines.base import StepOutcome
 from swarm_runtime.flow.spec import StepSpec
 
 BACKOFF_BASE_S = 0.5
@@ -22,22 +22,6 @@ def backoff_delay(attempt: int, retry_after_ms: int | None, jitter: float) -> fl
         return retry_after_ms / 1000.0
     base: float = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2.0 ** (attempt - 1))
     return base / 2 + base / 2 * jitter
-
-
-def budget_error(
-    step: StepSpec, tokens: TokenUsage, duration_ms: int, cost_usd: float | None
-) -> str | None:
-    """Why the execution broke its step's budget, or None."""
-    budget = step.budget
-    if budget is None:
-        return None
-    if budget.tokens is not None and tokens.total > budget.tokens:
-        return f"token budget exceeded: used {tokens.total}, budget {budget.tokens}"
-    if budget.cost_usd is not None and cost_usd is not None and cost_usd > budget.cost_usd:
-        return f"cost budget exceeded: spent ${cost_usd:.6f}, budget ${budget.cost_usd:.6f}"
-    if budget.duration_ms is not None and duration_ms > budget.duration_ms:
-        return f"duration budget exceeded: took {duration_ms} ms, budget {budget.duration_ms} ms"
-    return None
 
 
 def outcome_error(step: StepSpec, outcome: StepOutcome, max_attempts: int) -> str | None:

@@ -173,7 +173,8 @@ def test_a_cost_budget_fails_the_step(anthropic_server: AnthropicServer, tmp_pat
     write_flow(flows, "dear", [step_yaml("ask", "budget: {cost_usd: 0.0000001}")])
     outcome = _run(anthropic_server, tmp_path / "runs", ("dear",), flows)
     assert outcome.status == "failed"
-    assert "cost budget exceeded: spent $0.0" in (outcome.error or "")
+    assert "budget_exceeded: step budget of 'dear/ask': cost_usd 0.0" in (outcome.error or "")
+    assert "> limit 0.0" in (outcome.error or "")
 
 
 def test_a_reply_echoing_a_credential_is_refused_before_writing(

@@ -217,7 +217,10 @@ def test_token_budget_exceeded_fails_the_step(tmp_path: Path) -> None:
         scenario={"only": {"tokens": {"prompt": 8, "completion": 5}}},
     )
     assert outcome.status == "failed"
-    assert "token budget exceeded: used 13, budget 10" in (outcome.error or "")
+    assert (
+        outcome.error
+        == "tight/only: budget_exceeded: step budget of 'tight/only': tokens 13 > limit 10"
+    )
 
 
 def test_teaching_notes_only_in_their_own_step_prompt(tmp_path: Path) -> None:
