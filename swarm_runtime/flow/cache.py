@@ -40,6 +40,7 @@ MAX_ENTRIES = 1000
 dirs, a test suite's say, would otherwise pile up)."""
 
 _LOADER_MODULES = (
+    "budget_input.py",
     "cache.py",
     "conditions.py",
     "detour_reader.py",
