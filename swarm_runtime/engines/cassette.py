@@ -253,6 +253,10 @@ class CassetteSdkEngine(SdkEngine):
         self.credentials.check(text, f"cassette {self._current} (the recorded {what})")
 
     def _before_request(self, request: Any) -> Any:
+        if self._current is not None:  # the call reached its cassette (a fault never does)
+            self.cassettes.played.add(
+                self.cassettes.directory / self._current.relative_to(self.cassettes.root)
+            )
         _scrub_headers(request.headers)
         body = (
             request.body.decode("utf-8", "replace")
@@ -283,7 +287,6 @@ class CassetteSdkEngine(SdkEngine):
         path = self.cassettes.path(ctx)
         self._current = path
         cassette = self._cassette(path)
-        self.cassettes.played.add(self.cassettes.directory / path.relative_to(self.cassettes.root))
         try:
             return super().create_message(ctx, **request)
         except anthropic.APIConnectionError as exc:

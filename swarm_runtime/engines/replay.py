@@ -153,6 +153,10 @@ class ReplaySdkEngine(SdkEngine):
         recording = self._current
         if recording is None:
             raise RuntimeError("a request outside a replayed step")
+        # The call reached its cassette (a fault the plan answered never does).
+        self.cassettes.played.add(
+            self.cassettes.directory / recording.path.relative_to(self.cassettes.root)
+        )
         body = request.read()
         uri = str(request.url)
         self._refuse_secrets(body.decode("utf-8", "replace") + uri, recording, "request")
@@ -193,7 +197,6 @@ class ReplaySdkEngine(SdkEngine):
                 text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
                 self._refuse_secrets(text + recorded.uri, recording, "request")
         self._current = recording
-        self.cassettes.played.add(self.cassettes.directory / path.relative_to(self.cassettes.root))
         try:
             return super().create_message(ctx, **request)
         except anthropic.APIConnectionError as exc:

@@ -75,6 +75,18 @@ def largest_share(budget: Budget, spent: Spent) -> tuple[float, str] | None:
     return best
 
 
+def share_percent(share: float) -> str:
+    """``share`` as a whole percentage; only a share of exactly 1 reads ``100%``.
+
+    A budget just past its limit (1728 tokens of 1727) reads ``101%``, not a
+    rounded ``100%`` beside its budget_exceeded, and one just below it ``99%``.
+    """
+    text = f"{share:.0%}"
+    if text == "100%" and share != 1.0:
+        return "101%" if share > 1.0 else "99%"
+    return text
+
+
 def _show(value: float) -> str:
     return str(round(value, 6)) if isinstance(value, float) else str(value)
 
@@ -142,6 +154,6 @@ class BudgetCheck:
             spent.duration_ms = sum(t.duration_ms for t in state.flow_totals.values())
             self._one(self.run, spent, RUN_KEY, "run", "")
         return {
-            key: f"{share:.0%} ({measure} of {whose})"
+            key: f"{share_percent(share)} ({measure} of {whose})"
             for key, (share, measure, whose) in self.used.items()
         }

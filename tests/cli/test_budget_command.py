@@ -108,3 +108,16 @@ def test_a_bad_budget_flag_is_a_usage_error_naming_the_key(
         (line,) = result.err.strip().splitlines()
         assert line.startswith("swarm: error: --budget") and named in line, line
     assert not (tmp_path / "swarm" / "runs").exists()
+
+
+def test_a_budget_just_past_its_limit_never_reads_100_percent(tmp_path: Path) -> None:
+    write_flow(tmp_path / "flows", "one", [step_yaml("only")])
+    (tmp_path / "scenario.yaml").write_text("only: {tokens: {prompt: 300, completion: 101}}\n")
+    args = ("run", "one", "--flows-dir", "flows", "--scenario", "scenario.yaml")
+    over = _swarm(tmp_path, *args, "--budget", "tokens=400")
+    assert over.returncode == 1, over.stderr
+    assert "budget_exceeded: run budget: tokens 401 > limit 400" in over.stderr
+    assert over.stdout.splitlines()[3].endswith("101% (tokens of the run)")
+    under = _swarm(tmp_path, *args, "--budget", "tokens=402")
+    assert under.returncode == 0, under.stderr
+    assert under.stdout.splitlines()[3].endswith("99% (tokens of the run)")
