@@ -50,6 +50,8 @@ class CliEngine(StepEngine):
     """The variable that names the executable (in messages)."""
     install = ""
     """How to install the CLI (in messages)."""
+    fault_kinds: frozenset[str] = frozenset({"cli_exit"})
+    """The fault kinds of a plan this engine serves (SPEC §10.7); the others are refused."""
 
     def __init__(
         self,
@@ -240,12 +242,14 @@ class CliEngine(StepEngine):
 CLAUDE_QUIET = {
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     "CLAUDE_CODE_MAX_RETRIES": "0",
+    "CLAUDE_CODE_DISABLE_NONSTREAMING_FALLBACK": "1",
     "DISABLE_AUTOUPDATER": "1",
     "DISABLE_TELEMETRY": "1",
     "DISABLE_ERROR_REPORTING": "1",
     "DISABLE_BUG_COMMAND": "1",
 }
-"""What keeps Claude Code quiet: no side traffic, updates, telemetry or retries of its own."""
+"""What keeps Claude Code quiet: no side traffic, updates, telemetry or retries of its own
+(a broken stream is not asked again without streaming: the orchestrator retries)."""
 NESTED_MARKERS = ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SSE_PORT")
 """Set when swarm itself runs inside Claude Code; a child CLI must not inherit them."""
 

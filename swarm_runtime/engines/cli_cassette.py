@@ -14,6 +14,7 @@ home dir, and what tools printed (they run again, live, in a replay) are left ou
 request with no recording fails the step, naming the cassette, the difference and the
 command that re-records. Credential headers are never kept, paths are replaced by
 placeholders, and every cassette is scanned for credential values before it is written.
+A fault plan's HTTP faults are answered before any of this (:mod:`.fault_loopback`).
 """
 
 from __future__ import annotations
@@ -24,17 +25,19 @@ import json
 import threading
 import urllib.parse
 from collections.abc import Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from swarm_runtime.credentials import Credentials
-from swarm_runtime.engines.base import StepContext, StepEngine, StepOutcome
+from swarm_runtime.engines.base import StepContext
 from swarm_runtime.engines.cassette import Cassettes
 from swarm_runtime.engines.cli import ClaudeCliEngine, CliEngine, GeminiCliEngine
-from swarm_runtime.engines.cli_match import MARKER, placeholders, recorded_via, request_key
+from swarm_runtime.engines.cli_match import MARKER, placeholders, request_key
+from swarm_runtime.engines.fault_loopback import LoopbackFaults, start_loopback
+from swarm_runtime.engines.faults import HTTP_KINDS, FaultInjector
 from swarm_runtime.engines.process import ProcessEnd
 from swarm_runtime.engines.streams import StreamReport
 from swarm_runtime.errors import CredentialLeak, ReplayDivergence
@@ -87,6 +90,14 @@ class _Tape:
         self.misses: list[str] = []
         self.refused: str | None = None
 
+    def take(self, key: str) -> dict[str, Any] | None:
+        """The response of the first unplayed recorded call like ``key``, now played."""
+        for index, recorded in enumerate(self.keys):
+            if not self.played[index] and recorded == key:
+                self.played[index] = True
+                return dict(self.interactions[index]["response"])
+        return None
+
 
 class CassetteServer:
     """A loopback HTTP server that records to, or answers from, the current cassette."""
@@ -98,8 +109,11 @@ class CassetteServer:
         upstream: str,
         provider: str,
         credentials: Credentials,
+        injector: FaultInjector | None = None,
     ) -> None:
         self.cassettes = cassettes
+        self.faults = LoopbackFaults(injector)
+        """A fault plan's faults, served before the cassette sees a request."""
         self.upstream = upstream
         self.provider = provider
         self.credentials = credentials
@@ -118,29 +132,7 @@ class CassetteServer:
         return f"http://127.0.0.1:{self._server.server_address[1]}"
 
     def _start(self) -> None:
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                body = self.rfile.read(length) if length else b""
-                headers = {k.lower(): v for k, v in self.headers.items()}
-                status, content_type, payload = owner.answer(self.command, self.path, headers, body)
-                self.send_response(status)
-                self.send_header("content-type", content_type)
-                self.send_header("content-length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            do_GET = do_POST
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self._server = start_loopback(self.answer, self.faults, self.stand_in)
 
     def use(self, path: Path, paths: Mapping[str, str]) -> _Tape:
         """Make ``path`` the cassette the next requests go to (loaded once per run)."""
@@ -154,7 +146,8 @@ class CassetteServer:
                 )
             self.current = tape
             self.paths = dict(paths)
-            return tape
+        self.faults.next_attempt()
+        return tape
 
     def _load(self, path: Path) -> list[dict[str, Any]]:
         from swarm_runtime.inputs.files import read_text_limited
@@ -183,17 +176,25 @@ class CassetteServer:
             return self._record(tape, method, path, headers, body, text)
         key = request_key(method, path, text)
         with self._lock:
-            for index, recorded in enumerate(tape.keys):
-                if not tape.played[index] and recorded == key:
-                    tape.played[index] = True
-                    response = tape.interactions[index]["response"]
-                    return (
-                        int(response["status"]),
-                        str(response.get("content_type") or "application/json"),
-                        str(response["body"]).encode("utf-8"),
-                    )
-            tape.misses.append(self._difference(tape, key))
-        return self._error(f"swarm replay: no recorded call in {tape.label} matches this request")
+            response = tape.take(key)
+            if response is None:
+                tape.misses.append(self._difference(tape, key))
+        if response is None:
+            return self._error(
+                f"swarm replay: no recorded call in {tape.label} matches this request"
+            )
+        return (
+            int(response["status"]),
+            str(response.get("content_type") or "application/json"),
+            str(response["body"]).encode("utf-8"),
+        )
+
+    def stand_in(self, method: str, path: str, body: bytes) -> None:
+        """A reply fault answered this request: a replay uses up the recorded call it replaces."""
+        key = request_key(method, path, placeholders(body.decode("utf-8", "replace"), self.paths))
+        with self._lock:
+            if self.current is not None and not self.cassettes.record:
+                self.current.take(key)
 
     def _difference(self, tape: _Tape, key: str) -> str:
         unplayed = [k for k, played in zip(tape.keys, tape.played, strict=True) if not played]
@@ -301,7 +302,9 @@ class _CassetteCli(CliEngine):
     key_variable = ""
     default_upstream = ""
 
-    def __init__(self, *, cassettes: Cassettes, **kwargs: Any) -> None:
+    def __init__(
+        self, *, cassettes: Cassettes, faults: FaultInjector | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.cassettes = cassettes
         self.server = CassetteServer(
@@ -309,6 +312,7 @@ class _CassetteCli(CliEngine):
             upstream=self.base_env.get(self.base_url_variable) or self.default_upstream,
             provider=self.provider,
             credentials=Credentials.from_env(self.base_env),
+            injector=faults if self.fault_kinds >= HTTP_KINDS else None,
         )
         if not cassettes.record:  # a replay needs no key, but a CLI will not start without one
             self.base_env[self.key_variable] = "replay-needs-no-key"
@@ -356,6 +360,7 @@ class CassetteClaudeCliEngine(_CassetteCli, ClaudeCliEngine):
     base_url_variable = "ANTHROPIC_BASE_URL"
     key_variable = "ANTHROPIC_API_KEY"
     default_upstream = "https://api.anthropic.com"
+    fault_kinds = HTTP_KINDS | {"cli_exit"}  # the HTTP kinds through the loopback server
 
 
 class CassetteGeminiCliEngine(_CassetteCli, GeminiCliEngine):
@@ -364,37 +369,3 @@ class CassetteGeminiCliEngine(_CassetteCli, GeminiCliEngine):
     base_url_variable = "GOOGLE_GEMINI_BASE_URL"
     key_variable = "GEMINI_API_KEY"
     default_upstream = "https://generativelanguage.googleapis.com"
-
-
-class ReplayByCassette(StepEngine):
-    """Replays each step the way its cassette was recorded: through the SDK or the CLI."""
-
-    mode = "sdk"
-
-    def __init__(self, cassettes: Cassettes, sdk: Any, cli: Any) -> None:
-        self.cassettes = cassettes
-        self._factories = {"sdk": sdk, "cli": cli}
-        self._engines: dict[str, StepEngine] = {}
-        self.engine_id = "claude-step"
-        self.engine_short = "claude"
-
-    def _engine(self, ctx: StepContext) -> StepEngine:
-        via = recorded_via(self.cassettes.path(ctx))
-        engine = self._engines.get(via)
-        if engine is None:
-            engine = self._engines[via] = self._factories[via]()
-        return engine
-
-    def run_step(self, ctx: StepContext) -> StepOutcome:
-        """The step, by the engine its cassette names."""
-        return self._engine(ctx).run_step(ctx)
-
-    def request_body(self, ctx: StepContext) -> dict[str, Any]:
-        """The request of the engine the step's cassette names."""
-        return self._engine(ctx).request_body(ctx)
-
-    def close(self) -> None:
-        """Close the engines that ran."""
-        engines, self._engines = list(self._engines.values()), {}
-        for engine in engines:
-            engine.close()

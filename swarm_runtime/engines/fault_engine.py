@@ -6,7 +6,9 @@ live engine makes of it: ``retryable`` for the HTTP and connection kinds (a 429'
 non-zero exit, a succeeded step with no text and no handoff for an empty reply. In sdk,
 record and replay modes the fault is armed for the SDK's next HTTP request, which the
 transport of :mod:`swarm_runtime.engines.fault_http` answers, so the SDK's own error path
-runs. In cli mode ``cli_exit`` replaces the CLI process by one that exits with the code.
+runs. In cli mode ``cli_exit`` replaces the CLI process by one that exits with the code,
+and a CLI that records or replays gets the HTTP kinds from its loopback server
+(:mod:`swarm_runtime.engines.fault_loopback`), which answers the CLI's first request.
 Each injected fault adds a ``log`` event to the attempt, naming the fault and the plan.
 """
 
@@ -51,6 +53,8 @@ class FaultyEngine(StepEngine):
         self.engine_id = inner.engine_id
         self.engine_short = inner.engine_short
         self.mode = inner.mode
+        self.fault_kinds: frozenset[str] | None = getattr(inner, "fault_kinds", None)
+        """The kinds the inner engine serves (None: those of its mode)."""
 
     def run_step(self, ctx: StepContext) -> StepOutcome:
         """The inner engine's call, or the fault the plan gives this attempt."""
@@ -89,7 +93,7 @@ def _with_log(
         f"{where} (execution {ctx.iteration + 1})"
         if served
         else f"fault plan {source}: {fault.describe()} for attempt {ctx.attempt} of {where} "
-        "was not served: the engine made no SDK request"
+        "was not served: the engine made no HTTP request in this attempt"
     )
     payload = {
         "message": message,

@@ -20,15 +20,16 @@ from typing import Any
 import httpx2
 
 from swarm_runtime.engines.fault_engine import MALFORMED_HANDOFF_TEXT
+from swarm_runtime.engines.fault_replies import (
+    HALF_EVENT,
+    NOTE,
+    STATUS,
+    error_body,
+    message_body,
+    message_events,
+    sse,
+)
 from swarm_runtime.engines.faults import Fault, FaultInjector
-
-NOTE = "injected by the fault plan"
-
-_STATUS = {
-    "http_429": (429, "rate_limit_error"),
-    "http_500": (500, "api_error"),
-    "http_529": (529, "overloaded_error"),
-}
 
 
 def wrap_client(http_client: Any, injector: FaultInjector) -> Any:
@@ -74,14 +75,14 @@ def _request_body(request: httpx2.Request) -> dict[str, Any]:
 def fault_response(fault: Fault, request: httpx2.Request) -> httpx2.Response:
     """What the API would answer (or how the connection would fail) for ``fault``."""
     kind = fault.kind
-    if kind in _STATUS:
-        status, error_type = _STATUS[kind]
+    if kind in STATUS:
+        status, error_type = STATUS[kind]
         headers = {"content-type": "application/json"}
         if fault.retry_after_ms is not None:
             headers["retry-after-ms"] = str(fault.retry_after_ms)
             headers["retry-after"] = f"{fault.retry_after_ms / 1000:g}"
         return httpx2.Response(
-            status, headers=headers, json=_error(error_type, kind), request=request
+            status, headers=headers, json=error_body(error_type, kind), request=request
         )
     if kind == "timeout":
         raise httpx2.ReadTimeout(f"the read timed out ({NOTE}: timeout)", request=request)
@@ -94,69 +95,21 @@ def fault_response(fault: Fault, request: httpx2.Request) -> httpx2.Response:
     streamed = bool(body.get("stream"))
     if kind in ("stream_cut", "overloaded_mid_stream"):
         if kind == "overloaded_mid_stream" and not streamed:  # no stream to break: a 529
-            return httpx2.Response(529, json=_error("overloaded_error", kind), request=request)
+            return httpx2.Response(529, json=error_body("overloaded_error", kind), request=request)
         return _sse_response(_broken_stream(kind, model), request)
     text = MALFORMED_HANDOFF_TEXT if kind == "malformed_handoff" else ""
     if streamed:
-        return _sse_response(iter([_sse(_message_events(model, text))]), request)
-    return httpx2.Response(200, json=_message(model, text), request=request)
-
-
-def _error(error_type: str, kind: str) -> dict[str, Any]:
-    return {"type": "error", "error": {"type": error_type, "message": f"{NOTE}: {kind}"}}
-
-
-def _message(model: str, text: str) -> dict[str, Any]:
-    return {
-        "id": "msg_fault_plan",
-        "type": "message",
-        "role": "assistant",
-        "model": model,
-        "content": [{"type": "text", "text": text}] if text else [],
-        "stop_reason": "end_turn",
-        "stop_sequence": None,
-        "usage": {"input_tokens": 0, "output_tokens": (len(text) + 3) // 4},
-    }
-
-
-def _message_events(model: str, text: str, *, whole: bool = True) -> list[tuple[str, Any]]:
-    start = {**_message(model, ""), "stop_reason": None, "usage": {"input_tokens": 0}}
-    start["usage"]["output_tokens"] = 0
-    events: list[tuple[str, Any]] = [("message_start", {"type": "message_start", "message": start})]
-    if text or not whole:
-        block = {"type": "text", "text": ""}
-        events.append(
-            (
-                "content_block_start",
-                {"type": "content_block_start", "index": 0, "content_block": block},
-            )
-        )
-        delta = {"type": "text_delta", "text": text or "partial"}
-        events.append(
-            ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta})
-        )
-    if not whole:
-        return events
-    if text:
-        events.append(("content_block_stop", {"type": "content_block_stop", "index": 0}))
-    end = {"stop_reason": "end_turn", "stop_sequence": None}
-    usage = {"output_tokens": (len(text) + 3) // 4}
-    events.append(("message_delta", {"type": "message_delta", "delta": end, "usage": usage}))
-    events.append(("message_stop", {"type": "message_stop"}))
-    return events
-
-
-def _sse(events: list[tuple[str, Any]]) -> bytes:
-    return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events).encode()
+        return _sse_response(iter([sse(message_events(model, text))]), request)
+    return httpx2.Response(200, json=message_body(model, text), request=request)
 
 
 def _broken_stream(kind: str, model: str) -> Iterator[bytes]:
     """A stream that starts a reply, then breaks: mid-event, or with an ``error`` event."""
-    yield _sse(_message_events(model, "", whole=False))
+    yield sse(message_events(model, "", whole=False))
     if kind == "overloaded_mid_stream":
-        yield _sse([("error", _error("overloaded_error", kind))])
+        yield sse([("error", error_body("overloaded_error", kind))])
         return
-    yield b'event: content_block_delta\ndata: {"type": "content_block_delta", "ind'
+    yield HALF_EVENT
     raise httpx2.RemoteProtocolError(
         f"peer closed connection without sending complete message body ({NOTE}: stream_cut)"
     )

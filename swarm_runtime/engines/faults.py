@@ -214,26 +214,39 @@ class FaultPlan(Record):
                 return key
         return None
 
-    def check_mode(self, flow_key: str, step_id: str, mode: str) -> None:
-        """Refuse a kind the step's engine cannot be given in ``mode``."""
+    def check_mode(
+        self, flow_key: str, step_id: str, mode: str, served: frozenset[str] | None = None
+    ) -> None:
+        """Refuse a kind the step's engine cannot be given in ``mode``.
+
+        ``served`` is what the engine says it serves (its ``fault_kinds``); without it, the
+        kinds of the mode: ``cli_exit`` in cli mode, the HTTP kinds in the others.
+        """
         key = self.key_for(flow_key, step_id)
         if key is None or mode == "stub":
             return
+        if served is None:
+            served = frozenset({"cli_exit"}) if mode == "cli" else HTTP_KINDS
         for i, fault in enumerate(self.entries[key]):
-            if fault is None:
-                continue
-            if mode == "cli" and fault.kind != "cli_exit":
-                raise ScenarioError(
-                    f"{self.source}: {key}[{i}]: {fault.kind} is not injected in cli mode "
-                    "(allowed there: cli_exit; the HTTP kinds run in stub, sdk, record and "
-                    "replay modes)"
-                )
-            if mode != "cli" and fault.kind == "cli_exit":
-                raise ScenarioError(
-                    f"{self.source}: {key}[{i}]: cli_exit is injected in cli and stub modes "
-                    f"only, and this step runs in {mode} mode (use an HTTP kind: "
-                    f"{', '.join(sorted(HTTP_KINDS))})"
-                )
+            if fault is not None and fault.kind not in served:
+                raise ScenarioError(f"{self.source}: {key}[{i}]: {_refusal(fault.kind, mode)}")
+
+
+def _refusal(kind: str, mode: str) -> str:
+    """Why ``kind`` is not served in ``mode``, and where it is."""
+    if kind == "cli_exit":
+        return (
+            f"cli_exit is injected in cli and stub modes only, and this step runs in {mode} "
+            f"mode (use an HTTP kind: {', '.join(sorted(HTTP_KINDS))})"
+        )
+    if mode == "cli":
+        return (
+            f"{kind} is not injected in cli mode here: the HTTP kinds reach a CLI through "
+            "the loopback cassette server, which runs when claude-step records through the "
+            "CLI (--mode record --record-via cli) or replays a cassette recorded that way; "
+            "a live cli run without cassettes and gemini-step take cli_exit only"
+        )
+    return f"{kind} is not injected by this step's engine in {mode} mode"
 
 
 class FaultInjector:

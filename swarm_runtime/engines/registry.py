@@ -159,7 +159,7 @@ def _record(engine_id: str, engine_short: str, options: EngineOptions) -> StepEn
 def _replay(engine_id: str, engine_short: str, options: EngineOptions) -> StepEngine:
     """Each step from its cassette, whichever way (SDK or CLI) it was recorded."""
     from swarm_runtime.engines.cassette import require_vcrpy
-    from swarm_runtime.engines.cli_cassette import ReplayByCassette
+    from swarm_runtime.engines.replay_by_cassette import ReplayByCassette
 
     config, cassettes = options.config, options.config["cassettes"]
     require_vcrpy()  # say what to install before the first step, not at it
@@ -247,7 +247,13 @@ def _cli_engine(engine_id: str, config: dict[str, Any], cassettes: Any) -> StepE
         if engine_id == "gemini-step"
         else cli_cassette.CassetteClaudeCliEngine
     )
-    return build_cli_engine(engine_id, config, engine_class=engine_class, cassettes=cassettes)
+    return build_cli_engine(
+        engine_id,
+        config,
+        engine_class=engine_class,
+        cassettes=cassettes,
+        faults=config.get("fault_injector"),
+    )
 
 
 def default_registry() -> EngineRegistry:

@@ -192,6 +192,11 @@ class ClaudeStream(StreamReport):
             subtype = item.get("subtype", "?")
             if isinstance(status, int):
                 self.fail(f"Claude Code CLI: the API answered HTTP {status}: {detail}", status)
+            elif detail.startswith("API Error:"):
+                # An API call with no HTTP status: the connection or the stream broke
+                # (SPEC §7.3: connection errors are retryable).
+                self.fail(f"Claude Code CLI: the API call broke off: {detail}", None)
+                self.error_code = "retryable"
             else:
                 self.fail(f"Claude Code CLI reported an error ({subtype}): {detail}", None)
 

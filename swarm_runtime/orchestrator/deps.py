@@ -177,7 +177,7 @@ class StepEngines:
         engine = self.engine(step_engine_id(flow, step, choice.strategy, choice.engine_id))
         plan = choice.fault_plan
         if plan is not None:  # a kind the step's engine cannot be given: before any write
-            plan.check_mode(flow.key, step.id, engine.mode)
+            plan.check_mode(flow.key, step.id, engine.mode, getattr(engine, "fault_kinds", None))
         return engine
 
     def engine(self, engine_id: str | None = None) -> StepEngine:

@@ -301,3 +301,50 @@ def test_pytest_records_claude_code_runs_and_replays_them(
     replayed = pytester.runpytest_subprocess("--swarm-mode=replay", "-p", "no:xdist")
     replayed.assert_outcomes(passed=1)
     replayed.stdout.fnmatch_lines(["*cassettes: 12 played, 0 recorded, 0 unplayed*"])
+
+
+def test_claude_code_gets_a_plans_faults_from_the_loopback_server(
+    tmp_path: Path, anthropic_server: AnthropicServer, claude_cli: str
+) -> None:
+    write_flow(tmp_path / "flows", "demo", [step_yaml("draft"), step_yaml("review")])
+    env = claude_env(tmp_path / "home", anthropic_server, claude_cli)
+    (tmp_path / "plan.yaml").write_text(
+        "draft: [{kind: http_429, retry_after_ms: 0}]\nreview: [stream_cut]\n", encoding="utf-8"
+    )
+    run = ["run", "demo", "--flows-dir", "flows", "--faults", "plan.yaml", "--cassette-dir", "cass"]
+    recorded = swarm(
+        [*run, "--runs-dir", "rec", "--mode", "record", "--record-via", "cli"], env, tmp_path
+    )
+    assert recorded.returncode == 0, recorded.stderr
+    # The faults never reached the provider and nothing of them was recorded.
+    assert len(anthropic_server.requests) == 2
+    for cassette in (tmp_path / "cass" / "demo").glob("*.yaml"):
+        text = cassette.read_text(encoding="utf-8")
+        assert text.startswith("recorded_via: cli\n") and "injected by the fault plan" not in text
+    anthropic_server.stop()
+    (tmp_path / "plan.yaml").write_text(
+        "draft: [{kind: http_429, retry_after_ms: 0}]\n", encoding="utf-8"
+    )
+    replay_env = {k: v for k, v in env.items() if "KEY" not in k and "BASE_URL" not in k}
+    replayed = subprocess.run(
+        _jailed(
+            [sys.executable, "-m", "swarm_runtime", *run, "--runs-dir", "rep", "--mode", "replay"]
+        ),
+        env=replay_env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert replayed.returncode == 0, replayed.stderr  # every recorded call played
+    replay = only_run(tmp_path / "rep")
+    (draft,) = [d for d in receipts(replay, "demo") if d["step_id"] == "draft"]
+    assert (draft["status"], draft["result_code"], draft["attempt"]) == ("succeeded", "ok", 2)
+    logs = [e["payload"] for e in events(replay) if e["kind"] == "log"]
+    assert (logs[0]["fault"], logs[0]["served"], logs[0]["result_code"]) == (
+        "http_429",
+        True,
+        "retryable",
+    )
+    assert "the API answered HTTP 429" in logs[1]["error"]

@@ -123,6 +123,12 @@ def test_claude_401_is_fatal_with_the_status() -> None:
     [
         ("claude_result.json", None, None, (3216, 13)),
         ("claude_result_err529.json", "retryable", "HTTP 529: API Error: 529 fake 529", (0, 0)),
+        (  # Claude Code 2.1.197 after a stream cut: an API error with no HTTP status
+            "claude_result_conn_lost.json",
+            "retryable",
+            "the API call broke off: API Error: Connection to the API was lost (ECONNRESET)",
+            (0, 0),
+        ),
         (
             "claude_result_max_turns.json",
             "fatal",
