@@ -14,6 +14,8 @@ Each injected fault adds a ``log`` event to the attempt, naming the fault and th
 
 from __future__ import annotations
 
+from typing import Any
+
 from swarm_runtime.engines.base import (
     RunEvent,
     StepContext,
@@ -141,27 +143,25 @@ def cli_exit_outcome(inner: StepEngine, ctx: StepContext, fault: Fault) -> StepO
 def stub_fault_outcome(ctx: StepContext, fault: Fault) -> StepOutcome:
     """What the stub answers for ``fault``: what a live engine makes of the same fault."""
     from swarm_runtime.engines.faults import RETRYABLE_KINDS
-    from swarm_runtime.engines.stub import STUB_MODEL, estimate_tokens
+    from swarm_runtime.engines.stub import STUB_MODEL, estimate_tokens, stub_failure
 
     prompt_chars = len(ctx.prompt.system) + len(ctx.prompt.user) if ctx.prompt else 0
-    common = {"model": STUB_MODEL, "provider": "none", "mode": "stub", "cost_usd": 0.0}
+    common: dict[str, Any] = {
+        "model": STUB_MODEL,
+        "provider": "none",
+        "mode": "stub",
+        "cost_usd": 0.0,
+    }
     if fault.kind in RETRYABLE_KINDS:
-        return StepOutcome(
-            result=StepResult(step_id=ctx.step_id, status="failed", error=STUB_ERRORS[fault.kind]),
-            result_code="retryable",
-            retry_after_ms=fault.retry_after_ms,
-            **common,  # type: ignore[arg-type]
+        return stub_failure(
+            ctx, "retryable", STUB_ERRORS[fault.kind], retry_after_ms=fault.retry_after_ms
         )
     if fault.kind == "cli_exit":
         error = (
             f"the CLI exited with status {fault.code} without a result line: exit "
             f"{fault.code} injected by the fault plan"
         )
-        return StepOutcome(
-            result=StepResult(step_id=ctx.step_id, status="failed", error=error),
-            result_code="fatal",
-            **common,  # type: ignore[arg-type]
-        )
+        return stub_failure(ctx, "fatal", error)
     text = MALFORMED_HANDOFF_TEXT if fault.kind == "malformed_handoff" else ""
     tokens = TokenUsage(estimate_tokens("x" * prompt_chars), estimate_tokens(text))
     transcript = ({"role": "assistant", "content": text},)
@@ -184,7 +184,7 @@ def stub_fault_outcome(ctx: StepContext, fault: Fault) -> StepOutcome:
             text=text,
             tokens=tokens,
             transcript=transcript,
-            **common,  # type: ignore[arg-type]
+            **common,
         )
     return StepOutcome(  # empty_reply: a call that answered nothing
         result=StepResult(step_id=ctx.step_id, status="succeeded", output=""),
@@ -192,5 +192,5 @@ def stub_fault_outcome(ctx: StepContext, fault: Fault) -> StepOutcome:
         handoff=None,
         tokens=tokens,
         transcript=transcript,
-        **common,  # type: ignore[arg-type]
+        **common,
     )

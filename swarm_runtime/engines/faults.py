@@ -165,34 +165,11 @@ class FaultPlan(Record):
     @classmethod
     def from_file(cls, path: Path | str) -> FaultPlan:
         """Read a plan from a YAML (or JSON) file."""
-        import yaml
-
-        from swarm_runtime.inputs.files import read_text_limited
-        from swarm_runtime.inputs.yaml_input import describe_yaml_error, load_yaml
-
-        path = Path(path)
-        try:
-            text = read_text_limited(path)
-        except OSError as exc:
-            raise ScenarioError(f"cannot read fault plan {path}: {exc.strerror or exc}") from None
-        except ValueError as exc:
-            raise ScenarioError(f"cannot read fault plan {path}: {exc}") from None
-        try:
-            raw = load_yaml(text)
-        except yaml.YAMLError as exc:
-            message, line = describe_yaml_error(exc)
-            raise ScenarioError(f"{path}:{line or 1}: invalid YAML: {message}") from None
-        except ValueError as exc:
-            raise ScenarioError(f"{path}: invalid YAML: {exc}") from None
-        return cls.from_mapping(raw, source=str(path))
+        return cls.from_mapping(read_plan_file(path, "fault plan"), source=str(path))
 
     def check_steps(self, flows: Iterable[tuple[str, Iterable[str]]]) -> None:
         """Raise ScenarioError if a key names no step of the given (flow, step ids)."""
-        known: set[str] = set()
-        for flow_key, step_ids in flows:
-            for step_id in step_ids:
-                known.update((step_id, f"{flow_key}/{step_id}"))
-        self.check_keys(known)
+        self.check_keys(step_names(flows))
 
     def check_keys(self, known: set[str]) -> None:
         """Raise ScenarioError if a key is none of ``known`` (step ids and flow/step)."""
@@ -272,3 +249,36 @@ class FaultInjector:
         """The armed fault, disarmed: each fault answers one request."""
         fault, self.armed = self.armed, None
         return fault
+
+
+def step_names(flows: Iterable[tuple[str, Iterable[str]]]) -> set[str]:
+    """How a plan or a scenario may name the steps of these (flow, step ids): id or flow/id."""
+    known: set[str] = set()
+    for flow_key, step_ids in flows:
+        for step_id in step_ids:
+            known.update((step_id, f"{flow_key}/{step_id}"))
+    return known
+
+
+def read_plan_file(path: Path | str, what: str) -> Any:
+    """The document of a YAML (or JSON) file a user wrote; ScenarioError naming ``what``."""
+    import yaml
+
+    from swarm_runtime.inputs.files import read_text_limited
+    from swarm_runtime.inputs.yaml_input import describe_yaml_error, load_yaml
+
+    path = Path(path)
+    try:
+        text = read_text_limited(path)
+    except OSError as exc:
+        raise ScenarioError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:  # too big, not a regular file, not UTF-8
+        raise ScenarioError(f"cannot read {what} {path}: {exc}") from None
+    try:
+        return load_yaml(text)
+    except yaml.YAMLError as exc:
+        message, line = describe_yaml_error(exc)
+        where = f"{path}:{line}" if line else str(path)
+        raise ScenarioError(f"{where}: invalid YAML: {message}") from None
+    except ValueError as exc:  # a value YAML cannot build, such as a date of month 13
+        raise ScenarioError(f"{path}: invalid YAML: {exc}") from None

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from swarm_runtime.engines.base import RESULT_CODES
-from swarm_runtime.engines.faults import FaultPlan
+from swarm_runtime.engines.faults import FaultPlan, read_plan_file, step_names
 from swarm_runtime.errors import ScenarioError
 from swarm_runtime.record import Record, field
 
@@ -322,37 +322,11 @@ class Scenario(Record):
     @classmethod
     def from_file(cls, path: Path | str) -> Scenario:
         """Read a scenario YAML (or JSON) file."""
-        import yaml
-
-        from swarm_runtime.inputs.files import read_text_limited
-        from swarm_runtime.inputs.yaml_input import describe_yaml_error, load_yaml
-
-        path = Path(path)
-        try:
-            text = read_text_limited(path)
-        except OSError as exc:
-            raise ScenarioError(
-                f"cannot read scenario file {path}: {exc.strerror or exc}"
-            ) from None
-        except ValueError as exc:  # too big, not a regular file, not UTF-8
-            raise ScenarioError(f"cannot read scenario file {path}: {exc}") from None
-        try:
-            raw = load_yaml(text)
-        except yaml.YAMLError as exc:
-            message, line = describe_yaml_error(exc)
-            where = f"{path}:{line}" if line else str(path)
-            raise ScenarioError(f"{where}: invalid YAML: {message}") from None
-        except ValueError as exc:  # a value YAML cannot build, such as a date of month 13
-            raise ScenarioError(f"{path}: invalid YAML: {exc}") from None
-        return cls.from_mapping(raw, source=str(path))
+        return cls.from_mapping(read_plan_file(path, "scenario file"), source=str(path))
 
     def check_steps(self, flows: Iterable[tuple[str, Iterable[str]]]) -> None:
         """Raise ScenarioError if a key names no step of the given (flow, step ids)."""
-        known: set[str] = set()
-        for flow_key, step_ids in flows:
-            for step_id in step_ids:
-                known.add(step_id)
-                known.add(f"{flow_key}/{step_id}")
+        known = step_names(flows)
         if self.faults is not None:
             self.faults.check_keys(known)
         for key in (*self.entries, *self.navigator):

@@ -13,6 +13,7 @@ from typing import Any
 
 from swarm_runtime.engines.base import (
     DEFAULT_TIMEOUT_S,
+    ResultCode,
     RunEvent,
     StepContext,
     StepEngine,
@@ -97,15 +98,7 @@ class StubEngine(StepEngine):
             f"the stub's scripted delay of {delay_ms} ms is past the step's deadline of "
             f"{limit:g} s (its timeout_s); the call was cut off"
         )
-        return StepOutcome(
-            result=StepResult(step_id=ctx.step_id, status="failed", error=error),
-            result_code="retryable",
-            model=STUB_MODEL,
-            provider="none",
-            mode="stub",
-            transcript=(),
-            cost_usd=0.0,
-        )
+        return stub_failure(ctx, "retryable", error)
 
     def _navigate(self, ctx: StepContext) -> StepOutcome:
         """The navigator's answer: the scenario's choice, else the first candidate."""
@@ -213,3 +206,18 @@ def _status(code: str, outcome: Outcome | None) -> tuple[str, str | None]:
     if code == "skipped":
         return "skipped", None
     return "succeeded", None
+
+
+def stub_failure(
+    ctx: StepContext, code: ResultCode, error: str, *, retry_after_ms: int | None = None
+) -> StepOutcome:
+    """A stub call that failed with ``code``: no reply, nothing spent."""
+    return StepOutcome(
+        result=StepResult(step_id=ctx.step_id, status="failed", error=error),
+        result_code=code,
+        model=STUB_MODEL,
+        provider="none",
+        mode="stub",
+        retry_after_ms=retry_after_ms,
+        cost_usd=0.0,
+    )
