@@ -330,3 +330,21 @@ def running_server() -> Iterator[AnthropicServer]:
         yield server
     finally:
         server.stop()
+
+
+def record_project(project: Any, key: str, *args: str) -> Any:
+    """``project`` (a pytester project) run in record mode against a fake server of its own.
+
+    The server and the environment that points the SDK at it (``ANTHROPIC_BASE_URL`` and
+    the fake ``key``) last for that one session, so the replay that follows has no server.
+    """
+    import pytest
+
+    server = AnthropicServer().start()
+    try:
+        with pytest.MonkeyPatch.context() as env:
+            env.setenv("ANTHROPIC_BASE_URL", server.url)
+            env.setenv("ANTHROPIC_API_KEY", key)
+            return project.runpytest_subprocess("--swarm-mode=record", *args)
+    finally:
+        server.stop()

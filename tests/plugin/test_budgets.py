@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from tests.fakes.anthropic_server import AnthropicServer
+from tests.fakes.anthropic_server import record_project
 from tests.runtime.helpers import step_yaml, write_flow
 
 KEY = "sk-ant-budget-test-not-a-key"
@@ -66,18 +66,8 @@ def test_budgets_fail_runs_and_the_summary_shows_their_shares(
     assert SHARES.search(result.stdout.str()), result.stdout.str()
 
 
-def test_a_flow_budget_is_exceeded_in_replay_as_it_was_recorded(
-    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    server = AnthropicServer().start()
-    try:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-        recorded = project.runpytest_subprocess("--swarm-mode=record")
-    finally:
-        server.stop()
-        monkeypatch.delenv("ANTHROPIC_BASE_URL")
-        monkeypatch.delenv("ANTHROPIC_API_KEY")
+def test_a_flow_budget_is_exceeded_in_replay_as_it_was_recorded(project: pytest.Pytester) -> None:
+    recorded = record_project(project, KEY)
     recorded.assert_outcomes(passed=3)
     replayed = project.runpytest_subprocess("--swarm-mode=replay")
     replayed.assert_outcomes(passed=3)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fakes.anthropic_server import AnthropicServer
+from tests.fakes.anthropic_server import record_project
 from tests.runtime.helpers import step_yaml, write_flow
 
 KEY = "sk-ant-faults-counts-not-a-key"
@@ -36,18 +36,8 @@ def project(swarm_pytester: pytest.Pytester) -> pytest.Pytester:
     return swarm_pytester
 
 
-def test_a_step_the_faults_answered_whole_counts_no_cassette(
-    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    server = AnthropicServer().start()
-    try:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-        recorded = project.runpytest_subprocess("--swarm-mode=record")
-    finally:
-        server.stop()
-        monkeypatch.delenv("ANTHROPIC_BASE_URL")
-        monkeypatch.delenv("ANTHROPIC_API_KEY")
+def test_a_step_the_faults_answered_whole_counts_no_cassette(project: pytest.Pytester) -> None:
+    recorded = record_project(project, KEY)
     recorded.assert_outcomes(passed=1)
     cassettes = list((project.path / "golden" / "cassettes").rglob("*.yaml"))
     assert [path.name for path in cassettes] == ["read_ticket-worker-0.yaml"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fakes.anthropic_server import AnthropicServer
+from tests.fakes.anthropic_server import record_project
 from tests.runtime.helpers import step_yaml, write_flow
 
 KEY = "sk-ant-faults-marker-not-a-key"
@@ -58,18 +58,8 @@ def test_the_marker_injects_its_faults_in_stub_mode(project: pytest.Pytester) ->
     project.runpytest_subprocess("--swarm-mode=stub").assert_outcomes(passed=2)
 
 
-def test_a_recording_and_its_replay_both_go_through_the_faults(
-    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    server = AnthropicServer().start()
-    try:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-        recorded = project.runpytest_subprocess("--swarm-mode=record")
-    finally:
-        server.stop()
-        monkeypatch.delenv("ANTHROPIC_BASE_URL")
-        monkeypatch.delenv("ANTHROPIC_API_KEY")
+def test_a_recording_and_its_replay_both_go_through_the_faults(project: pytest.Pytester) -> None:
+    recorded = record_project(project, KEY)
     recorded.assert_outcomes(passed=1, skipped=1)
     cassettes = sorted((project.path / "golden" / "cassettes").rglob("*.yaml"))
     assert len(cassettes) == 3  # one clean call per step: no fault was recorded
