@@ -102,9 +102,9 @@ def start_loopback(
             body = self.rfile.read(length) if length else b""
             fault = faults.take()
             if fault is not None:
-                serve_fault(self, fault, body)
-                if fault.kind in REPLY_KINDS:
+                if fault.kind in REPLY_KINDS:  # before the reply: the CLI may ask again at once
                     stand_in(self.command, self.path, body)
+                serve_fault(self, fault, body)
                 return
             headers = {k.lower(): v for k, v in self.headers.items()}
             status, content_type, payload = answer(self.command, self.path, headers, body)

@@ -221,6 +221,30 @@ def test_an_empty_reply_ends_with_its_attempt(
     assert "played already" in tape.misses[0]
 
 
+def test_a_reply_fault_uses_up_its_recorded_call_before_the_cli_has_the_reply(
+    replay: tuple[CassetteServer, FaultInjector, Cassettes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CLI may ask again the instant it has the empty reply: by then the recorded call
+    must already count as played, or the next request replays it a second time."""
+    from swarm_runtime.engines import fault_loopback
+
+    server, injector, _ = replay
+    order: list[str] = []
+    serve = fault_loopback.serve_fault
+    monkeypatch.setattr(
+        fault_loopback,
+        "serve_fault",
+        lambda handler, fault, body: (order.append("replied"), serve(handler, fault, body)),
+    )
+    stand_in = server.stand_in
+    monkeypatch.setattr(
+        server, "stand_in", lambda *args: (order.append("used up"), stand_in(*args))
+    )
+    _arm(injector, "empty_reply")  # the loopback starts on first use, with the hooks in place
+    _post(server.url, REQUEST)
+    assert order == ["used up", "replied"]
+
+
 def test_a_fault_while_recording_never_reaches_the_provider_and_is_not_recorded(
     tmp_path: Path, anthropic_server: AnthropicServer
 ) -> None:
