@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("engines",),  # one step's call
     ("contracts", "coverage"),  # the run-file contracts, checked; route coverage
     ("orchestrator",),  # the run kernel
-    ("plan", "service"),  # what runs on the kernel
+    ("plan", "service", "distributed"),  # what runs on the kernel, here or on workers
     ("studio",),
     ("cli", "__main__", ""),  # the edges: the command line and the package's face
 )

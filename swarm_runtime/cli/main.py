@@ -80,6 +80,7 @@ _MODULES = (
     "coverage",
     "cassettes",
     "control",
+    "worker",
     "studio",
 )
 """The modules that register commands, in the order ``swarm --help`` lists them."""
@@ -95,6 +96,7 @@ _COMMANDS = {
     "pause": "control",
     "stop": "control",
     "resume": "control",
+    "worker": "worker",
     "studio": "studio",
 }
 """Which module registers each command."""

@@ -16,6 +16,7 @@ from swarm_runtime.cli.common import (
     EXIT_OK,
     path_arg,
 )
+from swarm_runtime.cli.submit import add_celery_options, submit_and_follow
 
 if TYPE_CHECKING:
     from swarm_runtime.engines.cassette import Cassettes
@@ -56,6 +57,7 @@ def add_parser(commands: Any) -> None:
         help="per-step lines: on a terminal (auto), always, or never",
     )
     _add_limits(parser)
+    add_celery_options(parser)
     parser.set_defaults(handler=handle)
 
 
@@ -83,7 +85,8 @@ def _add_engines(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--backend",
         default="claude-step-orchestrator",
-        help="claude-step-orchestrator (default) or gemini-step-orchestrator",
+        help="claude-step-orchestrator (default), gemini-step-orchestrator, or celery (on "
+        "'swarm worker' processes through --broker; claude-step runs the steps)",
     )
     parser.add_argument("--scenario", type=path_arg, help="stub scenario file (YAML)")
     parser.add_argument(
@@ -154,7 +157,11 @@ def _positive_int(text: str) -> int:
     return value
 
 
-_BACKENDS = {"claude-step-orchestrator": "claude-step", "gemini-step-orchestrator": "gemini-step"}
+_BACKENDS = {
+    "claude-step-orchestrator": "claude-step",
+    "gemini-step-orchestrator": "gemini-step",
+    "celery": "claude-step",
+}
 
 
 def _params(pairs: list[str]) -> dict[str, str]:
@@ -172,6 +179,8 @@ def _params(pairs: list[str]) -> dict[str, str]:
 def handle(args: argparse.Namespace) -> int:
     """Run and report; the exit code says how the run ended."""
     began = time.monotonic()
+    if args.backend == "celery" or args.detach or args.broker:
+        return submit_and_follow(args, _prepare, report, began)
     orchestrator, spec, cassettes = _prepare(args)
     outcome = run_with_signals(orchestrator, lambda: orchestrator.run(spec))
     code = report(outcome, int((time.monotonic() - began) * 1000))

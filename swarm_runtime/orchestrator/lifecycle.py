@@ -111,6 +111,11 @@ class RunLifecycle:
         )
         return cls(context, spec, plan, recorder, state)
 
+    def hand_over(self) -> None:
+        """Leave the new run unexecuted for a worker: its lock and files are let go."""
+        self.recorder.close()
+        self.context.engines.close()
+
     def execute(self, reopened: Reopened | None = None) -> RunOutcome:
         interrupted: Interrupted | None = None
         completed: str | None = None
@@ -159,8 +164,8 @@ class RunLifecycle:
     def _begin(self, reopened: Reopened | None) -> Position:
         """The opening events of a new or resumed run; where its steps start."""
         recorder = self.recorder
-        if reopened is None:
-            self.book.open()
+        if reopened is None or reopened.previous == "queued":
+            self.book.open()  # a new run, or one queued for a worker: nothing to resume
             return Position(0)
         if reopened.needs_created:
             self.book.created()
@@ -185,6 +190,7 @@ class RunLifecycle:
             else Position(self.flow_index + 1)
         )
         recorder = self.recorder
+        recorder.lock.renew()  # a step boundary: the lease goes on (SPEC §8.3)
         lines = [recorder.encode(event) for event in pending]
         recorder.write_checkpoint(
             Checkpoint.capture(

@@ -51,6 +51,7 @@ class RunRecorder:
         layout: RunLayout,
         state: RunState,
         *,
+        lock: RunLock,
         clock: Clock,
         durable: bool,
         credentials: Credentials,
@@ -63,8 +64,8 @@ class RunRecorder:
         self.credentials = credentials
         self.observer = observer
         self.observer_error: str | None = None
-        self.lock = RunLock(layout.root)
-        self.lock.held = True  # taken by create() or reopen() before this
+        self.lock = lock
+        """The run's lock, a lease, taken by create() or reopen() before this."""
         self.log = EventLog(layout.events, durable=durable)
         self._history: EventLog | None = None
         self._history_items = 0
@@ -100,10 +101,11 @@ class RunRecorder:
         def write_spec(layout: RunLayout) -> None:
             write_text_atomic(layout.spec, spec_text, durable=durable)  # checked above
 
-        layout = claim_run_dir(runs_dir, clock=clock, rand=rand, first_file=write_spec)
+        layout, lock = claim_run_dir(runs_dir, clock=clock, rand=rand, first_file=write_spec)
         return cls(
             layout,
             state,
+            lock=lock,
             clock=clock,
             durable=durable,
             credentials=credentials,
@@ -122,10 +124,12 @@ class RunRecorder:
         observer: EventObserver | None,
     ) -> RunRecorder:
         """Take over an existing run directory to resume it (its lock first)."""
-        RunLock(layout.root).acquire(format_ts(clock()), take_over_stale=True)
+        lock = RunLock(layout.root)
+        lock.acquire(format_ts(clock()), take_over_stale=True)
         recorder = cls(
             layout,
             state,
+            lock=lock,
             clock=clock,
             durable=durable,
             credentials=credentials,
@@ -213,6 +217,7 @@ class RunRecorder:
                     f"event {event['kind']} has seq {event['seq']}, expected {state.seq + offset}"
                 )
         text = lines[0] if len(lines) == 1 else "".join(lines)
+        self.lock.check()  # a lease taken over: the run is another process's now
         self.log.append_line(text)
         self._grown += len(text)
         state.seq += len(events)
@@ -350,6 +355,7 @@ class RunRecorder:
         """Every run document is written here: scanned for credentials, then atomically."""
         if not checked:
             self.credentials.check(text, str(path))
+        self.lock.check()
         write_text_atomic(path, text, durable=self.durable)
         where = str(path)
         if where in self._rewritten:

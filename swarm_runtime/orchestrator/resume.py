@@ -37,6 +37,7 @@ from swarm_runtime.orchestrator.recorder import EventObserver, RunRecorder
 from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.record import Record, field
 from swarm_runtime.storage.layout import JOURNALS, RunLayout
+from swarm_runtime.storage.queued import clear_queued
 from swarm_runtime.storage.store import read_event_log
 from swarm_runtime.timeutil import Clock
 
@@ -49,7 +50,8 @@ class Reopened(Record):
     state: RunState
     position: Position
     previous: str
-    """How the run had ended: paused, stopped, blocked or crashed."""
+    """How the run had ended: paused, stopped, blocked or crashed; ``queued`` for a run
+    made for a worker that has not begun (it opens as a new run)."""
     created_at: str | None = None
     blocked: BlockedStep | None = None
     external_input: str | None = None
@@ -168,6 +170,7 @@ def _mend(
     external_input: str | None,
 ) -> Reopened:
     repairs = _remove_temporary_files(layout.root)
+    queued = clear_queued(layout.root)  # under the lock: a worker's task runs it once
     events, checkpoint = _mend_log(layout, flows, recorder, state, repairs)
     _restore_history(layout, recorder, state, checkpoint)
     _restore_journals(layout, state, checkpoint)
@@ -191,6 +194,8 @@ def _mend(
         closing.append(interrupted_error(open_step, events[-1]))
         repairs.extend(move_orphans(layout, open_step, state))
     previous = "crashed" if status not in ("paused", "stopped") else str(status)
+    if queued and not events:
+        previous = "queued"  # handed to a worker and begun by it: a new run, not a resume
     if blocked is not None:
         previous = "blocked"
     return Reopened(

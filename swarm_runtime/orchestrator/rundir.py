@@ -23,7 +23,7 @@ def claim_run_dir(
     clock: Clock,
     rand: Callable[[int], str] | None,
     first_file: Callable[[RunLayout], None],
-) -> RunLayout:
+) -> tuple[RunLayout, RunLock]:
     """A fresh run directory under ``runs_dir`` (a new id), locked, with ``first_file`` written.
 
     ``first_file`` writes what makes the directory a run (its ``spec.json``); when the lock
@@ -48,7 +48,7 @@ def claim_run_dir(
             lock.release()  # a run dir without its spec is no run: leave nothing
             remove_run_dir(layout.root)
             raise
-        return layout
+        return layout, lock
     raise StorageError(f"could not find a free run id in {runs_dir} after 100 tries")
 
 

@@ -38,6 +38,8 @@ class PreparedRun(Record):
     run_id: str
     path: Path
     execute: Callable[[], RunOutcome]
+    hand_over: Callable[[], None] = lambda: None
+    """Give the run up unexecuted (its lock): a worker will run it (SPEC §8.3)."""
 
 
 class Orchestrator:
@@ -121,7 +123,9 @@ class Orchestrator:
             faults=self.engine.faults,
         )
         run = RunLifecycle.create(self._context(), spec, plan)
-        return PreparedRun(run.recorder.run_id, run.recorder.layout.root, run.execute)
+        return PreparedRun(
+            run.recorder.run_id, run.recorder.layout.root, run.execute, run.hand_over
+        )
 
     def resume(self, run_dir: Path, *, external_input: str | None = None) -> RunOutcome:
         """Continue a paused, stopped or crashed run from its checkpoint (SPEC §8.2).

@@ -1,10 +1,16 @@
-"""The run lock: one process runs a run at a time, and a dead holder is seen as dead.
+"""The run lock, a lease: one process runs a run at a time, and a dead holder is seen as dead.
 
-``<run>/run.lock`` holds the pid, host and start time of the process running the run. It
-is made with ``O_EXCL``, so two processes cannot both take it. A lock whose holder is gone
-(a SIGKILL, a power cut) is *stale*: on this host that is a pid that no longer exists, or
-one that now belongs to a later process (its start time differs). A run whose lock is
-stale crashed, and ``swarm resume`` may take the lock over.
+``<run>/run.lock`` holds the pid, host and start time of the process running the run, and
+when its lease expires (SPEC §8.3). It is made with ``O_EXCL``, so two processes cannot
+both take it. The holder renews the lease at every step boundary and, between them, every
+third of the lease from a heartbeat thread, so a long engine call keeps it. A lock whose
+holder is gone (a SIGKILL, a power cut, a lost machine) is *stale*: on this host that is a
+pid that no longer exists, or one that now belongs to a later process (its start time
+differs), at once; on another host, a lease past its expiry. A run whose lock is stale
+crashed, and ``swarm resume`` (or a worker given its task again) may take the lock over.
+
+A holder that finds its lease taken over (it was frozen for longer than a lease) has lost
+the run: :meth:`RunLock.check` then refuses every further write.
 
 Taking a lock (and taking a stale one over) happens under an exclusive ``flock`` of the run
 directory, which the kernel drops when its holder dies. Without it, two resumers that both
@@ -17,6 +23,9 @@ import contextlib
 import fcntl
 import json
 import os
+import threading
+import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +36,26 @@ from swarm_runtime.inputs.json_input import load_json
 from swarm_runtime.record import Record
 
 LOCK_NAME = "run.lock"
+DEFAULT_LEASE_S = 30.0
+"""How long a lease lasts unless renewed (``swarm worker --lease``)."""
+_lease_s = DEFAULT_LEASE_S
+
+
+def set_lease_seconds(seconds: float) -> None:
+    """The lease of every run lock this process takes from now on (a worker sets it)."""
+    global _lease_s
+    if not seconds > 0:
+        raise ValueError(f"a lease must last more than 0 s, not {seconds}")
+    _lease_s = float(seconds)
+
+
+def lease_seconds() -> float:
+    """The lease this process takes run locks with."""
+    return _lease_s
+
+
+class LeaseLost(StorageError):
+    """A lease of a run was taken over: its old holder must not write to the run again."""
 
 
 class LockHolder(Record):
@@ -38,12 +67,20 @@ class LockHolder(Record):
     """The holder process's start time, as the system counts it (``/proc``), or ''."""
     since: str = ""
     """When the lock was taken (RFC 3339)."""
+    expires: float = 0.0
+    """When the lease runs out, in seconds since the epoch (0: a lock of no lease)."""
+    token: str = ""
+    """Which taking of the lock this is (a process may take one run's lock twice)."""
 
     @property
     def alive(self) -> bool:
-        """Whether the holder still runs (on another host: assumed alive)."""
+        """Whether the holder still runs: its pid on this host, its lease on another."""
+        return self.alive_at(time.time())
+
+    def alive_at(self, now: float) -> bool:
+        """:attr:`alive` with the wall clock's ``now`` given."""
         if self.host != _host():
-            return True
+            return not self.expires or now < self.expires
         try:
             os.kill(self.pid, 0)
         except ProcessLookupError:
@@ -56,6 +93,10 @@ class LockHolder(Record):
     def describe(self) -> str:
         """``pid 123 on host``."""
         return f"pid {self.pid} on {self.host}"
+
+    def is_me(self, token: str) -> bool:
+        """Whether this holder is this process's taking ``token`` of the lock."""
+        return self.host == _host() and self.pid == os.getpid() and self.token == token
 
 
 def _host() -> str:
@@ -113,6 +154,8 @@ def read_holder(run_dir: Path) -> LockHolder | None:
             host=str(raw["host"]),
             started=str(raw.get("started", "")),
             since=str(raw.get("since", "")),
+            expires=float(raw.get("expires", 0.0)),
+            token=str(raw.get("token", "")),
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -124,15 +167,18 @@ class RunLock:
     def __init__(self, run_dir: Path) -> None:
         self.path = run_dir / LOCK_NAME
         self.held = False
+        self.lost = False
+        """The lease was taken over by another process: nothing more may be written."""
+        self.lease_s = _lease_s
+        self.token = uuid.uuid4().hex[:16]
+        self._since = ""
+        self._stop = threading.Event()
+        self._heartbeat: threading.Thread | None = None
 
     def acquire(self, since: str, *, take_over_stale: bool = False) -> None:
         """Take the lock; refuse, naming the holder, when a live process holds it."""
-        me = {
-            "pid": os.getpid(),
-            "host": _host(),
-            "started": process_start(os.getpid()),
-            "since": since,
-        }
+        self._since = since
+        me = self._document()
         run_dir = self.path.parent
         with _guard(run_dir):  # the holder is read, judged and replaced as one step
             if not self._create(me):
@@ -153,6 +199,18 @@ class RunLock:
                 if not self._create(me):
                     raise RunControlError(f"{self.path}: taken by another process just now")
         self.held = True
+        self._start_heartbeat()
+
+    def _document(self) -> dict[str, Any]:
+        return {
+            "pid": os.getpid(),
+            "host": _host(),
+            "started": process_start(os.getpid()),
+            "since": self._since,
+            "expires": round(time.time() + self.lease_s, 3),
+            "lease_s": self.lease_s,
+            "token": self.token,
+        }
 
     def _create(self, me: dict[str, Any]) -> bool:
         """Create the lock file holding ``me``; False when it exists."""
@@ -168,9 +226,58 @@ class RunLock:
             os.close(fd)
         return True
 
+    def check(self) -> None:
+        """Raise :class:`LeaseLost` once the lease was taken over (before every write)."""
+        if self.lost:
+            raise LeaseLost(
+                f"{self.path}: this process's lease of run {self.path.parent.name} was taken "
+                "over by another (it did not renew it in time); it writes nothing more"
+            )
+
+    def renew(self) -> None:
+        """Move the lease's expiry on (at a step boundary); LeaseLost if it was taken over."""
+        self.check()
+        if not self.held:
+            return
+        run_dir = self.path.parent
+        with _guard(run_dir):
+            holder = read_holder(run_dir)
+            if holder is None or not holder.is_me(self.token):
+                self.lost = True
+                self.check()
+            tmp = self.path.with_name(f"{LOCK_NAME}.{os.getpid()}.{self.token}.tmp")
+            try:
+                tmp.write_text(json.dumps(self._document(), sort_keys=True) + "\n", "utf-8")
+                os.replace(tmp, self.path)
+            except OSError as exc:
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
+                raise StorageError(f"cannot renew {self.path}: {exc.strerror or exc}") from None
+
+    def _start_heartbeat(self) -> None:
+        """Renew the lease every third of it until released (a long step keeps it)."""
+        self._stop.clear()
+
+        def beat() -> None:
+            while not self._stop.wait(self.lease_s / 3):
+                try:
+                    self.renew()
+                except LeaseLost:
+                    return
+                except StorageError:
+                    continue  # shared storage hiccup: try again at the next beat
+
+        self._heartbeat = threading.Thread(
+            target=beat, name=f"lease-{self.path.parent.name}", daemon=True
+        )
+        self._heartbeat.start()
+
     def release(self) -> None:
-        """Give the lock up (only if this process holds it)."""
+        """Give the lock up (only if this process holds it, and still does)."""
+        self._stop.set()
         if self.held:
             self.held = False
+            if self.lost:
+                return  # another process holds it now: its lock is not ours to remove
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.path)

@@ -1,0 +1,111 @@
+"""What a worker does with one delivery of a run's task (SPEC §8.3).
+
+Delivery is at least once, so a task may come twice, late, or after its run was resumed
+elsewhere. The run dir decides, never the message:
+
+- another package version than the submitter's: refused, both versions said in the run;
+- the run has ended (``succeeded``, ``failed``) or was handed over again (a newer
+  ticket): nothing to do;
+- a live holder's lease (a worker or a shell, here or on another machine): wait for it;
+- queued under this delivery's ticket: run it; crashed (its lease stale): resume it from
+  its checkpoint; paused or stopped: nothing (``swarm resume`` goes on with it).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Literal
+
+from swarm_runtime.errors import ConfigError, RunControlError, SwarmUsageError
+from swarm_runtime.record import Record
+from swarm_runtime.storage.lock import read_holder
+from swarm_runtime.storage.queued import read_queued, write_refused
+from swarm_runtime.storage.status import read_meta
+from swarm_runtime.versions import PACKAGE_VERSION
+
+Verdict = Literal["ran", "done", "wait", "refused"]
+
+
+class Delivery(Record):
+    """One delivery of a run's task: what the message carries."""
+
+    run_id: str
+    ticket: str
+    version: str
+
+
+def decide(run_dir: Path, delivery: Delivery) -> Verdict | Literal["run"]:
+    """What to do with ``delivery`` as ``run_dir`` stands now (nothing is changed)."""
+    status = (read_meta(run_dir) or {}).get("status")
+    if status in ("succeeded", "failed"):
+        return "done"
+    holder = read_holder(run_dir)
+    if holder is not None and holder.alive:
+        return "wait"
+    queued = read_queued(run_dir)
+    if queued is not None:
+        return "run" if queued.get("ticket") == delivery.ticket else "done"
+    if status in ("pending", "running"):
+        return "run"  # crashed: its holder is gone (or its lease ran out)
+    return "done"  # paused or stopped: resumed on request, not by a stale delivery
+
+
+def handle(
+    runs_dir: Path,
+    delivery: Delivery,
+    *,
+    env: Mapping[str, str] | None = None,
+    host: str = "",
+    run: Callable[[Path], object] | None = None,
+) -> Verdict:
+    """Act on one delivery; what came of it (``wait``: deliver it again later)."""
+    run_dir = _run_dir(runs_dir, delivery.run_id)
+    verdict = decide(run_dir, delivery)
+    if verdict != "run":
+        return verdict
+    where = host or os.uname().nodename
+    if delivery.version != PACKAGE_VERSION:
+        message = (
+            f"a worker on {where} refused run {delivery.run_id}: it runs swarm-stepwise "
+            f"{PACKAGE_VERSION}, the run was submitted with {delivery.version}; run workers "
+            "of the submitter's version"
+        )
+        write_refused(run_dir, message, host=where)
+        return "refused"
+    try:
+        (run or (lambda path: _resume(path, env)))(run_dir)
+    except RunControlError as exc:
+        # Another delivery took the lock between the look and the take, or ended the run.
+        holder = read_holder(run_dir)
+        if holder is not None and holder.alive:
+            return "wait"
+        if decide(run_dir, delivery) == "run":
+            write_refused(run_dir, f"a worker on {where} cannot run it: {exc}", host=where)
+            return "refused"
+        return "done"
+    except SwarmUsageError as exc:  # its flows dir or config is not there on this worker
+        write_refused(run_dir, f"a worker on {where} cannot run it: {exc}", host=where)
+        return "refused"
+    return "ran"
+
+
+def _resume(run_dir: Path, env: Mapping[str, str] | None) -> None:
+    """Run (or resume) the run as its spec.json says, in this thread, to its end or pause."""
+    from swarm_runtime.orchestrator.resumer import orchestrator_for_run
+
+    orchestrator = orchestrator_for_run(run_dir, env=os.environ if env is None else env)
+    orchestrator.prepare_resume(run_dir).execute()
+
+
+def _run_dir(runs_dir: Path, run_id: str) -> Path:
+    from swarm_runtime.ids import RUN_ID_RE
+
+    run_dir = runs_dir / run_id
+    if not RUN_ID_RE.fullmatch(run_id) or not (run_dir / "spec.json").is_file():
+        raise ConfigError(
+            f"run {run_id!r} is not in this worker's runs dir {runs_dir}: every worker must "
+            "see the submitter's runs dir at the same path (shared storage)"
+        )
+    return run_dir

@@ -1,0 +1,79 @@
+"""``swarm worker``'s process: a Celery worker whose one task runs runs (SPEC §8.3).
+
+Runs go on in threads of the worker process (``--concurrency``), each with its own
+orchestrator, as in the run service; a run that finds its run held by a live lease asks
+to be delivered again a little later instead of holding a thread while it waits.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from swarm_runtime.distributed.app import TASK_NAME, make_app, shown_url
+from swarm_runtime.distributed.task import Delivery, handle
+from swarm_runtime.record import Record
+
+log = logging.getLogger("swarm.worker")
+
+
+class WorkerOptions(Record):
+    """What ``swarm worker`` was asked for."""
+
+    broker: str
+    runs_dir: Path
+    concurrency: int = 1
+    queue: str = "swarm"
+    lease_s: float = 30.0
+
+
+def retry_after(lease_s: float) -> float:
+    """How long a delivery that found its run held waits before it is delivered again."""
+    return max(0.5, min(lease_s / 3, 10.0))
+
+
+def run_worker(options: WorkerOptions) -> int:
+    """Start the worker and serve until it is told to stop; its exit code."""
+    from celery import signals
+
+    from swarm_runtime.storage.lock import set_lease_seconds
+
+    set_lease_seconds(options.lease_s)
+    app = make_app(options.broker, lease_s=options.lease_s, queue=options.queue)
+    runs_dir = options.runs_dir.resolve()
+    host = os.uname().nodename
+    wait_s = retry_after(options.lease_s)
+
+    @app.task(name=TASK_NAME, bind=True, max_retries=None, acks_late=True)  # type: ignore[untyped-decorator]
+    def run(self: Any, run_id: str, ticket: str, version: str) -> str:
+        verdict = handle(runs_dir, Delivery(run_id, ticket, version), host=host)
+        log.warning("run %s: %s", run_id, verdict)
+        if verdict == "wait":
+            raise self.retry(countdown=wait_s)
+        return verdict
+
+    def ready(**_kwargs: Any) -> None:
+        print(
+            f"swarm worker: ready on {shown_url(options.broker)}, queue {options.queue}, "
+            f"runs dir {runs_dir}, {options.concurrency} at once, lease {options.lease_s:g} s",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    signals.worker_ready.connect(ready, weak=False)
+    worker = app.Worker(
+        hostname=f"swarm{os.getpid()}@{host}",
+        pool="threads",
+        concurrency=options.concurrency,
+        queues=[options.queue],
+        loglevel="WARNING",
+        quiet=True,
+        without_heartbeat=True,
+        without_mingle=True,
+        without_gossip=True,
+    )
+    worker.start()
+    return int(worker.exitcode or 0)
