@@ -7,7 +7,6 @@ to be delivered again a little later instead of holding a thread while it waits.
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 from pathlib import Path
@@ -16,8 +15,6 @@ from typing import Any
 from swarm_runtime.distributed.app import TASK_NAME, make_app, shown_url
 from swarm_runtime.distributed.task import Delivery, handle
 from swarm_runtime.record import Record
-
-log = logging.getLogger("swarm.worker")
 
 
 class WorkerOptions(Record):
@@ -28,6 +25,14 @@ class WorkerOptions(Record):
     concurrency: int = 1
     queue: str = "swarm"
     lease_s: float = 30.0
+
+
+_SAID = {
+    "ran": "ran (it ended or paused)",
+    "done": "nothing to do (ended, paused or handed over again)",
+    "wait": "held by a live lease elsewhere; delivered again later",
+    "refused": "refused (the reason is in its refused.json)",
+}
 
 
 def retry_after(lease_s: float) -> float:
@@ -50,7 +55,7 @@ def run_worker(options: WorkerOptions) -> int:
     @app.task(name=TASK_NAME, bind=True, max_retries=None, acks_late=True)  # type: ignore[untyped-decorator]
     def run(self: Any, run_id: str, ticket: str, version: str) -> str:
         verdict = handle(runs_dir, Delivery(run_id, ticket, version), host=host)
-        log.warning("run %s: %s", run_id, verdict)
+        print(f"swarm worker: run {run_id}: {_SAID[verdict]}", file=sys.stderr, flush=True)
         if verdict == "wait":
             raise self.retry(countdown=wait_s)
         return verdict

@@ -1,0 +1,157 @@
+"""A real Redis and real ``swarm worker`` processes for the tests of runs across machines.
+
+``redis-server`` (Debian's ``redis-server`` package) is started on a unix socket in a
+temporary dir, never a TCP port. Without it the tests that need it are skipped and say how
+to install it; with ``SWARM_REDIS_REQUIRED=1`` (CI sets it) they fail instead, so CI never
+passes by skipping them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.swarm_modes("stub")
+
+
+def _redis_binary() -> str:
+    found = shutil.which("redis-server")
+    if found is None:
+        reason = "redis-server is not installed (apt-get install -y redis-server)"
+        if os.environ.get("SWARM_REDIS_REQUIRED") == "1":
+            pytest.fail(f"SWARM_REDIS_REQUIRED=1 but {reason}")
+        pytest.skip(reason)
+    return found
+
+
+@pytest.fixture
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A fresh Redis on a unix socket; its Celery broker URL."""
+    home = tmp_path_factory.mktemp("redis")
+    socket = home / "redis.sock"
+    proc = subprocess.Popen(
+        [
+            _redis_binary(),
+            "--port", "0",
+            "--unixsocket", str(socket),
+            "--unixsocketperm", "700",
+            "--save", "",
+            "--appendonly", "no",
+            "--dir", str(home),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    for line in proc.stdout:  # blocks until Redis says it is ready; no sleeping
+        if "ready to accept connections" in line.lower():
+            break
+    else:
+        raise AssertionError(f"redis-server ended: {proc.wait()}")
+    drain = threading.Thread(target=proc.stdout.read, daemon=True)  # its log, unread
+    drain.start()
+    try:
+        yield f"redis+socket://{socket}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        drain.join()
+        proc.stdout.close()
+
+
+def swarm_env() -> dict[str, str]:
+    """The environment of a child ``swarm``: none of the test session's SWARM_ settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SWARM_")}
+    env["PYTHONPATH"] = str(REPO)
+    return env
+
+
+def swarm(*args: str) -> list[str]:
+    """The command line of ``swarm ARGS`` in this interpreter."""
+    return [sys.executable, "-m", "swarm_runtime.cli.main", *args]
+
+
+class Workers:
+    """``swarm worker`` processes on one broker and runs dir; all stopped at the end."""
+
+    def __init__(self, broker: str, runs_dir: Path, lease_s: float) -> None:
+        self.broker = broker
+        self.runs_dir = runs_dir
+        self.lease_s = lease_s
+        self.procs: list[subprocess.Popen[str]] = []
+        self.drains: dict[int, threading.Thread] = {}
+        self.said: dict[int, list[str]] = {}
+        """What each worker wrote to stderr, by pid."""
+
+    def start(self, concurrency: int = 1) -> subprocess.Popen[str]:
+        """One more worker, once it says it is ready."""
+        args = ["worker", "--broker", self.broker, "--runs-dir", str(self.runs_dir)]
+        args += ["--concurrency", str(concurrency), "--lease", f"{self.lease_s:g}"]
+        proc = subprocess.Popen(
+            swarm(*args),
+            env=swarm_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        assert proc.stderr is not None
+        for line in proc.stderr:  # blocks until the worker says it is ready
+            if line.startswith("swarm worker: ready"):
+                break
+        else:
+            raise AssertionError(f"swarm worker ended ({proc.wait()}) before it was ready")
+        # What it says from now on is kept (for a failing test's report), so it never blocks.
+        said = self.said.setdefault(proc.pid, [])
+        drain = threading.Thread(target=said.extend, args=(proc.stderr,), daemon=True)
+        drain.start()
+        self.drains[proc.pid] = drain
+        self.procs.append(proc)
+        return proc
+
+    def kill(self, proc: subprocess.Popen[str]) -> None:
+        """SIGKILL a worker (its whole process group), as a lost machine would go."""
+        os.killpg(proc.pid, signal.SIGKILL)
+        self._reap(proc)
+        self.procs.remove(proc)
+
+    def _reap(self, proc: subprocess.Popen[str]) -> None:
+        proc.wait()
+        self.drains.pop(proc.pid).join()
+        assert proc.stderr is not None
+        proc.stderr.close()
+
+    def stop_all(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+            self._reap(proc)
+        self.procs.clear()
+
+
+@pytest.fixture
+def workers(redis_url: str, tmp_path: Path) -> Iterator[Workers]:
+    """A pool of workers on a fresh Redis and ``tmp_path/runs`` (made), lease 2 s."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    pool = Workers(redis_url, runs, lease_s=2.0)
+    try:
+        yield pool
+    finally:
+        pool.stop_all()
