@@ -1,7 +1,8 @@
 """The run service (SPEC §8.1): backends that start runs in workers and control them.
 
 ``get_backend(id)`` gives the backend of ``claude-step-orchestrator``,
-``gemini-step-orchestrator`` or one added with :func:`register_backend`. A backend's
+``gemini-step-orchestrator``, ``celery`` (runs on ``swarm worker`` processes, SPEC §8.3)
+or one added with :func:`register_backend`. A backend's
 ``start(spec)`` creates the run directory and returns its id at once; the run goes on in
 a worker thread. ``pause``, ``stop`` and ``cancel`` are requests the run acts on at its
 next step boundary (``cancel`` also cuts short the engine call or wait under way);
@@ -25,10 +26,14 @@ from swarm_runtime.errors import ConfigError, RunControlError
 from swarm_runtime.orchestrator.plan import RunOutcome, RunSpec
 from swarm_runtime.orchestrator.resumer import orchestrator_for_run
 from swarm_runtime.orchestrator.runner import Orchestrator
+from swarm_runtime.orchestrator.service_base import (
+    BackendBase,
+    OrchestratorFactory,
+    orchestrator_factory,
+    run_spec_from,
+)
 from swarm_runtime.record import Record, replace
 
-OrchestratorFactory = Callable[[Callable[[float], None]], Orchestrator]
-"""Builds a fresh orchestrator for one run, given the sleep its engines must use."""
 ResumeFactory = Callable[[Path, Callable[[float], None]], Orchestrator]
 """Builds the orchestrator that resumes the run dir given, with that sleep."""
 
@@ -43,7 +48,7 @@ class _Worker(Record):
     result: list[RunOutcome | BaseException]
 
 
-class Backend:
+class Backend(BackendBase):
     """Starts runs of one engine in worker threads, and reads and controls them."""
 
     def __init__(
@@ -54,8 +59,7 @@ class Backend:
         env: Mapping[str, str] | None = None,
         resume: ResumeFactory | None = None,
     ) -> None:
-        self.backend_id = backend_id
-        self.runs_dir = Path(runs_dir)
+        super().__init__(backend_id, runs_dir)
         self._factory = factory
         environ: Mapping[str, str] = os.environ if env is None else env
         self._resume: ResumeFactory = resume or (
@@ -70,7 +74,7 @@ class Backend:
 
     def start(self, spec: RunSpec | Mapping[str, Any]) -> str:
         """Create the run (its directory and id) and run it in a worker; return its id."""
-        run_spec = spec if isinstance(spec, RunSpec) else _spec_from(spec)
+        run_spec = spec if isinstance(spec, RunSpec) else run_spec_from(spec)
         if run_spec.backend != self.backend_id:
             run_spec = replace(run_spec, backend=self.backend_id)
         return self._launch(lambda orchestrator: orchestrator.prepare(run_spec))
@@ -146,48 +150,12 @@ class Backend:
                 raise worker.result[0]
         return self.get_summary(run_id)
 
-    # -- reading -------------------------------------------------------------------------
-
-    def get_summary(self, run_id: str) -> dict[str, Any]:
-        """``meta.json`` of the run, its status as seen now (``crashed`` for a dead run)."""
-        from swarm_runtime.storage.status import observed_status, read_meta
-
-        run_dir = self._run_dir(run_id)
-        meta = read_meta(run_dir)
-        if meta is None:
-            return {"run_id": run_id, "status": "pending"}
-        worker = self._workers.get(run_id)
-        alive = worker is not None and worker.thread.is_alive()
-        return {**meta, "status": meta.get("status") if alive else observed_status(run_dir, meta)}
-
-    def list_summaries(self) -> list[dict[str, Any]]:
-        """Every run in the runs dir, newest first."""
-        if not self.runs_dir.is_dir():
-            return []
-        runs = sorted((p.name for p in self.runs_dir.glob("run-*") if p.is_dir()), reverse=True)
-        return [self.get_summary(run_id) for run_id in runs]
-
-    def get_events(self, run_id: str, since_seq: int = 0) -> list[dict[str, Any]]:
-        """The run's events after ``since_seq`` (a torn last line is left out)."""
-        from swarm_runtime.storage.store import read_event_log
-
-        path = self._run_dir(run_id) / "events.jsonl"
-        if not path.exists():
-            return []
-        events = read_event_log(path).events
-        return [e for e in events if isinstance(e.get("seq"), int) and e["seq"] > since_seq]
+    # -- reading (the rest is BackendBase's) ------------------------------------------------
 
     def is_running(self, run_id: str) -> bool:
         """Whether a worker of this backend is running ``run_id`` now."""
         worker = self._workers.get(run_id)
         return worker is not None and worker.thread.is_alive()
-
-    def _run_dir(self, run_id: str) -> Path:
-        from swarm_runtime.ids import RUN_ID_RE
-
-        if not RUN_ID_RE.fullmatch(run_id) or not (self.runs_dir / run_id).is_dir():
-            raise RunControlError(f"no run {run_id!r} in {self.runs_dir}")
-        return self.runs_dir / run_id
 
     def _live(self, run_id: str) -> _Worker:
         worker = self._workers.get(run_id)
@@ -206,12 +174,12 @@ class Backend:
         self._workers.clear()
 
 
-_FACTORIES: dict[str, Callable[..., Backend]] = {}
-_BACKENDS: dict[tuple[str, str], Backend] = {}
+_FACTORIES: dict[str, Callable[..., BackendBase]] = {}
+_BACKENDS: dict[tuple[str, str], BackendBase] = {}
 
 
-def register_backend(backend_id: str, factory: Callable[..., Backend]) -> None:
-    """Add a backend: ``factory(**options)`` returns a :class:`Backend`."""
+def register_backend(backend_id: str, factory: Callable[..., BackendBase]) -> None:
+    """Add a backend: ``factory(**options)`` returns a backend (a :class:`BackendBase`)."""
     _FACTORIES[backend_id] = factory
 
 
@@ -223,7 +191,7 @@ def get_backend(
     mode: str | None = None,
     env: Mapping[str, str] | None = None,
     **options: Any,
-) -> Backend:
+) -> BackendBase:
     """The backend ``backend_id``, one per id and runs dir (settings from ``env``)."""
     key = (backend_id, str(runs_dir))
     existing = _BACKENDS.get(key)
@@ -244,7 +212,7 @@ def new_backend(
     mode: str | None = None,
     env: Mapping[str, str] | None = None,
     **options: Any,
-) -> Backend:
+) -> BackendBase:
     """A new backend ``backend_id`` of its own, not shared through :func:`get_backend`."""
     environ = os.environ if env is None else env
     if backend_id in _FACTORIES:
@@ -253,12 +221,16 @@ def new_backend(
         )
     if backend_id in BACKENDS:
         return _builtin(backend_id, runs_dir, flows_dir, mode, environ, **options)
+    if backend_id == "celery":
+        from swarm_runtime.distributed.backend import celery_backend
+
+        return celery_backend(runs_dir, flows_dir, mode, environ, **options)
     raise ConfigError(f"no backend {backend_id!r}; known: {', '.join(known_backends())}")
 
 
 def known_backends() -> list[str]:
     """The ids of the built-in and registered backends, sorted."""
-    return sorted({*BACKENDS, *_FACTORIES})
+    return sorted({*BACKENDS, "celery", *_FACTORIES})
 
 
 def _builtin(
@@ -269,28 +241,16 @@ def _builtin(
     env: Mapping[str, str],
     **options: Any,
 ) -> Backend:
-    from swarm_runtime.config import resolve_settings
-    from swarm_runtime.flow.registry import FlowRegistry, default_flows_dir
-    from swarm_runtime.orchestrator.assembly import build_orchestrator
-    from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps
-
-    settings = resolve_settings(env=env, mode=mode, runs_dir=runs_dir, flows_dir=flows_dir)
-    flows = FlowRegistry(default_flows_dir(settings.flows_dir))
-
     scenario = options.pop("scenario", None)
     if options:
         raise ConfigError(
             f"backend {backend_id!r}: unknown option(s) {', '.join(sorted(options))}; "
             "allowed: scenario"
         )
-    engine = EngineChoice(engine_id=BACKENDS[backend_id], mode=settings.mode, scenario=scenario)
-
-    def factory(sleep: Callable[[float], None]) -> Orchestrator:
-        return build_orchestrator(
-            settings, flows, env=env, deps=RunDeps(sleep=sleep), engine=engine
-        )
-
-    return Backend(backend_id, settings.runs_dir, factory, env=env)
+    runs, factory = orchestrator_factory(
+        BACKENDS[backend_id], runs_dir, flows_dir, mode, env, scenario=scenario
+    )
+    return Backend(backend_id, runs, factory, env=env)
 
 
 def reset_backends() -> None:
@@ -298,13 +258,3 @@ def reset_backends() -> None:
     for backend in list(_BACKENDS.values()):
         backend.shutdown()
     _BACKENDS.clear()
-
-
-def _spec_from(raw: Mapping[str, Any]) -> RunSpec:
-    unknown = set(raw) - {"flows", "params", "backend", "initiator", "start_step", "end_step"}
-    if unknown:
-        raise ConfigError(f"run spec: unknown key(s) {', '.join(sorted(unknown))}")
-    try:
-        return RunSpec.from_document(raw)
-    except (KeyError, TypeError) as exc:
-        raise ConfigError(f"a run spec needs 'flows', a list of flow keys ({exc})") from None

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from swarm_runtime.errors import RunControlError, SwarmUsageError
-from swarm_runtime.service import Backend, known_backends, new_backend
+from swarm_runtime.orchestrator.service_base import BackendBase
+from swarm_runtime.service import known_backends, new_backend
 from swarm_runtime.studio.files import RunFiles
 
 MODES = ("stub", "sdk", "cli")
@@ -36,10 +37,10 @@ class RunActions:
         self.files = RunFiles(runs_dir)
         self.flows_dir = flows_dir
         self.env = os.environ if env is None else env
-        self._backends: dict[tuple[str, str], Backend] = {}
+        self._backends: dict[tuple[str, str], BackendBase] = {}
         self._lock = threading.Lock()
 
-    def backend(self, backend_id: str, mode: str) -> Backend:
+    def backend(self, backend_id: str, mode: str) -> BackendBase:
         """The backend ``backend_id`` in ``mode``, made on first use."""
         if backend_id not in known_backends():
             raise SwarmUsageError(
@@ -78,7 +79,7 @@ class RunActions:
             {"flows": flows, "params": params, "initiator": "studio"}
         )
 
-    def _worker_backend(self, run_id: str) -> Backend | None:
+    def _worker_backend(self, run_id: str) -> BackendBase | None:
         with self._lock:
             backends = list(self._backends.values())
         for backend in backends:
