@@ -113,6 +113,8 @@ class RunActions:
                 f"(use 'swarm resume {run_id} --mode …')"
             )
         backend_id = str(spec.get("backend") or "claude-step-orchestrator")
+        if backend_id == "celery" and not self.env.get("SWARM_BROKER_URL"):
+            backend_id = "claude-step-orchestrator"  # no broker here: resumed in this process
         self.backend(backend_id, mode).resume(run_id)
         return f"resumed run {run_id}"
 

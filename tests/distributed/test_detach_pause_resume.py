@@ -117,3 +117,33 @@ def test_the_run_service_pauses_and_hands_a_run_to_the_workers_again(
     events = read_event_log(run_dir / "events.jsonl").events
     resumed = [e for e in events if e["kind"] == "run_resumed"]
     assert [e["payload"]["previous_status"] for e in resumed] == ["paused"]
+
+
+def test_flow_studio_lists_pauses_and_resumes_a_run_of_the_workers(
+    workers: Workers, tmp_path: Path
+) -> None:
+    from starlette.testclient import TestClient
+
+    from swarm_runtime.studio.app import StudioConfig, create_app
+
+    local = "http://127.0.0.1:5000"
+    workers.start()
+    run_id = _detach(workers, _slow_scenario(tmp_path / "slow.yaml"))
+    run_dir = workers.runs_dir / run_id
+    _first_step_started(run_dir)
+    app = create_app(StudioConfig(runs_dir=workers.runs_dir, flows_dir=REPO / "flows"))
+    client = TestClient(app, base_url=local)
+    try:
+        listed = client.get("/api/runs").json()["runs"]
+        assert [(r["run_id"], r["status"]) for r in listed] == [(run_id, "running")]
+        paused = client.post(f"/api/runs/{run_id}/pause", headers={"Origin": local})
+        assert paused.status_code == 200, paused.text
+        assert follow(run_dir, timeout=120).status == "paused"
+        resumed = client.post(f"/api/runs/{run_id}/resume", headers={"Origin": local})
+        assert resumed.status_code == 200, resumed.text
+        # No broker is set where the studio runs: it resumes the run in its own process.
+        backend = app.state.studio.actions.backend("claude-step-orchestrator", "stub")
+        assert backend.wait(run_id, timeout=120)["status"] == "succeeded"
+    finally:
+        app.state.studio.actions.shutdown()
+        app.state.studio.index.close()
