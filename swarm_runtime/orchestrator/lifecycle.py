@@ -190,7 +190,7 @@ class RunLifecycle:
             else Position(self.flow_index + 1)
         )
         recorder = self.recorder
-        recorder.lock.renew()  # a step boundary: the lease goes on (SPEC §8.3)
+        recorder.lock.renew_at_boundary()  # the lease goes on (SPEC §8.3)
         lines = [recorder.encode(event) for event in pending]
         recorder.write_checkpoint(
             Checkpoint.capture(

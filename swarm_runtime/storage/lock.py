@@ -2,8 +2,9 @@
 
 ``<run>/run.lock`` holds the pid, host and start time of the process running the run, and
 when its lease expires (SPEC §8.3). It is made with ``O_EXCL``, so two processes cannot
-both take it. The holder renews the lease at every step boundary and, between them, every
-third of the lease from a heartbeat thread, so a long engine call keeps it. A lock whose
+both take it. The holder renews the lease at step boundaries (at most every tenth of a
+lease) and, between them, every third of the lease from a heartbeat thread, so a long
+engine call keeps it. A lock whose
 holder is gone (a SIGKILL, a power cut, a lost machine) is *stale*: on this host that is a
 pid that no longer exists, or one that now belongs to a later process (its start time
 differs), at once; on another host, a lease past its expiry. A run whose lock is stale
@@ -172,6 +173,8 @@ class RunLock:
         self.lease_s = _lease_s
         self.token = uuid.uuid4().hex[:16]
         self._since = ""
+        self._renewed = 0.0
+        """When the lease was last written (monotonic seconds)."""
         self._stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
 
@@ -199,6 +202,7 @@ class RunLock:
                 if not self._create(me):
                     raise RunControlError(f"{self.path}: taken by another process just now")
         self.held = True
+        self._renewed = time.monotonic()
         self._start_heartbeat()
 
     def _document(self) -> dict[str, Any]:
@@ -234,8 +238,21 @@ class RunLock:
                 "over by another (it did not renew it in time); it writes nothing more"
             )
 
+    def renew_at_boundary(self) -> None:
+        """At a step boundary: renew the lease unless it was renewed a moment ago.
+
+        Within a tenth of a lease of the last renewal the lease is fresh (the heartbeat
+        keeps it so), and the boundary costs no file I/O; after a longer gap, a freeze of
+        this process included, the lock file is read again, so a lease taken over is found
+        before the next write.
+        """
+        if time.monotonic() - self._renewed < self.lease_s / 10:
+            self.check()
+            return
+        self.renew()
+
     def renew(self) -> None:
-        """Move the lease's expiry on (at a step boundary); LeaseLost if it was taken over."""
+        """Move the lease's expiry on; LeaseLost if it was taken over."""
         self.check()
         if not self.held:
             return
@@ -249,6 +266,7 @@ class RunLock:
             try:
                 tmp.write_text(json.dumps(self._document(), sort_keys=True) + "\n", "utf-8")
                 os.replace(tmp, self.path)
+                self._renewed = time.monotonic()
             except OSError as exc:
                 with contextlib.suppress(OSError):
                     tmp.unlink()
