@@ -229,7 +229,8 @@ def describe(kind: str, path: Path) -> str:
 def measure_shape(run_root: Path, summary: dict[str, Any], flows: tuple[str, ...]) -> Shape:
     """Average sizes of what the runtime wrote (every execution keeps its own file)."""
     receipts = list(run_root.glob("*/receipts/*.json"))
-    transcripts = list(run_root.glob("*/llm/*.jsonl"))
+    # A navigator step's own call keeps a transcript of its own (``<step>-navigator-N``).
+    transcripts = [p for p in run_root.glob("*/llm/*.jsonl") if "-navigator-" not in p.name]
     events = (run_root / "events.jsonl").read_bytes()
     history = (run_root / "history.jsonl").read_bytes()
     steps = summary["total_steps_executed"]
@@ -243,7 +244,7 @@ def measure_shape(run_root: Path, summary: dict[str, Any], flows: tuple[str, ...
     event_lines = events.count(b"\n")
     totals = summary["flow_totals"]
     return Shape(
-        plan=[(key, totals[key]["steps_executed"]) for key in flows if key in totals],
+        plan=_plan(flows, totals),  # injected utility flows (security-scan) count too
         receipt_bytes=round(statistics.fmean(p.stat().st_size for p in receipts)),
         transcript_bytes=round(statistics.fmean(transcript_sizes)),
         transcript_lines=round(transcript_lines / steps),
@@ -251,6 +252,12 @@ def measure_shape(run_root: Path, summary: dict[str, Any], flows: tuple[str, ...
         history_bytes=round(len(history) / max(1, history.count(b"\n"))),
         checkpoint_bytes=(run_root / "checkpoint.json").stat().st_size,
     )
+
+
+def _plan(flows: tuple[str, ...], totals: dict[str, Any]) -> list[tuple[str, int]]:
+    """Steps per flow: the run's flows in order, then the utility flows injected into them."""
+    keys = [key for key in flows if key in totals] + [key for key in totals if key not in flows]
+    return [(key, totals[key]["steps_executed"]) for key in keys]
 
 
 class InProcess:
