@@ -112,9 +112,12 @@ class RunLifecycle:
         return cls(context, spec, plan, recorder, state)
 
     def hand_over(self) -> None:
-        """Leave the new run unexecuted for a worker: its lock and files are let go."""
-        self.recorder.close()
-        self.context.engines.close()
+        """Leave the new run unexecuted for a worker: ``meta.json`` pending, the lock let go."""
+        try:
+            self.book.set_status("pending")
+        finally:
+            self.recorder.close()
+            self.context.engines.close()
 
     def execute(self, reopened: Reopened | None = None) -> RunOutcome:
         interrupted: Interrupted | None = None
