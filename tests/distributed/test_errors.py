@@ -219,3 +219,37 @@ def _adopt(workers: Workers, proc: subprocess.Popen[str]) -> None:
     drain.start()
     workers.drains[proc.pid] = drain
     workers.procs.append(proc)
+
+
+def test_a_worker_that_cannot_see_a_run_says_so_in_one_line_and_goes_on(
+    workers: Workers,
+) -> None:
+    """A task for a run not in the worker's runs dir (no shared storage): no traceback."""
+    from swarm_runtime.distributed.app import TASK_NAME, make_app
+
+    proc = subprocess.Popen(
+        swarm("worker", "--broker", workers.broker, "--runs-dir", str(workers.runs_dir)),
+        env=swarm_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert proc.stderr is not None
+    run_id = "run-20270115-080000-abcdef"
+    said: list[str] = []
+    for line in proc.stderr:  # blocks until the worker speaks; no sleeping
+        said.append(line)
+        if line.startswith("swarm worker: ready"):
+            app = make_app(workers.broker, lease_s=2)
+            app.send_task(TASK_NAME, args=[run_id, "ticket", PACKAGE_VERSION], queue="swarm")
+        elif run_id in line:
+            break
+    _adopt(workers, proc)
+    assert said[-1].startswith(f"swarm worker: run {run_id}: "), said
+    assert str(workers.runs_dir) in said[-1] and "shared storage" in said[-1]
+    # It goes on serving: a run handed to it next is run.
+    done = _swarm(*_run_args(workers.runs_dir, "--backend", "celery", "--broker", workers.broker))
+    assert done.returncode == 0, done.stderr
+    workers.stop_all()
+    assert "Traceback" not in "".join(said + workers.said[proc.pid])
