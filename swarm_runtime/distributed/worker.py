@@ -14,6 +14,7 @@ from typing import Any
 
 from swarm_runtime.distributed.app import TASK_NAME, make_app, shown_url
 from swarm_runtime.distributed.task import Delivery, handle
+from swarm_runtime.errors import SwarmError
 from swarm_runtime.record import Record
 
 
@@ -54,7 +55,11 @@ def run_worker(options: WorkerOptions) -> int:
 
     @app.task(name=TASK_NAME, bind=True, max_retries=None, acks_late=True)  # type: ignore[untyped-decorator]
     def run(self: Any, run_id: str, ticket: str, version: str) -> str:
-        verdict = handle(runs_dir, Delivery(run_id, ticket, version), host=host)
+        try:
+            verdict = handle(runs_dir, Delivery(run_id, ticket, version), host=host)
+        except SwarmError as exc:  # not on this worker's storage, its lease lost, …: said once
+            print(f"swarm worker: run {run_id}: {exc}", file=sys.stderr, flush=True)
+            return "error"
         print(f"swarm worker: run {run_id}: {_SAID[verdict]}", file=sys.stderr, flush=True)
         if verdict == "wait":
             raise self.retry(countdown=wait_s)
