@@ -16,7 +16,7 @@ from typing import Any
 from swarm_runtime.errors import ConfigError
 from swarm_runtime.orchestrator.plan import RunOutcome
 from swarm_runtime.storage.queued import read_queued, read_refused
-from swarm_runtime.storage.status import read_meta
+from swarm_runtime.storage.status import observed_status, read_meta
 
 ENDED = ("succeeded", "failed", "stopped")
 
@@ -85,7 +85,7 @@ def follow(
         if refused is not None:
             raise RunRefused(refused)
         if deadline is not None and time.monotonic() > deadline:
-            raise TimeoutError(f"run {run_dir.name} is still {status or 'queued'}")
+            raise TimeoutError(f"run {run_dir.name} is still {observed_status(run_dir)}")
         sleep(poll_s)
 
 

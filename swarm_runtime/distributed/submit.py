@@ -64,7 +64,7 @@ class Submitter:
         holder = read_holder(run_dir)
         if holder is not None and holder.alive:
             raise RunControlError(f"run {run_dir.name} is being run by {holder.describe()}")
-        if status not in ("paused", "stopped", "crashed", "queued"):
+        if status not in ("paused", "stopped", "crashed", "queued", "refused"):
             raise RunControlError(
                 f"run {run_dir.name} is {status}; only a paused, stopped or crashed run can be "
                 "resumed - start a new run instead"

@@ -21,7 +21,7 @@ from typing import Literal
 from swarm_runtime.errors import ConfigError, RunControlError, SwarmUsageError
 from swarm_runtime.record import Record
 from swarm_runtime.storage.lock import read_holder
-from swarm_runtime.storage.queued import read_queued, write_refused
+from swarm_runtime.storage.queued import read_queued, read_refused, write_refused
 from swarm_runtime.storage.status import read_meta
 from swarm_runtime.versions import PACKAGE_VERSION
 
@@ -47,6 +47,8 @@ def decide(run_dir: Path, delivery: Delivery) -> Verdict | Literal["run"]:
     queued = read_queued(run_dir)
     if queued is not None:
         return "run" if queued.get("ticket") == delivery.ticket else "done"
+    if read_refused(run_dir) is not None:
+        return "done"  # refused: it waits for a resume (which queues it afresh)
     if status in ("pending", "running"):
         return "run"  # crashed: its holder is gone (or its lease ran out)
     return "done"  # paused or stopped: resumed on request, not by a stale delivery

@@ -37,7 +37,7 @@ from swarm_runtime.orchestrator.recorder import EventObserver, RunRecorder
 from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.record import Record, field
 from swarm_runtime.storage.layout import JOURNALS, RunLayout
-from swarm_runtime.storage.queued import clear_queued
+from swarm_runtime.storage.queued import clear_handed_over
 from swarm_runtime.storage.store import read_event_log
 from swarm_runtime.timeutil import Clock
 
@@ -170,7 +170,7 @@ def _mend(
     external_input: str | None,
 ) -> Reopened:
     repairs = _remove_temporary_files(layout.root)
-    queued = clear_queued(layout.root)  # under the lock: a worker's task runs it once
+    queued = clear_handed_over(layout.root)  # under the lock: a worker's task runs it once
     events, checkpoint = _mend_log(layout, flows, recorder, state, repairs)
     _restore_history(layout, recorder, state, checkpoint)
     _restore_journals(layout, state, checkpoint)

@@ -43,8 +43,21 @@ def read_queued(run_dir: Path) -> dict[str, Any] | None:
 
 def clear_queued(run_dir: Path) -> bool:
     """Remove the queued marker (under the run's lock); whether there was one."""
+    return _remove(run_dir / QUEUED_NAME)
+
+
+def clear_handed_over(run_dir: Path) -> bool:
+    """As a run goes on (under its lock), remove its queued and refused markers.
+
+    Whether there was one: a run made for the workers (not begun if it has no events).
+    """
+    queued = _remove(run_dir / QUEUED_NAME)
+    return _remove(run_dir / REFUSED_NAME) or queued
+
+
+def _remove(path: Path) -> bool:
     try:
-        os.unlink(run_dir / QUEUED_NAME)
+        os.unlink(path)
     except FileNotFoundError:
         return False
     return True

@@ -2,7 +2,8 @@
 
 A run whose ``meta.json`` says ``pending`` or ``running`` but whose lock holder is gone
 (or that has no lock) was killed: it is ``crashed``, and ``swarm resume`` continues it.
-A run handed to the workers that none has taken yet is ``queued`` (SPEC §8.3).
+A run handed to the workers that none has taken yet is ``queued``, one a worker would not
+run (another version, its flows not there) ``refused`` (SPEC §8.3).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 from swarm_runtime.inputs.files import read_run_text
 from swarm_runtime.inputs.json_input import load_json
 from swarm_runtime.storage.lock import read_holder
-from swarm_runtime.storage.queued import QUEUED_NAME
+from swarm_runtime.storage.queued import QUEUED_NAME, REFUSED_NAME
 
 
 def read_meta(run_dir: Path) -> dict[str, Any] | None:
@@ -29,10 +30,12 @@ def observed_status(run_dir: Path, meta: dict[str, Any] | None = None) -> str:
     """``meta.json``'s status, or ``crashed`` when it claims a live run nobody runs."""
     meta = read_meta(run_dir) if meta is None else meta
     status = str(meta.get("status", "?")) if meta is not None else "?"
-    if status not in ("succeeded", "failed") and (run_dir / QUEUED_NAME).exists():
-        holder = read_holder(run_dir)
-        if holder is None or not holder.alive:
-            return "queued"
+    if status not in ("succeeded", "failed"):
+        for marker, seen_as in ((QUEUED_NAME, "queued"), (REFUSED_NAME, "refused")):
+            if (run_dir / marker).exists():
+                holder = read_holder(run_dir)
+                if holder is None or not holder.alive:
+                    return seen_as
     if status in ("pending", "running"):
         holder = read_holder(run_dir)
         if holder is None or not holder.alive:

@@ -187,7 +187,14 @@ def test_a_worker_of_another_version_refuses_the_run_and_the_submitter_says_why(
     assert message is not None
     assert "0.0.0-other" in message and PACKAGE_VERSION in message
     assert message in err and "Traceback" not in err
-    assert not (run_dir / "meta.json").exists()  # left as it was: never begun
+    assert (run_dir / "events.jsonl").read_bytes() == b""  # left as it was: never begun
+    listed = subprocess.run(
+        swarm("runs", "list", "--runs-dir", str(workers.runs_dir)),
+        env=swarm_env(),
+        capture_output=True,
+        text=True,
+    )
+    assert f"{run_dir.name}  refused" in listed.stdout
     assert worker.poll() is None  # the worker goes on serving
 
 

@@ -172,7 +172,9 @@ def test_backends_by_id_and_registered_ones(
     gemini = get_backend("gemini-step-orchestrator", runs_dir=tmp_path / "g", env={})
     run_id = gemini.start(RunSpec(flows=("signal",)))
     assert gemini.wait(run_id, timeout=120)["engine"] == "gemini-step"
-    with pytest.raises(ConfigError, match="no backend 'x'; known: celery, claude-step-orchestrator"):
+    with pytest.raises(
+        ConfigError, match="no backend 'x'; known: celery, claude-step-orchestrator"
+    ):
         get_backend("x")
     made: list[dict[str, Any]] = []
 
