@@ -94,31 +94,44 @@ class Workers:
         self.said: dict[int, list[str]] = {}
         """What each worker wrote to stderr, by pid."""
 
-    def start(self, concurrency: int = 1) -> subprocess.Popen[str]:
-        """One more worker, once it says it is ready."""
-        args = ["worker", "--broker", self.broker, "--runs-dir", str(self.runs_dir)]
-        args += ["--concurrency", str(concurrency), "--lease", f"{self.lease_s:g}"]
-        proc = subprocess.Popen(
-            swarm(*args),
-            env=swarm_env(),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
+    def start(
+        self, concurrency: int = 1, *, env: dict[str, str] | None = None, broker_flag: bool = True
+    ) -> subprocess.Popen[str]:
+        """One more worker, once it says it is ready (``broker_flag=False``: the broker
+        comes from ``env``'s ``SWARM_BROKER_URL``)."""
+        args = ["worker", "--runs-dir", str(self.runs_dir), "--concurrency", str(concurrency)]
+        args += ["--lease", f"{self.lease_s:g}"]
+        args += ["--broker", self.broker] if broker_flag else []
+        proc = self.spawn(args, env)
         assert proc.stderr is not None
         for line in proc.stderr:  # blocks until the worker says it is ready
             if line.startswith("swarm worker: ready"):
                 break
         else:
             raise AssertionError(f"swarm worker ended ({proc.wait()}) before it was ready")
-        # What it says from now on is kept (for a failing test's report), so it never blocks.
+        self.adopt(proc)
+        return proc
+
+    @staticmethod
+    def spawn(args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+        """``swarm ARGS`` in a session of its own, its stderr a pipe (not yet read)."""
+        return subprocess.Popen(
+            swarm(*args),
+            env=swarm_env() if env is None else env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+
+    def adopt(self, proc: subprocess.Popen[str]) -> None:
+        """Keep what ``proc`` says from now on (so it never blocks) and stop it at the end."""
+        assert proc.stderr is not None
         said = self.said.setdefault(proc.pid, [])
         drain = threading.Thread(target=said.extend, args=(proc.stderr,), daemon=True)
         drain.start()
         self.drains[proc.pid] = drain
         self.procs.append(proc)
-        return proc
 
     def kill(self, proc: subprocess.Popen[str]) -> None:
         """SIGKILL a worker (its whole process group), as a lost machine would go."""

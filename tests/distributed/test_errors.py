@@ -12,7 +12,6 @@ import os
 import re
 import stat
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -174,7 +173,7 @@ def test_a_worker_of_another_version_refuses_the_run_and_the_submitter_says_why(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     env_worker = {**swarm_env(), "SWARM_BROKER_URL": workers.broker}
-    worker = _start_worker(workers, env_worker)
+    worker = workers.start(env=env_worker, broker_flag=False)
     # This submitter is of another release than the worker: the task carries its version.
     monkeypatch.setattr(submit_module, "PACKAGE_VERSION", "0.0.0-other")
     monkeypatch.chdir(tmp_path)
@@ -198,49 +197,14 @@ def test_a_worker_of_another_version_refuses_the_run_and_the_submitter_says_why(
     assert worker.poll() is None  # the worker goes on serving
 
 
-def _start_worker(workers: Workers, env: dict[str, str]) -> subprocess.Popen[str]:
-    """A worker given its broker by ``SWARM_BROKER_URL`` only, once it is ready."""
-    proc = subprocess.Popen(
-        swarm("worker", "--runs-dir", str(workers.runs_dir), "--lease", "2"),
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    assert proc.stderr is not None
-    for line in proc.stderr:  # blocks until the worker says it is ready
-        if line.startswith("swarm worker: ready"):
-            break
-    else:
-        raise AssertionError(f"swarm worker ended ({proc.wait()}) before it was ready")
-    _adopt(workers, proc)
-    return proc
-
-
-def _adopt(workers: Workers, proc: subprocess.Popen[str]) -> None:
-    """Let the pool keep what ``proc`` says and stop it at the end, as its own workers."""
-    assert proc.stderr is not None
-    said = workers.said.setdefault(proc.pid, [])
-    drain = threading.Thread(target=said.extend, args=(proc.stderr,), daemon=True)
-    drain.start()
-    workers.drains[proc.pid] = drain
-    workers.procs.append(proc)
-
-
 def test_a_worker_that_cannot_see_a_run_says_so_in_one_line_and_goes_on(
     workers: Workers,
 ) -> None:
     """A task for a run not in the worker's runs dir (no shared storage): no traceback."""
     from swarm_runtime.distributed.app import TASK_NAME, make_app
 
-    proc = subprocess.Popen(
-        swarm("worker", "--broker", workers.broker, "--runs-dir", str(workers.runs_dir)),
-        env=swarm_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
+    proc = workers.spawn(
+        ["worker", "--broker", workers.broker, "--runs-dir", str(workers.runs_dir)]
     )
     assert proc.stderr is not None
     run_id = "run-20270115-080000-abcdef"
@@ -252,7 +216,7 @@ def test_a_worker_that_cannot_see_a_run_says_so_in_one_line_and_goes_on(
             app.send_task(TASK_NAME, args=[run_id, "ticket", PACKAGE_VERSION], queue="swarm")
         elif run_id in line:
             break
-    _adopt(workers, proc)
+    workers.adopt(proc)
     assert said[-1].startswith(f"swarm worker: run {run_id}: "), said
     assert str(workers.runs_dir) in said[-1] and "shared storage" in said[-1]
     # It goes on serving: a run handed to it next is run.

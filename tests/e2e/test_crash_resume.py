@@ -20,13 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from swarm_runtime.contracts.check import validate_run_dir
-from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.golden import normalise_value
 from swarm_runtime.storage.store import read_event_log
-from tests.conftest import REPO
+from tests.e2e.processes import delay_scenario, receipts, run_args
 
 pytestmark = pytest.mark.swarm_modes("stub")  # real processes of the stub; nothing to replay
 
@@ -44,38 +42,6 @@ def _env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("SWARM_")}
 
 
-def _scenario(path: Path) -> Path:
-    registry = FlowRegistry(REPO / "flows")
-    entries = {
-        f"{key}/{step.id}": {"delay_ms": DELAY_MS}
-        for key in registry.order()
-        for step in registry.get(key).steps
-    }
-    path.write_text(yaml.safe_dump(entries), encoding="utf-8")
-    return path
-
-
-def _run_args(runs: Path, scenario: Path) -> list[str]:
-    return [
-        "run",
-        "--flows-dir",
-        str(REPO / "flows"),
-        "--runs-dir",
-        str(runs),
-        "--scenario",
-        str(scenario),
-        "--progress",
-        "never",
-    ]
-
-
-def _receipts(run_dir: Path) -> dict[str, Any]:
-    return {
-        str(path.relative_to(run_dir)): normalise_value(json.loads(path.read_text("utf-8")))
-        for path in sorted(run_dir.glob("*/receipts/*.json"))
-    }
-
-
 def _routing(events: list[dict[str, Any]]) -> list[Any]:
     return [
         (e["flow_key"], normalise_value(e["payload"]))
@@ -88,7 +54,7 @@ def _kill_at(workdir: Path, scenario: Path, instant: float) -> tuple[str, Path |
     """Start a run and SIGKILL it ``instant`` seconds later: how the kill landed."""
     runs = workdir / "runs"
     proc = subprocess.Popen(
-        _swarm(*_run_args(runs, scenario), cwd=workdir),
+        _swarm(*run_args(runs, scenario), cwd=workdir),
         cwd=workdir,
         env=_env(),
         stdout=subprocess.DEVNULL,
@@ -145,7 +111,7 @@ def _check_resumed(run_dir: Path, expected: dict[str, Any], routing: list[Any]) 
     elif open_steps:
         # The kill came after the step's checkpoint: the resume finished its events.
         assert len(ended) <= len(open_steps)
-    assert _receipts(run_dir) == expected
+    assert receipts(run_dir) == expected
     assert _routing(events) == routing
     assert validate_run_dir(run_dir) == []
     assert json.loads((run_dir / "meta.json").read_text("utf-8"))["status"] == "succeeded"
@@ -154,12 +120,12 @@ def _check_resumed(run_dir: Path, expected: dict[str, Any], routing: list[Any]) 
 def test_sigkill_at_seeded_instants_then_resume_gives_the_uninterrupted_run(
     tmp_path: Path,
 ) -> None:
-    scenario = _scenario(tmp_path / "delay.yaml")
+    scenario = delay_scenario(tmp_path / "delay.yaml", DELAY_MS)
     base = tmp_path / "base"
     base.mkdir()
     began = time.monotonic()
     done = subprocess.run(
-        _swarm(*_run_args(base / "runs", scenario), cwd=base),
+        _swarm(*run_args(base / "runs", scenario), cwd=base),
         cwd=base,
         env=_env(),
         capture_output=True,
@@ -169,7 +135,7 @@ def test_sigkill_at_seeded_instants_then_resume_gives_the_uninterrupted_run(
     took = time.monotonic() - began  # to spread the kill instants over a whole run
     assert done.returncode == 0, done.stderr
     (base_run,) = (base / "runs").iterdir()
-    expected = _receipts(base_run)
+    expected = receipts(base_run)
     routing = _routing(read_event_log(base_run / "events.jsonl").events)
     assert len(routing) > 60  # the whole SDLC: every step routed
 
