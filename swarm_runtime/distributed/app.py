@@ -9,6 +9,7 @@ not Redis' default hour.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.errors import ConfigError
@@ -63,7 +64,10 @@ def shown_url(url: str) -> str:
     """The broker URL with any password masked, for messages."""
     from kombu.utils.url import maybe_sanitize_url
 
-    return str(maybe_sanitize_url(url))
+    try:
+        return str(maybe_sanitize_url(url))
+    except ValueError:  # not a URL kombu can parse (a bad port, a torn IPv6 address)
+        return re.sub(r"(//[^/@]*?:)[^/@]*@", r"\1**@", url)
 
 
 def check_broker(url: str, *, timeout: float = 5.0) -> None:

@@ -28,6 +28,10 @@ from swarm_runtime.versions import PACKAGE_VERSION
 Verdict = Literal["ran", "done", "wait", "refused"]
 
 
+class NotInRunsDir(ConfigError):
+    """The run is not in this worker's runs dir (its shared storage not mounted, another path)."""
+
+
 class Delivery(Record):
     """One delivery of a run's task: what the message carries."""
 
@@ -37,11 +41,16 @@ class Delivery(Record):
 
 
 def decide(run_dir: Path, delivery: Delivery) -> Verdict | Literal["run"]:
-    """What to do with ``delivery`` as ``run_dir`` stands now (nothing is changed)."""
+    """What to do with ``delivery`` as ``run_dir`` stands now (nothing is changed).
+
+    The holder is looked at before the status: a holder writes its last status (paused,
+    stopped) before it lets the lock go, so a status read after the lock was seen free is
+    the one it left, never the ``running`` of a moment before.
+    """
+    holder = read_holder(run_dir)
     status = (read_meta(run_dir) or {}).get("status")
     if status in ("succeeded", "failed"):
         return "done"
-    holder = read_holder(run_dir)
     if holder is not None and holder.alive:
         return "wait"
     queued = read_queued(run_dir)
@@ -106,7 +115,7 @@ def _run_dir(runs_dir: Path, run_id: str) -> Path:
 
     run_dir = runs_dir / run_id
     if not RUN_ID_RE.fullmatch(run_id) or not (run_dir / "spec.json").is_file():
-        raise ConfigError(
+        raise NotInRunsDir(
             f"run {run_id!r} is not in this worker's runs dir {runs_dir}: every worker must "
             "see the submitter's runs dir at the same path (shared storage)"
         )

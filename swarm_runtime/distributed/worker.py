@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from swarm_runtime.distributed.app import TASK_NAME, make_app, shown_url
-from swarm_runtime.distributed.task import Delivery, handle
+from swarm_runtime.distributed.task import Delivery, NotInRunsDir, handle
 from swarm_runtime.errors import SwarmError
 from swarm_runtime.record import Record
 
@@ -57,7 +57,14 @@ def run_worker(options: WorkerOptions) -> int:
     def run(self: Any, run_id: str, ticket: str, version: str) -> str:
         try:
             verdict = handle(runs_dir, Delivery(run_id, ticket, version), host=host)
-        except SwarmError as exc:  # not on this worker's storage, its lease lost, …: said once
+        except NotInRunsDir as exc:  # kept for a worker that sees it: never lost, said again
+            print(
+                f"swarm worker: run {run_id}: {exc}; delivered again later",
+                file=sys.stderr,
+                flush=True,
+            )
+            raise self.retry(countdown=wait_s) from None
+        except SwarmError as exc:  # its lease lost, …: said once
             print(f"swarm worker: run {run_id}: {exc}", file=sys.stderr, flush=True)
             return "error"
         print(f"swarm worker: run {run_id}: {_SAID[verdict]}", file=sys.stderr, flush=True)

@@ -72,6 +72,8 @@ class LockHolder(Record):
     """When the lease runs out, in seconds since the epoch (0: a lock of no lease)."""
     token: str = ""
     """Which taking of the lock this is (a process may take one run's lock twice)."""
+    machine: str = ""
+    """The holder's boot and pid namespace (:func:`_machine`), or '' when unknown."""
 
     @property
     def alive(self) -> bool:
@@ -80,7 +82,9 @@ class LockHolder(Record):
 
     def alive_at(self, now: float) -> bool:
         """:attr:`alive` with the wall clock's ``now`` given."""
-        if self.host != _host():
+        if self.host != _host() or (self.machine and self.machine != _machine()):
+            # Another machine, or one of the same name whose pids are not ours to look at
+            # (a container sharing the host's name, the same host after a reboot).
             return not self.expires or now < self.expires
         try:
             os.kill(self.pid, 0)
@@ -103,6 +107,25 @@ class LockHolder(Record):
 def _host() -> str:
     """The name of the machine (``os.uname``: importing ``socket`` costs start-up time)."""
     return os.uname().nodename
+
+
+_own_machine: str | None = None
+
+
+def _machine() -> str:
+    """The boot of this kernel and this pid namespace: where our pids mean our processes.
+
+    Two containers may share a host name (``hostname:`` in a compose file, host networking)
+    but not their pids; a host's pids after a reboot are not those before it. '' if unknown.
+    """
+    global _own_machine
+    if _own_machine is None:
+        try:
+            boot = Path("/proc/sys/kernel/random/boot_id").read_text("utf-8").strip()
+            _own_machine = f"{boot}/{os.readlink('/proc/self/ns/pid')}"
+        except OSError:
+            _own_machine = ""
+    return _own_machine
 
 
 _own_start: tuple[int, str] | None = None
@@ -157,6 +180,7 @@ def read_holder(run_dir: Path) -> LockHolder | None:
             since=str(raw.get("since", "")),
             expires=float(raw.get("expires", 0.0)),
             token=str(raw.get("token", "")),
+            machine=str(raw.get("machine", "")),
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -214,6 +238,7 @@ class RunLock:
             "expires": round(time.time() + self.lease_s, 3),
             "lease_s": self.lease_s,
             "token": self.token,
+            "machine": _machine(),
         }
 
     def _create(self, me: dict[str, Any]) -> bool:
