@@ -76,7 +76,9 @@ def follow(
         meta = read_meta(run_dir) or {}
         status = meta.get("status")
         ended = (status in ENDED and meta.get("completed_at")) or status == "paused"
-        if ended and read_queued(run_dir) is None:  # (queued: handed over again)
+        # Not ended after all: handed over again (queued), or a holder is at it (a worker
+        # that took it up again and has not yet said so in meta.json).
+        if ended and read_queued(run_dir) is None and not _held(run_dir):
             for event in tail.read():  # what was written after the last look
                 if observer is not None:
                     observer(event)
@@ -87,6 +89,13 @@ def follow(
         if deadline is not None and time.monotonic() > deadline:
             raise TimeoutError(f"run {run_dir.name} is still {observed_status(run_dir)}")
         sleep(poll_s)
+
+
+def _held(run_dir: Path) -> bool:
+    from swarm_runtime.storage.lock import read_holder
+
+    holder = read_holder(run_dir)
+    return holder is not None and holder.alive
 
 
 def outcome_of(run_dir: Path, meta: dict[str, Any]) -> RunOutcome:

@@ -217,3 +217,19 @@ def test_a_refused_run_is_said_by_follow(tmp_path: Path) -> None:
     (run_dir / "refused.json").write_text(json.dumps({"message": "not here", "host": "h"}))
     with pytest.raises(RunRefused, match="not here"):
         follow(run_dir, sleep=lambda _s: None)
+
+
+def test_follow_waits_while_a_holder_takes_a_paused_run_up_again(tmp_path: Path) -> None:
+    """A worker that took a paused run up again has not yet said so in meta.json: a
+    follower (``wait()`` after ``resume()``) must not take ``paused`` for the end."""
+    run_dir = tmp_path / "run-20270115-080000-abcdef"
+    run_dir.mkdir()
+    (run_dir / "meta.json").write_text(json.dumps({"status": "paused", "error": None}))
+    lock = RunLock(run_dir)
+    lock.acquire("now")
+    try:
+        with pytest.raises(TimeoutError):
+            follow(run_dir, sleep=lambda _s: None, timeout=0.0)
+    finally:
+        lock.release()
+    assert follow(run_dir, sleep=lambda _s: None, timeout=0.0).status == "paused"
