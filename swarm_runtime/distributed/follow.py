@@ -15,6 +15,7 @@ from typing import Any
 
 from swarm_runtime.errors import ConfigError
 from swarm_runtime.orchestrator.plan import RunOutcome
+from swarm_runtime.record import Record
 from swarm_runtime.storage.queued import read_queued, read_refused
 from swarm_runtime.storage.status import observed_status, read_meta
 
@@ -62,15 +63,20 @@ def follow(
     sleep: Callable[[float], None] = time.sleep,
     poll_s: float = 0.1,
     timeout: float | None = None,
+    patience: Patience | None = None,
 ) -> RunOutcome:
     """Show the run's events as they come until it ends or pauses; how it ended.
 
-    RunRefused when a worker refuses it; TimeoutError after ``timeout`` seconds.
+    RunRefused when a worker refuses it; TimeoutError after ``timeout`` seconds. With
+    ``patience``, a run left queued or crashed with nothing new for a while is said once.
     """
     tail = EventTail(run_dir / "events.jsonl")
     deadline = None if timeout is None else time.monotonic() + timeout
+    waiting = patience.start() if patience is not None else None
     while True:
         for event in tail.read():
+            if waiting is not None:
+                waiting.heard()
             if observer is not None:
                 observer(event)
         meta = read_meta(run_dir) or {}
@@ -88,7 +94,53 @@ def follow(
             raise RunRefused(refused)
         if deadline is not None and time.monotonic() > deadline:
             raise TimeoutError(f"run {run_dir.name} is still {observed_status(run_dir)}")
+        if waiting is not None:
+            waiting.look(run_dir)
         sleep(poll_s)
+
+
+class Patience(Record):
+    """After how long with nothing new a follower says what the run waits for."""
+
+    notice: Callable[[str], None]
+    after_s: float = 30.0
+    clock: Callable[[], float] = time.monotonic
+
+    def start(self) -> _Waiting:
+        """The watch of one follow, begun now."""
+        return _Waiting(self)
+
+
+class _Waiting:
+    def __init__(self, patience: Patience) -> None:
+        self.patience = patience
+        self.since = patience.clock()
+        self.said = False
+
+    def heard(self) -> None:
+        """An event came: the run is going."""
+        self.since = self.patience.clock()
+        self.said = False
+
+    def look(self, run_dir: Path) -> None:
+        """Nothing new for long, and no worker at the run: say so, once."""
+        patience = self.patience
+        if self.said or patience.clock() - self.since < patience.after_s:
+            return
+        status, quiet = observed_status(run_dir), f"{patience.after_s:g} s"
+        if status == "queued":
+            self.said = True
+            patience.notice(
+                f"run {run_dir.name} is still queued after {quiet}: no worker has taken it; "
+                "is a 'swarm worker' running on this broker and queue, with this runs dir?"
+            )
+        elif status == "crashed":
+            self.said = True
+            patience.notice(
+                f"run {run_dir.name} crashed (its worker was lost) and nothing has taken it "
+                f"up again for {quiet}; a worker resumes it when the broker gives its task "
+                f"again (within about a lease), or: swarm resume {run_dir.name}"
+            )
 
 
 def _held(run_dir: Path) -> bool:

@@ -233,3 +233,44 @@ def test_follow_waits_while_a_holder_takes_a_paused_run_up_again(tmp_path: Path)
     finally:
         lock.release()
     assert follow(run_dir, sleep=lambda _s: None, timeout=0.0).status == "paused"
+
+
+class _Said(Exception):
+    pass
+
+
+@pytest.mark.parametrize(
+    ("status", "queued", "expected"),
+    [
+        ("pending", True, "is still queued after 30 s: no worker has taken it"),
+        ("running", False, "crashed (its worker was lost) and nothing has taken it up again"),
+    ],
+)
+def test_a_follower_says_once_what_a_run_left_alone_waits_for(
+    tmp_path: Path, status: str, queued: bool, expected: str
+) -> None:
+    """No worker listening (or none left): after a while with nothing new, the follower
+    says what the run waits for, instead of waiting in silence."""
+    from swarm_runtime.distributed.follow import Patience
+
+    run_dir = tmp_path / "run-20270115-080000-abcdef"
+    run_dir.mkdir()
+    (run_dir / "meta.json").write_text(json.dumps({"status": status}))
+    if queued:
+        (run_dir / QUEUED_NAME).write_text(json.dumps({"ticket": "t"}))
+    now = [0.0]
+    said: list[str] = []
+
+    def notice(text: str) -> None:
+        said.append(text)
+        raise _Said
+
+    def sleep(seconds: float) -> None:
+        assert not said  # said once, when the patience ran out
+        now[0] += 10.0
+
+    with pytest.raises(_Said):
+        follow(run_dir, sleep=sleep, patience=Patience(notice, clock=lambda: now[0]))
+    assert now[0] == 30.0
+    (text,) = said
+    assert expected in text and run_dir.name in text
