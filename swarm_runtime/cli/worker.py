@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -83,21 +84,20 @@ def check_writable(runs_dir: Path) -> None:
         ) from None
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= 256:
-        raise argparse.ArgumentTypeError(f"{text!r} is not allowed: give a whole number 1..256")
-    return value
+def _bounded(convert: Callable[[str], float], low: float, high: float, what: str) -> Any:
+    """An argparse type: ``convert(text)`` within ``low``..``high``, else exit 2 saying ``what``."""
+
+    def parse(text: str) -> float:
+        try:
+            value = convert(text)
+        except ValueError:
+            value = low - 1
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text!r} is not allowed: give {what}")
+        return value
+
+    return parse
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not 1.0 <= value <= 3600.0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not allowed: give seconds, 1..3600")
-    return value
+_count = _bounded(int, 1, 256, "a whole number 1..256")
+_seconds = _bounded(float, 1.0, 3600.0, "seconds, 1..3600")

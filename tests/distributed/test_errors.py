@@ -224,3 +224,16 @@ def test_a_worker_that_cannot_see_a_run_says_so_in_one_line_and_goes_on(
     assert done.returncode == 0, done.stderr
     workers.stop_all()
     assert "Traceback" not in "".join(said + workers.said[proc.pid])
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "allowed"),
+    [("--concurrency", "0", "1..256"), ("--lease", "soon", "seconds, 1..3600")],
+)
+def test_a_worker_flag_out_of_bounds_says_what_is_allowed(
+    tmp_path: Path, flag: str, value: str, allowed: str
+) -> None:
+    done = _swarm("worker", "--runs-dir", str(tmp_path), flag, value)
+    assert done.returncode == 2
+    assert f"{flag}: {value!r} is not allowed" in done.stderr and allowed in done.stderr
+    assert "Traceback" not in done.stderr
