@@ -75,10 +75,9 @@ class CeleryBackend(BackendBase):
 
     def is_running(self, run_id: str) -> bool:
         """Whether a live holder (a worker, here or elsewhere) runs ``run_id`` now."""
-        from swarm_runtime.storage.lock import read_holder
+        from swarm_runtime.storage.lock import live_holder
 
-        holder = read_holder(self._run_dir(run_id))
-        return holder is not None and holder.alive
+        return live_holder(self._run_dir(run_id)) is not None
 
 
 def celery_backend(

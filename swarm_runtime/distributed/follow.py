@@ -16,6 +16,7 @@ from typing import Any
 from swarm_runtime.errors import ConfigError
 from swarm_runtime.orchestrator.plan import RunOutcome
 from swarm_runtime.record import Record
+from swarm_runtime.storage.lock import live_holder
 from swarm_runtime.storage.queued import read_queued, read_refused
 from swarm_runtime.storage.status import observed_status, read_meta
 
@@ -84,7 +85,7 @@ def follow(
         ended = (status in ENDED and meta.get("completed_at")) or status == "paused"
         # Not ended after all: handed over again (queued), or a holder is at it (a worker
         # that took it up again and has not yet said so in meta.json).
-        if ended and read_queued(run_dir) is None and not _held(run_dir):
+        if ended and read_queued(run_dir) is None and live_holder(run_dir) is None:
             for event in tail.read():  # what was written after the last look
                 if observer is not None:
                     observer(event)
@@ -141,13 +142,6 @@ class _Waiting:
                 f"up again for {quiet}; a worker resumes it when the broker gives its task "
                 f"again (within about a lease), or: swarm resume {run_dir.name}"
             )
-
-
-def _held(run_dir: Path) -> bool:
-    from swarm_runtime.storage.lock import read_holder
-
-    holder = read_holder(run_dir)
-    return holder is not None and holder.alive
 
 
 def outcome_of(run_dir: Path, meta: dict[str, Any]) -> RunOutcome:

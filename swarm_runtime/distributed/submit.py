@@ -56,13 +56,13 @@ class Submitter:
 
     def requeue(self, run_dir: Path) -> None:
         """Hand a paused, stopped or crashed run to the workers again (they resume it)."""
-        from swarm_runtime.storage.lock import read_holder
+        from swarm_runtime.storage.lock import live_holder
         from swarm_runtime.storage.status import observed_status
 
         self.check()
         status = observed_status(run_dir)
-        holder = read_holder(run_dir)
-        if holder is not None and holder.alive:
+        holder = live_holder(run_dir)
+        if holder is not None:
             raise RunControlError(f"run {run_dir.name} is being run by {holder.describe()}")
         if status not in ("paused", "stopped", "crashed", "queued", "refused"):
             raise RunControlError(

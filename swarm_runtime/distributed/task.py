@@ -20,7 +20,7 @@ from typing import Literal
 
 from swarm_runtime.errors import ConfigError, RunControlError, SwarmUsageError
 from swarm_runtime.record import Record
-from swarm_runtime.storage.lock import read_holder
+from swarm_runtime.storage.lock import live_holder
 from swarm_runtime.storage.queued import read_queued, read_refused, write_refused
 from swarm_runtime.storage.status import read_meta
 from swarm_runtime.versions import PACKAGE_VERSION
@@ -47,11 +47,11 @@ def decide(run_dir: Path, delivery: Delivery) -> Verdict | Literal["run"]:
     stopped) before it lets the lock go, so a status read after the lock was seen free is
     the one it left, never the ``running`` of a moment before.
     """
-    holder = read_holder(run_dir)
+    held = live_holder(run_dir) is not None
     status = (read_meta(run_dir) or {}).get("status")
     if status in ("succeeded", "failed"):
         return "done"
-    if holder is not None and holder.alive:
+    if held:
         return "wait"
     queued = read_queued(run_dir)
     if queued is not None:
@@ -89,8 +89,7 @@ def handle(
         (run or (lambda path: _resume(path, env)))(run_dir)
     except RunControlError as exc:
         # Another delivery took the lock between the look and the take, or ended the run.
-        holder = read_holder(run_dir)
-        if holder is not None and holder.alive:
+        if live_holder(run_dir) is not None:
             return "wait"
         if decide(run_dir, delivery) == "run":
             write_refused(run_dir, f"a worker on {where} cannot run it: {exc}", host=where)

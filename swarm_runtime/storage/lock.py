@@ -186,6 +186,12 @@ def read_holder(run_dir: Path) -> LockHolder | None:
         return None
 
 
+def live_holder(run_dir: Path) -> LockHolder | None:
+    """The holder of ``run_dir``'s lock when it is alive (its lease holds), else None."""
+    holder = read_holder(run_dir)
+    return holder if holder is not None and holder.alive else None
+
+
 class RunLock:
     """The lock of one run directory, held by this process while it runs the run."""
 
@@ -287,15 +293,10 @@ class RunLock:
             if holder is None or not holder.is_me(self.token):
                 self.lost = True
                 self.check()
-            tmp = self.path.with_name(f"{LOCK_NAME}.{os.getpid()}.{self.token}.tmp")
-            try:
-                tmp.write_text(json.dumps(self._document(), sort_keys=True) + "\n", "utf-8")
-                os.replace(tmp, self.path)
-                self._renewed = time.monotonic()
-            except OSError as exc:
-                with contextlib.suppress(OSError):
-                    tmp.unlink()
-                raise StorageError(f"cannot renew {self.path}: {exc.strerror or exc}") from None
+            from swarm_runtime.storage.store import write_text_atomic
+
+            write_text_atomic(self.path, json.dumps(self._document(), sort_keys=True) + "\n")
+            self._renewed = time.monotonic()
 
     def _start_heartbeat(self) -> None:
         """Renew the lease every third of it until released (a long step keeps it)."""

@@ -13,7 +13,7 @@ from typing import Any
 
 from swarm_runtime.inputs.files import read_run_text
 from swarm_runtime.inputs.json_input import load_json
-from swarm_runtime.storage.lock import read_holder
+from swarm_runtime.storage.lock import live_holder
 from swarm_runtime.storage.queued import QUEUED_NAME, REFUSED_NAME
 
 
@@ -30,14 +30,9 @@ def observed_status(run_dir: Path, meta: dict[str, Any] | None = None) -> str:
     """``meta.json``'s status, or ``crashed`` when it claims a live run nobody runs."""
     meta = read_meta(run_dir) if meta is None else meta
     status = str(meta.get("status", "?")) if meta is not None else "?"
-    if status not in ("succeeded", "failed"):
-        for marker, seen_as in ((QUEUED_NAME, "queued"), (REFUSED_NAME, "refused")):
-            if (run_dir / marker).exists():
-                holder = read_holder(run_dir)
-                if holder is None or not holder.alive:
-                    return seen_as
-    if status in ("pending", "running"):
-        holder = read_holder(run_dir)
-        if holder is None or not holder.alive:
-            return "crashed"
-    return status
+    if status in ("succeeded", "failed") or live_holder(run_dir) is not None:
+        return status
+    for marker, seen_as in ((QUEUED_NAME, "queued"), (REFUSED_NAME, "refused")):
+        if (run_dir / marker).exists():
+            return seen_as
+    return "crashed" if status in ("pending", "running") else status
