@@ -21,11 +21,15 @@ from typing import Any
 
 from swarm_runtime.errors import RunControlError
 from swarm_runtime.orchestrator.loops import LoopCounters
-from swarm_runtime.orchestrator.stack import Frame
+from swarm_runtime.orchestrator.stack import MAX_FRAMES, Frame
 from swarm_runtime.orchestrator.state import RunState, Totals
 from swarm_runtime.record import Record, field
 from swarm_runtime.storage.layout import JOURNALS
 from swarm_runtime.versions import SCHEMA_VERSION
+
+MAX_CHECKPOINT_BYTES = 64 << 20
+"""The largest ``checkpoint.json`` a resume reads: one step's events and the counters of a
+run make a few KiB."""
 
 
 class Position(Record):
@@ -212,6 +216,8 @@ def executions_in(events: Sequence[dict[str, Any]], until_seq: int) -> dict[tupl
 def _stack(doc: Any) -> list[Frame]:
     if not isinstance(doc, list):
         raise ValueError("stack must be a list of frames")
+    if len(doc) > MAX_FRAMES:  # before reading them: no run's stack is that deep
+        raise ValueError(f"stack has {len(doc)} frames; a run's stack holds at most {MAX_FRAMES}")
     return [Frame.parse(item) for item in doc]
 
 

@@ -165,6 +165,7 @@ class Orchestrator:
             observer=self.deps.observer,
             external_input=external_input,
             injectable=injectable([part.flow for part in plan], self.flows),
+            max_depth=self.limits.max_depth,
         )
         run = RunLifecycle(self._context(), reopened.spec, plan, reopened.recorder, reopened.state)
         return PreparedRun(
