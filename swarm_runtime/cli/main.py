@@ -100,6 +100,8 @@ _COMMANDS = {
     "studio": "studio",
 }
 """Which module registers each command."""
+_RUNS_STEPS = frozenset({"run", "resume", "worker", "plan", "studio"})
+"""The commands whose process runs steps: it reaps what their CLIs leave behind."""
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -132,6 +134,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(arguments[0] if arguments else None)
     args = parser.parse_args(arguments)
     handler: Handler = args.handler
+    if args.command in _RUNS_STEPS:
+        from swarm_runtime.engines.subreaper import reap_orphans
+
+        reap_orphans()  # a daemon a step's CLI started stays ours to reap
     try:
         return handler(args)
     except SwarmUsageError as exc:
