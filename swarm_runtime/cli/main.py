@@ -16,9 +16,9 @@ from typing import Any
 from swarm_runtime.cli.common import (
     EXIT_FAILED,
     EXIT_FAILFAST,
-    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
+    interrupted,
 )
 from swarm_runtime.errors import FailFast, SwarmError, SwarmUsageError
 
@@ -150,8 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _print_error(exc)
         return EXIT_FAILED
     except KeyboardInterrupt:
-        print("swarm: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return interrupted()
     except BrokenPipeError:
         # The reader went away (e.g. `swarm runs list | head`): not an error of ours.
         devnull = os.open(os.devnull, os.O_WRONLY)
