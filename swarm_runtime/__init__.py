@@ -9,11 +9,10 @@ that module.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from swarm_runtime.lazy import lazy_names as _lazy_names
 from swarm_runtime.versions import PACKAGE_VERSION as _PACKAGE_VERSION
 
+TYPE_CHECKING = False  # not typing's: the ``swarm`` command imports this before its first line
 if TYPE_CHECKING:
     from swarm_runtime.engines.base import (
         StepContext,

@@ -8,45 +8,24 @@ says where it came from. The environment is passed in as a mapping, so only the 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from swarm_runtime.config_file import ENGINE_KEYS, GEMINI_MODES, RECORD_VIA, read_config
 from swarm_runtime.errors import ConfigError
-from swarm_runtime.flow.budget_input import budget_from_mapping
 from swarm_runtime.flow.spec import Budget
 from swarm_runtime.record import Record, field
 
 MODES = ("stub", "replay", "record", "sdk", "cli")
 """Every mode, in the order messages list them: the stub, recorded sdk calls, live ones."""
-DEFAULT_CONFIG_PATH = Path("swarm/config/runtime.yaml")
 DEFAULT_RUNS_DIR = Path("swarm/runs")
-_TOP_KEYS: tuple[str, ...] = ("runs_dir", "engines", "engine_strategy", "history", "max_run_mb")
-_TOP_KEYS += ("navigator", "budget")
 NAVIGATOR_MODES = ("llm", "deterministic")
 """How a navigator step's move is chosen (SPEC §4.5): ask the navigator, or take the first
 candidate whose condition holds, with no call."""
-_ENGINE_KEYS = {
-    "claude": (
-        "mode",
-        "provider",
-        "model",
-        "max_tokens",
-        "prices",
-        "env",
-        "stream",
-        "cli",
-        "cli_args",
-        "timeout_s",
-        "record_via",
-    ),
-    "gemini": ("mode", "model", "cli", "cli_args", "timeout_s", "env"),
-}
-GEMINI_MODES = ("stub", "cli")
-RECORD_VIA = ("sdk", "cli")
-_SECTION_RE = re.compile(r"[a-z][a-z0-9_-]{0,63}")
-_HISTORY_KEYS = ("total_chars", "recent_chars", "older_chars")
+MAX_RETRY_AFTER_S = 30.0
+"""The longest wait a server's ``retry-after`` may ask for before a retry, by default: past
+it the attempt is the last (SPEC §7.3)."""
 
 
 class Settings(Record):
@@ -75,100 +54,11 @@ class Settings(Record):
     """The deepest flow stack (runtime.yaml ``navigator.max_depth``, SPEC §4.6)."""
     budget: Budget | None = None
     """The run budget (runtime.yaml ``budget:``, SPEC §10.7); ``--budget`` wins."""
+    max_retry_after_s: float = MAX_RETRY_AFTER_S
+    """The longest wait a server's ``retry-after`` may ask for (SWARM_MAX_RETRY_AFTER_S, file)."""
     config_source: str = ""
     """The runtime.yaml the settings came from (empty when none)."""
     sources: dict[str, str] = field(default_factory=dict)
-
-
-def _load_yaml(path: Path) -> dict[str, Any]:
-    import yaml
-
-    from swarm_runtime.inputs.files import read_text_limited
-    from swarm_runtime.inputs.yaml_input import describe_yaml_error, load_yaml
-
-    try:
-        raw = load_yaml(read_text_limited(path))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        message, line = describe_yaml_error(exc)
-        where = f"{path}:{line}" if line else str(path)
-        raise ConfigError(f"{where}: invalid YAML: {message}") from None
-    except ValueError as exc:  # too big, not a regular file, not UTF-8, a bad date
-        raise ConfigError(f"{path}: cannot read config: {exc}") from None
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise ConfigError(
-            f"{path}: runtime config must be a mapping (keys: {', '.join(_TOP_KEYS)})"
-        )
-    for key in raw:
-        if key not in _TOP_KEYS:
-            raise ConfigError(f"{path}: unknown key '{key}' (allowed: {', '.join(_TOP_KEYS)})")
-    size = raw.get("max_run_mb")
-    if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 1):
-        raise ConfigError(f"{path}: 'max_run_mb' must be a whole number of MiB >= 1, got {size!r}")
-    if "runs_dir" in raw and not isinstance(raw["runs_dir"], str):
-        raise ConfigError(f"{path}: 'runs_dir' must be a path (a string), got {raw['runs_dir']!r}")
-    if "budget" in raw:
-        raw["budget"] = budget_from_mapping(raw["budget"], f"{path}: 'budget'")
-    _check_engines(path, raw.get("engines") or {})
-    _check_navigator(path, raw.get("navigator") or {})
-    strategy = raw.get("engine_strategy") or {}
-    if not isinstance(strategy, dict) or not all(
-        isinstance(steps, dict) and all(isinstance(v, str) for v in steps.values())
-        for steps in strategy.values()
-    ):
-        raise ConfigError(f"{path}: 'engine_strategy' must map flow -> {{step: engine id}}")
-    history = raw.get("history") or {}
-    if not isinstance(history, dict):
-        raise ConfigError(f"{path}: 'history' must be a mapping ({', '.join(_HISTORY_KEYS)})")
-    for key, value in history.items():
-        if key not in _HISTORY_KEYS:
-            raise ConfigError(
-                f"{path}: unknown key 'history.{key}' (allowed: {', '.join(_HISTORY_KEYS)})"
-            )
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise ConfigError(f"{path}: 'history.{key}' must be a whole number >= 0, got {value!r}")
-    return raw
-
-
-def _check_navigator(path: Path, navigator: Any) -> None:
-    """``navigator:``: its ``mode`` (checked where it is chosen) and ``max_depth``."""
-    if not isinstance(navigator, dict) or any(
-        key not in ("mode", "max_depth") for key in navigator
-    ):
-        raise ConfigError(
-            f"{path}: 'navigator' must be a mapping with 'mode' (llm, deterministic) and "
-            "'max_depth' (the deepest flow stack, 1 to 16; default 4)"
-        )
-    depth = navigator.get("max_depth", 4)
-    if not isinstance(depth, int) or isinstance(depth, bool) or not 1 <= depth <= 16:
-        raise ConfigError(
-            f"{path}: navigator.max_depth must be a whole number from 1 to 16, got {depth!r}"
-        )
-
-
-def _check_engines(path: Path, engines: Any) -> None:
-    """runtime.yaml's ``engines``: claude's and gemini's keys; other sections by name only."""
-    if not isinstance(engines, dict):
-        raise ConfigError(f"{path}: 'engines' must be a mapping (claude, gemini, …)")
-    for name, body in engines.items():
-        if not isinstance(name, str) or not _SECTION_RE.fullmatch(name):
-            raise ConfigError(
-                f"{path}: 'engines.{name}': an engine's section is named in lower case "
-                "letters, digits, '_' and '-' (claude, gemini, or a registered engine's)"
-            )
-        if not isinstance(body, dict):
-            raise ConfigError(f"{path}: 'engines.{name}' must be a mapping")
-        if name not in _ENGINE_KEYS:
-            continue  # a registered engine's own section: build_orchestrator checks the name
-        for key in body:
-            if key not in _ENGINE_KEYS[name]:
-                raise ConfigError(
-                    f"{path}: unknown key 'engines.{name}.{key}' "
-                    f"(allowed: {', '.join(_ENGINE_KEYS[name])})"
-                )
 
 
 def _mode(value: str, source: str) -> str:
@@ -189,10 +79,11 @@ def resolve_settings(
     gemini_mode: str | None = None,
     record_via: str | None = None,
     navigator: str | None = None,
+    max_retry_after_s: float | None = None,
 ) -> Settings:
     """Resolve every setting: explicit argument, then ``env``, then runtime.yaml, then default."""
     base = cwd or Path.cwd()
-    config, config_source = _read_config(config_path, base)
+    config, config_source = read_config(config_path, base)
     claude = dict((config.get("engines") or {}).get("claude") or {})
     sources: dict[str, str] = {}
     resolved_mode = _claude_mode(env, claude, config_source, sources, explicit=mode)
@@ -219,7 +110,7 @@ def resolve_settings(
         engine_sections={
             name: dict(body)
             for name, body in (config.get("engines") or {}).items()
-            if name not in _ENGINE_KEYS
+            if name not in ENGINE_KEYS
         },
         gemini_mode=gemini_mode,
         record_via=record_via,
@@ -227,30 +118,12 @@ def resolve_settings(
         max_run_mb=config.get("max_run_mb"),
         max_depth=int(navigator_section.get("max_depth", 4)),
         budget=config.get("budget"),
+        max_retry_after_s=_max_retry_after(
+            env, config, config_source, sources, explicit=max_retry_after_s
+        ),
         config_source=config_source,
         sources=sources,
     )
-
-
-def _read_config(config_path: Path | None, base: Path) -> tuple[dict[str, Any], str]:
-    """runtime.yaml and where it was: ``--config``, else the default path under ``base``.
-
-    No file at the default path is no config (empty, from nowhere); anything else there
-    that is not a readable file is an error.
-    """
-    if config_path is not None:
-        if not config_path.is_file():
-            raise ConfigError(f"--config {config_path}: no such file")
-        return _load_yaml(config_path), str(config_path)
-    default = base / DEFAULT_CONFIG_PATH
-    if default.is_file():
-        return _load_yaml(default), str(default)
-    if default.exists() or default.is_symlink():
-        raise ConfigError(
-            f"{default}: is not a readable file (a directory, a dangling "
-            "symlink or a special file); make it a YAML file or remove it"
-        )
-    return {}, ""
 
 
 def _claude_mode(
@@ -393,3 +266,32 @@ def _navigator(
         (section.get("mode"), f"{config_source}: navigator.mode"),
     )
     return _first_given("navigator", given, NAVIGATOR_MODES, sources)
+
+
+def _max_retry_after(
+    env: Mapping[str, str],
+    config: dict[str, Any],
+    config_source: str,
+    sources: dict[str, str],
+    *,
+    explicit: float | None,
+) -> float:
+    """The ``retry-after`` cap: argument, SWARM_MAX_RETRY_AFTER_S, runtime.yaml, else 30 s."""
+    given = (
+        (explicit, "max_retry_after_s"),
+        (env.get("SWARM_MAX_RETRY_AFTER_S") or None, "SWARM_MAX_RETRY_AFTER_S"),
+        (config.get("max_retry_after_s"), f"{config_source}: max_retry_after_s"),
+    )
+    for raw, source in given:
+        if raw is None:
+            continue
+        try:
+            value = float(raw) if not isinstance(raw, bool) else -1.0
+        except (TypeError, ValueError):
+            value = -1.0
+        if not 0 <= value <= 86400:
+            raise ConfigError(f"{source}: {raw!r} is not a number of seconds from 0 to 86400")
+        sources["max_retry_after_s"] = source
+        return value
+    sources["max_retry_after_s"] = "default"
+    return MAX_RETRY_AFTER_S

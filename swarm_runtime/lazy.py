@@ -7,10 +7,10 @@ module, and the value is then kept in the package's namespace.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False  # not typing's: the ``swarm`` command imports this before its first line
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
+    from typing import Any
 
 
 def lazy_names(

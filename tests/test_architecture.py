@@ -27,7 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "versions", "record", "lazy", "ids", "timeutil", "digest", "documents"),
     ("inputs",),  # reading what users give: YAML, JSON, sizes, depths
     ("storage", "artifacts", "golden"),  # files of a run
-    ("credentials", "config", "flow"),  # settings and flow definitions
+    ("credentials", "config", "config_file", "flow"),  # settings and flow definitions
     ("engines",),  # one step's call
     ("contracts", "coverage"),  # the run-file contracts, checked; route coverage
     ("orchestrator",),  # the run kernel

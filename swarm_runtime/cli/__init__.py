@@ -1,14 +1,16 @@
 """The ``swarm`` command line; ``swarm_runtime.cli:main`` is the console script.
 
-This module is what the console script imports first, so it imports nothing heavy: a
-Ctrl-C while the rest of the command is still being imported ends ``swarm`` with one line
-and exit code 130, never a traceback.
+This module (and the package's ``__init__``) is what the console script imports before
+anything of ours runs, so it imports nothing that is not loaded already (not even
+``typing``): a Ctrl-C while the rest of the command is still being imported ends
+``swarm`` with one line and exit code 130, never a traceback.
 """
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Sequence
+TYPE_CHECKING = False  # not typing's: see above
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -18,5 +20,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_command(argv)
     except KeyboardInterrupt:
-        sys.stderr.write("swarm: interrupted\n")
-        return 130
+        import signal
+
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C: not a traceback
+        from swarm_runtime.cli.common import interrupted
+
+        return interrupted()

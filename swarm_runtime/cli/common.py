@@ -15,6 +15,19 @@ EXIT_FAILFAST = 3
 EXIT_INTERRUPTED = 130
 
 
+def interrupted() -> int:
+    """Say that ``swarm`` was interrupted, in one line; the exit code.
+
+    A second Ctrl-C while this is said is ignored: it would print a traceback instead.
+    """
+    import signal
+    import sys
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.stderr.write("swarm: interrupted\n")
+    return EXIT_INTERRUPTED
+
+
 def path_arg(text: str) -> Path:
     """A path argument; an empty one (which would mean the current directory) is refused."""
     import argparse

@@ -16,9 +16,9 @@ from typing import Any
 from swarm_runtime.cli.common import (
     EXIT_FAILED,
     EXIT_FAILFAST,
-    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
+    interrupted,
 )
 from swarm_runtime.errors import FailFast, SwarmError, SwarmUsageError
 
@@ -100,6 +100,8 @@ _COMMANDS = {
     "studio": "studio",
 }
 """Which module registers each command."""
+_RUNS_STEPS = frozenset({"run", "resume", "worker", "plan", "studio"})
+"""The commands whose process runs steps: it reaps what their CLIs leave behind."""
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -132,6 +134,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(arguments[0] if arguments else None)
     args = parser.parse_args(arguments)
     handler: Handler = args.handler
+    if args.command in _RUNS_STEPS:
+        from swarm_runtime.engines.subreaper import reap_orphans
+
+        reap_orphans()  # a daemon a step's CLI started stays ours to reap
     try:
         return handler(args)
     except SwarmUsageError as exc:
@@ -144,8 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _print_error(exc)
         return EXIT_FAILED
     except KeyboardInterrupt:
-        print("swarm: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return interrupted()
     except BrokenPipeError:
         # The reader went away (e.g. `swarm runs list | head`): not an error of ours.
         devnull = os.open(os.devnull, os.O_WRONLY)

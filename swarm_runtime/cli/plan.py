@@ -165,7 +165,7 @@ def _prepare(args: argparse.Namespace) -> tuple[PlanRuntime, Cassettes | None, s
         PlanPaths(runs_dir=settings.runs_dir, store_path=store, repo_root=args.repo or Path.cwd()),
         deps=RunDeps(sleep=no_wait) if engine.replays else None,
         engine=engine,
-        limits=RunLimits(durable=settings.durable),
+        limits=RunLimits(durable=settings.durable, max_retry_after_s=settings.max_retry_after_s),
         refuse_values=config["credentials"],
         initiator="cli",
         origin={"plan_file": str(args.plan.resolve())},

@@ -1,7 +1,11 @@
 """Running a CLI as a child process: argv as a list, prompt on stdin, stdout read line by line.
 
 The child gets its own process group, so a timeout (or a run that is stopped) ends the CLI
-and everything it started: SIGTERM to the group, then SIGKILL after a grace period. Lines
+and everything it started: SIGTERM to the group, then SIGKILL after a grace period. A
+process that left the group (a daemon a tool started: double fork and ``setsid``) is found
+by the token the CLI's environment carries (:data:`STEP_MARK`, inherited by everything it
+starts) and killed when the step ends; a process that is a child subreaper
+(:mod:`.subreaper`) also collects its exit status. Lines
 are handed to a callback as they arrive; the callback raises :class:`StreamBroken` for a
 line it cannot read, which ends the process the same way. Nothing here waits longer than
 the timeout plus the grace period, whatever the child does.
@@ -18,12 +22,16 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from swarm_runtime.engines.subreaper import take_orphans
 from swarm_runtime.record import Record
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
 """A stream line longer than this is not a line of a CLI's JSON stream."""
 STDERR_TAIL_BYTES = 16 * 1024
 _POLL_S = 0.2
+STEP_MARK = "SWARM_STEP_PROCESS"
+"""Set in a CLI's environment to a token of its launch: every process the CLI starts
+inherits it, so one that left its process group is still found (on Linux, through /proc)."""
 
 
 class StreamBroken(Exception):
@@ -185,13 +193,15 @@ def run_process(
 
     Raises OSError when the executable cannot be started (missing, not executable).
     """
+    token = os.urandom(8).hex()
+    take_orphans()
     process = subprocess.Popen(
         list(argv),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         bufsize=0,
-        env=dict(env),
+        env={**env, STEP_MARK: token},
         cwd=cwd,
         start_new_session=True,
     )
@@ -209,6 +219,7 @@ def run_process(
     finally:
         killed = _end_group(process, grace_s)
         text = pipes.close()
+        end_marked(token, grace_s)
     return ProcessEnd(
         exit_code=process.returncode,
         timed_out=timed_out,
@@ -233,3 +244,61 @@ def _last_line(buffer: bytearray, on_line: Callable[[str], None]) -> str | None:
     except StreamBroken as exc:
         return str(exc)
     return None
+
+
+def marked(token: str) -> list[int]:
+    """The live processes whose environment carries ``token`` as :data:`STEP_MARK`.
+
+    Read from /proc (Linux): where there is none, or a process's environment cannot be
+    read (another user's), nothing is found.
+    """
+    needle = f"{STEP_MARK}={token}".encode()
+    found: list[int] = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return found
+    for name in names:
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as handle:
+                environ = handle.read()
+        except OSError:  # gone, or not ours to read
+            continue
+        if needle in environ.split(b"\0"):  # a zombie's is empty: it has ended
+            found.append(int(name))
+    return found
+
+
+def end_marked(token: str, grace_s: float) -> list[int]:
+    """SIGKILL every process left with ``token`` and reap those that are our children.
+
+    Looked for again until none is left (one may start another before it is killed), for
+    at most ``grace_s`` (at least a second). The pids killed.
+    """
+    killed: list[int] = []
+    deadline = time.monotonic() + max(grace_s, 1.0)
+    while (pids := marked(token)) and time.monotonic() < deadline:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        killed.extend(pid for pid in pids if pid not in killed)
+        _reap(pids, deadline)
+        time.sleep(0.01)  # one that is not our child dies within moments too
+    return killed
+
+
+def _reap(pids: Sequence[int], deadline: float) -> None:
+    """Collect the exit status of those of ``pids`` that are our children (until ``deadline``)."""
+    waiting = list(pids)
+    while waiting and time.monotonic() < deadline:
+        for pid in list(waiting):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:  # not ours: its own parent (or init) reaps it
+                done = pid
+            if done:
+                waiting.remove(pid)
+        if waiting:
+            time.sleep(0.01)  # SIGKILL lands within moments

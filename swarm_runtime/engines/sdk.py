@@ -72,10 +72,12 @@ def _retry_after_ms(headers: Any) -> int | None:
         if value is None:
             continue
         try:
-            number = float(value)
+            number = float(value) if name == "retry-after-ms" else float(value) * 1000
         except ValueError:
             continue  # an HTTP date: fall back to the orchestrator's backoff
-        return round(number if name == "retry-after-ms" else number * 1000)
+        if not number >= 0:
+            continue  # negative or NaN: no wait said, fall back to the backoff
+        return round(min(number, 1e15))  # "inf" is as long as any cap refuses
     return None
 
 

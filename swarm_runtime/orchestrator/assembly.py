@@ -65,6 +65,7 @@ def build_orchestrator(
             budget=asked.budget or settings.budget,
             history_budget=HistoryBudget(**settings.history),
             durable=settings.durable,
+            max_retry_after_s=settings.max_retry_after_s,
         ),
         refuse_values=config["credentials"],
         origin=dict(origin or {}),

@@ -2,13 +2,15 @@
 
 SPEC §7.3: every attempt's events are recorded as they come; between attempts a ``log``
 event says when the next one starts, and the run sleeps the engine's ``retry_after_ms``
-when it gave one, else an equal-jitter backoff. An engine that raises ends the call.
+when it gave one (up to ``max_retry_after_s``: a longer one ends the call at once), else an
+equal-jitter backoff. An engine that raises ends the call.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from swarm_runtime.config import MAX_RETRY_AFTER_S
 from swarm_runtime.engines.base import (
     StepContext,
     StepEngine,
@@ -20,7 +22,7 @@ from swarm_runtime.flow.spec import FlowSpec, StepSpec
 from swarm_runtime.orchestrator.control import RunControl
 from swarm_runtime.orchestrator.receipt import Call
 from swarm_runtime.orchestrator.recorder import RunRecorder
-from swarm_runtime.orchestrator.verdict import backoff_delay
+from swarm_runtime.orchestrator.verdict import backoff_delay, retry_after_refused
 from swarm_runtime.record import replace
 from swarm_runtime.timeutil import Clock, ms_between
 
@@ -37,6 +39,7 @@ class EngineCaller:
         sleep: Callable[[float], None],
         jitter: Callable[[], float],
         max_attempts: int,
+        max_retry_after_s: float = MAX_RETRY_AFTER_S,
     ) -> None:
         self.recorder = recorder
         self.control = control
@@ -45,6 +48,7 @@ class EngineCaller:
         self.jitter = jitter
         self.max_attempts = max_attempts
         """Attempts per execution for a step that sets none itself."""
+        self.max_retry_after_s = max_retry_after_s
 
     def call(self, engine: StepEngine, ctx: StepContext, flow: FlowSpec, step: StepSpec) -> Call:
         """The engine call, retried within the execution while it answers ``retryable``."""
@@ -85,9 +89,11 @@ class EngineCaller:
                 )
             if outcome.request_sha256 is None:
                 outcome = replace(outcome, request_sha256=_digest(engine, ctx))
-            if outcome.result_code != "retryable" or attempt >= max_attempts:
+            retry = outcome.result_code == "retryable" and attempt < max_attempts
+            error = retry_after_refused(outcome, attempt, self.max_retry_after_s) if retry else None
+            if not retry or error:
                 return Call(
-                    outcome, None, attempt, max_attempts, llm_ms, waited_ms, earlier, earlier_cost
+                    outcome, error, attempt, max_attempts, llm_ms, waited_ms, earlier, earlier_cost
                 )
             spent = outcome.tokens
             if spent.total:  # a retried answer's tokens still count (SPEC §10.7)

@@ -21,11 +21,15 @@ from typing import Any
 
 from swarm_runtime.errors import RunControlError
 from swarm_runtime.orchestrator.loops import LoopCounters
-from swarm_runtime.orchestrator.stack import Frame
+from swarm_runtime.orchestrator.stack import MAX_FRAMES, Frame
 from swarm_runtime.orchestrator.state import RunState, Totals
 from swarm_runtime.record import Record, field
 from swarm_runtime.storage.layout import JOURNALS
 from swarm_runtime.versions import SCHEMA_VERSION
+
+MAX_CHECKPOINT_BYTES = 64 << 20
+"""The largest ``checkpoint.json`` a resume reads: one step's events and the counters of a
+run make a few KiB."""
 
 
 class Position(Record):
@@ -197,21 +201,35 @@ class Checkpoint(Record):
 
 
 def executions_in(events: Sequence[dict[str, Any]], until_seq: int) -> dict[tuple[str, str], int]:
-    """How often each ``(flow, step)`` started in the events up to ``until_seq``."""
+    """How often each ``(flow, step)`` ran in the events up to ``until_seq``.
+
+    One more than the iteration of its last ``step_start``: an execution a crash or a stop
+    cut short is run again under its own iteration (a resume goes on from the checkpoint
+    before it), so the two ``step_start`` of that one execution count once, as they did
+    in the process that ran it again.
+    """
     counts: dict[tuple[str, str], int] = {}
+    starts: dict[tuple[str, str], int] = {}
     for event in events:
         seq = event.get("seq")
         if not isinstance(seq, int) or seq > until_seq:
             break
         if event.get("kind") == "step_start":
             key = (str(event.get("flow_key")), str(event.get("step_id")))
-            counts[key] = counts.get(key, 0) + 1
+            starts[key] = started = starts.get(key, 0) + 1
+            payload = event.get("payload")
+            iteration = payload.get("iteration") if isinstance(payload, dict) else None
+            if not isinstance(iteration, int) or isinstance(iteration, bool):
+                iteration = started - 1  # a log that does not say: each start is one
+            counts[key] = max(counts.get(key, 0), min(iteration + 1, started))
     return counts
 
 
 def _stack(doc: Any) -> list[Frame]:
     if not isinstance(doc, list):
         raise ValueError("stack must be a list of frames")
+    if len(doc) > MAX_FRAMES:  # before reading them: no run's stack is that deep
+        raise ValueError(f"stack has {len(doc)} frames; a run's stack holds at most {MAX_FRAMES}")
     return [Frame.parse(item) for item in doc]
 
 

@@ -15,6 +15,7 @@ from swarm_runtime.errors import RunControlError
 from swarm_runtime.flow.spec import FlowSpec
 from swarm_runtime.orchestrator.checkpoint import Checkpoint
 from swarm_runtime.orchestrator.plan import FlowSlice
+from swarm_runtime.orchestrator.stack import DEFAULT_MAX_DEPTH, on_stack, push_refusal
 
 PENDING_KINDS = frozenset(
     {"step_end", "routing_decision", "graph_extended", "routing_offroad", "step_error"}
@@ -32,12 +33,14 @@ def check_checkpoint(
     *,
     where: str,
     injectable: Sequence[FlowSpec] = (),
+    max_depth: int = DEFAULT_MAX_DEPTH,
 ) -> None:
     """Raise RunControlError (one line, naming ``where``) when the checkpoint disagrees.
 
-    ``injectable``: the flows the run's steps may enter besides its plan (SPEC §4.6).
+    ``injectable``: the flows the run's steps may enter besides its plan (SPEC §4.6);
+    ``max_depth``: the run's deepest stack. Each frame must be a push the run could make.
     """
-    problem = _problem(checkpoint, plan, events, injectable)
+    problem = _problem(checkpoint, plan, events, (injectable, max_depth))
     if problem is not None:
         raise RunControlError(
             f"{where}: {problem}; nothing was changed - mend the cause (restore the flow, "
@@ -49,8 +52,9 @@ def _problem(
     checkpoint: Checkpoint,
     plan: Sequence[FlowSlice],
     events: Sequence[dict[str, Any]],
-    injectable: Sequence[FlowSpec],
+    entered: tuple[Sequence[FlowSpec], int],
 ) -> str | None:
+    injectable, max_depth = entered
     flows = {flow.key: {step.id for step in flow.steps} for flow in injectable}
     flows.update({part.flow.key: {step.id for step in part.flow.steps} for part in plan})
     position = checkpoint.position
@@ -59,7 +63,7 @@ def _problem(
     running = None
     if position.flow_index < len(plan):
         running = plan[position.flow_index].flow.key
-    stack_problem = _stack_problem(checkpoint, running, flows)
+    stack_problem = _stack_problem(checkpoint, running, flows, max_depth)
     if stack_problem is not None:
         return stack_problem
     if checkpoint.stack:
@@ -124,11 +128,16 @@ def _pending_problem(
 
 
 def _stack_problem(
-    checkpoint: Checkpoint, running: str | None, flows: dict[str, set[str]]
+    checkpoint: Checkpoint, running: str | None, flows: dict[str, set[str]], max_depth: int
 ) -> str | None:
-    """The stack: its bottom paused in the position's flow, each frame's flows and steps known."""
+    """Whether each frame of the stack is a push the run could have made.
+
+    Its bottom is paused in the position's flow, its flows and steps are known, and the
+    kernel's own rule (:func:`~swarm_runtime.orchestrator.stack.push_refusal`) allows it.
+    """
     below = running
-    for number, frame in enumerate(checkpoint.stack):
+    frames = checkpoint.stack
+    for number, frame in enumerate(frames):
         name = f"stack[{number}]"
         if frame.paused_flow != below:
             return f"{name} pauses flow {frame.paused_flow!r}, but the flow below it is {below!r}"
@@ -139,6 +148,18 @@ def _stack_problem(
             )
         if frame.injected_flow not in flows:
             problem = problem or f"{name} enters flow {frame.injected_flow!r}, which no step may"
+        elif frame.only_step is not None:
+            problem = problem or _known(
+                f"{name}.only_step", frame.injected_flow, frame.only_step, flows
+            )
+        refusal = push_refusal(
+            on_stack(frames[:number], frame.paused_flow), frame.injected_flow, max_depth
+        )
+        if refusal is not None:
+            problem = problem or (
+                f"{name} enters flow {frame.injected_flow!r} from "
+                f"{frame.paused_flow}/{frame.paused_step}, which no run may: {refusal}"
+            )
         if problem:
             return problem
         below = frame.injected_flow

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from swarm_runtime.config import MAX_RETRY_AFTER_S
 from swarm_runtime.credentials import Credentials
 from swarm_runtime.engines.base import StepEngine, StepResult
 from swarm_runtime.engines.faults import FaultInjector, FaultPlan
@@ -137,6 +138,8 @@ class RunLimits(Record):
     """How big a run dir may grow, in MiB (default ``DEFAULT_MAX_RUN_MB``)."""
     max_attempts: int = 3
     """Calls per step execution when the engine answers ``retryable`` (§7.3)."""
+    max_retry_after_s: float = MAX_RETRY_AFTER_S
+    """The longest wait a server's ``retry-after`` may ask for: a longer one is not retried."""
     history_budget: HistoryBudget = field(default_factory=HistoryBudget)
     durable: bool = False
     """fsync every write (slower; survives a power cut, not just a crash)."""

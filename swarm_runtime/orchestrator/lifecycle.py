@@ -75,6 +75,7 @@ class RunLifecycle:
                 sleep=deps.sleep,
                 jitter=deps.jitter,
                 max_attempts=limits.max_attempts,
+                max_retry_after_s=limits.max_retry_after_s,
                 repo_root=context.repo_root,
                 result_observer=deps.result_observer,
                 navigator=choice.navigator,

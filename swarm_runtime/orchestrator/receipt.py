@@ -27,7 +27,8 @@ class Call(Record):
 
     outcome: StepOutcome
     error: str | None
-    """Why the call failed outside the step contract (an engine that raised)."""
+    """Why the call failed outside the step contract (an engine that raised, a
+    ``retry-after`` too long to wait for)."""
     attempt: int
     max_attempts: int
     llm_ms: int = 0

@@ -28,12 +28,18 @@ from swarm_runtime.ids import RUN_ID_RE
 from swarm_runtime.inputs.files import read_bytes_limited, read_run_text
 from swarm_runtime.inputs.json_input import load_json
 from swarm_runtime.inputs.limits import MAX_RUN_FILE_BYTES
-from swarm_runtime.orchestrator.checkpoint import BlockedStep, Checkpoint, Position
+from swarm_runtime.orchestrator.checkpoint import (
+    MAX_CHECKPOINT_BYTES,
+    BlockedStep,
+    Checkpoint,
+    Position,
+)
 from swarm_runtime.orchestrator.checkpoint_check import check_checkpoint
 from swarm_runtime.orchestrator.history import HistoryBudget
 from swarm_runtime.orchestrator.interrupted import find_open_step, interrupted_error, move_orphans
 from swarm_runtime.orchestrator.plan import FlowSlice, RunSpec
 from swarm_runtime.orchestrator.recorder import EventObserver, RunRecorder
+from swarm_runtime.orchestrator.stack import DEFAULT_MAX_DEPTH
 from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.record import Record, field
 from swarm_runtime.storage.layout import JOURNALS, RunLayout
@@ -116,11 +122,12 @@ def reopen_run(
     observer: EventObserver | None,
     external_input: str | None,
     injectable: Sequence[FlowSpec] = (),
+    max_depth: int = DEFAULT_MAX_DEPTH,
 ) -> Reopened:
     """Lock ``run_dir`` and mend it for the run loop; RunControlError if it cannot go on.
 
     ``plan`` is the run's flows as they are now, ``injectable`` the flows its steps may
-    enter (SPEC §4.6): the checkpoint must agree with them.
+    enter and ``max_depth`` how deep (SPEC §4.6): the checkpoint must agree with them.
     """
     run_dir = Path(os.path.abspath(run_dir))
     if not RUN_ID_RE.fullmatch(run_dir.name) or not run_dir.is_dir():
@@ -142,7 +149,7 @@ def reopen_run(
         meta = read_json(run_dir / "meta.json")
         _refuse_finished(run_dir, meta)
         status = meta.get("status") if isinstance(meta, dict) else None
-        flows = (plan, injectable)
+        flows = (plan, injectable, max_depth)
         return _mend(layout, spec, flows, recorder, state, status, meta, external_input)
     except BaseException:
         recorder.close()
@@ -162,7 +169,7 @@ def _refuse_finished(run_dir: Path, meta: Any) -> None:
 def _mend(
     layout: RunLayout,
     spec: RunSpec,
-    flows: tuple[Sequence[FlowSlice], Sequence[FlowSpec]],
+    flows: tuple[Sequence[FlowSlice], Sequence[FlowSpec], int],
     recorder: RunRecorder,
     state: RunState,
     status: Any,
@@ -216,7 +223,7 @@ def _mend(
 
 def _mend_log(
     layout: RunLayout,
-    flows: tuple[Sequence[FlowSlice], Sequence[FlowSpec]],
+    flows: tuple[Sequence[FlowSlice], Sequence[FlowSpec], int],
     recorder: RunRecorder,
     state: RunState,
     repairs: list[str],
@@ -234,9 +241,14 @@ def _mend_log(
     checkpoint = _read_checkpoint(layout)
     state.seq = int(events[-1].get("seq", 0)) if events else 0
     if checkpoint is not None:
-        plan, injectable = flows
+        plan, injectable, max_depth = flows
         check_checkpoint(
-            checkpoint, plan, events, where=str(layout.checkpoint), injectable=injectable
+            checkpoint,
+            plan,
+            events,
+            where=str(layout.checkpoint),
+            injectable=injectable,
+            max_depth=max_depth,
         )
         checkpoint.restore(state, events)
         state.seq = int(events[-1].get("seq", 0)) if events else 0
@@ -265,7 +277,7 @@ def _check_input(run_id: str, blocked: BlockedStep | None, external_input: str |
 def _read_checkpoint(layout: RunLayout) -> Checkpoint | None:
     path = layout.checkpoint
     try:
-        raw = read_run_text(path)
+        raw = read_run_text(path, MAX_CHECKPOINT_BYTES)
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:

@@ -9,7 +9,8 @@ an engine that raises, a routing error and Ctrl-C all end in exactly one
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import contextlib
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -111,21 +112,48 @@ class Orchestrator:
         return self.prepare(spec).execute()
 
     def prepare(self, spec: RunSpec) -> PreparedRun:
-        """Plan the run and create its directory; ``execute()`` then runs it."""
-        self.control.reset()
-        plan = plan_run(
-            spec,
-            self.flows,
-            engine_strategy=self.engine.strategy,
-            scenario=self.engine.scenario,
-            check_engine=self.engines.engine_for,
-            credentials=self.credentials,
-            faults=self.engine.faults,
-        )
-        run = RunLifecycle.create(self._context(), spec, plan)
+        """Plan the run and create its directory; ``execute()`` then runs it.
+
+        A stop asked for meanwhile (a Ctrl-C while the run is being made) is kept: the run
+        stops before its first step. The requests end with the run (:meth:`_then_reset`).
+        """
+        with self._reset_on_error():
+            plan = plan_run(
+                spec,
+                self.flows,
+                engine_strategy=self.engine.strategy,
+                scenario=self.engine.scenario,
+                check_engine=self.engines.engine_for,
+                credentials=self.credentials,
+                faults=self.engine.faults,
+            )
+            run = RunLifecycle.create(self._context(), spec, plan)
         return PreparedRun(
-            run.recorder.run_id, run.recorder.layout.root, run.execute, run.hand_over
+            run.recorder.run_id,
+            run.recorder.layout.root,
+            self._then_reset(run.execute),
+            run.hand_over,
         )
+
+    @contextlib.contextmanager
+    def _reset_on_error(self) -> Iterator[None]:
+        """No run was made: what was asked of it is dropped, not left for the next one."""
+        try:
+            yield
+        except BaseException:
+            self.control.reset()
+            raise
+
+    def _then_reset(self, execute: Callable[[], RunOutcome]) -> Callable[[], RunOutcome]:
+        """``execute``, after which the run's stop, pause and abort requests are cleared."""
+
+        def run() -> RunOutcome:
+            try:
+                return execute()
+            finally:
+                self.control.reset()
+
+        return run
 
     def resume(self, run_dir: Path, *, external_input: str | None = None) -> RunOutcome:
         """Continue a paused, stopped or crashed run from its checkpoint (SPEC §8.2).
@@ -137,7 +165,10 @@ class Orchestrator:
 
     def prepare_resume(self, run_dir: Path, *, external_input: str | None = None) -> PreparedRun:
         """Lock and mend a run directory for :meth:`resume`; ``execute()`` goes on."""
-        self.control.reset()
+        with self._reset_on_error():
+            return self._prepare_resume(run_dir, external_input)
+
+    def _prepare_resume(self, run_dir: Path, external_input: str | None) -> PreparedRun:
         found = self.credentials.found_in(external_input) if external_input else None
         if found is not None:
             raise RunControlError(
@@ -165,10 +196,13 @@ class Orchestrator:
             observer=self.deps.observer,
             external_input=external_input,
             injectable=injectable([part.flow for part in plan], self.flows),
+            max_depth=self.limits.max_depth,
         )
         run = RunLifecycle(self._context(), reopened.spec, plan, reopened.recorder, reopened.state)
         return PreparedRun(
-            run.recorder.run_id, run.recorder.layout.root, lambda: run.execute(reopened)
+            run.recorder.run_id,
+            run.recorder.layout.root,
+            self._then_reset(lambda: run.execute(reopened)),
         )
 
     def _context(self) -> RunContext:

@@ -20,6 +20,8 @@ Events = list[tuple[str, Mapping[str, object]]]
 
 DEFAULT_MAX_DEPTH = 4
 """The largest ``current_depth`` (flows on the stack, the run's own included)."""
+MAX_FRAMES = 15
+"""The most frames any stack holds: ``navigator.max_depth`` is at most 16 flows."""
 
 
 class Frame(Record):
@@ -77,10 +79,22 @@ def on_stack(stack: Sequence[Frame], running: str) -> list[str]:
     return [stack[0].paused_flow, *(frame.injected_flow for frame in stack)]
 
 
+def push_refusal(flows: Sequence[str], injected: str, max_depth: int) -> str | None:
+    """Why ``injected`` may not be pushed onto a stack of ``flows`` (bottom first), or None.
+
+    The rule of every push (SPEC §4.6), the kernel's and a resumed checkpoint's alike: a
+    flow is on the stack at most once, and the stack holds at most ``max_depth`` flows.
+    """
+    if injected in flows:
+        return f"flow {injected!r} is already on the stack ({' > '.join(flows)})"
+    if len(flows) + 1 > max_depth:
+        return f"the stack would hold {len(flows) + 1} flows, past max_depth {max_depth}"
+    return None
+
+
 def refused(stack: Sequence[Frame], at: tuple[str, str], injected: str, max_depth: int) -> Events:
     """``stack_overflow_prevented`` when entering ``injected`` from ``at`` may not be done."""
-    flows = on_stack(stack, at[0])
-    if len(flows) + 1 <= max_depth and injected not in flows:
+    if push_refusal(on_stack(stack, at[0]), injected, max_depth) is None:
         return []
     return [("stack_overflow_prevented", payloads.stack_overflow(at, injected, max_depth))]
 

@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from swarm_runtime.config import MAX_RETRY_AFTER_S
 from swarm_runtime.engines.base import (
     HistoryItem,
     StepEngine,
@@ -62,6 +63,8 @@ class StepSettings(Record):
     jitter: Callable[[], float]
     max_attempts: int
     repo_root: Path
+    max_retry_after_s: float = MAX_RETRY_AFTER_S
+    """The longest wait a server's ``retry-after`` may ask for before a retry."""
     result_observer: Callable[[str, StepResult], None] | None = None
     navigator: str = "llm"
     """``llm``: a navigator step's move is asked of the navigator; ``deterministic``: the
@@ -114,6 +117,7 @@ class StepRunner:
             sleep=settings.sleep,
             jitter=settings.jitter,
             max_attempts=settings.max_attempts,
+            max_retry_after_s=settings.max_retry_after_s,
         )
 
     def run(

@@ -1,7 +1,8 @@
 """The verdict on an engine's answer: does it fail the step, and how long to wait to retry.
 
 SPEC §7.3: ``fatal`` and ``blocked`` fail the step, ``retryable`` is retried within the
-execution (``retry-after`` or equal-jitter backoff) until its attempts run out. Budgets
+execution (``retry-after`` or equal-jitter backoff) until its attempts run out; a server
+that asks for a longer wait than ``max_retry_after_s`` is not waited for. Budgets
 (a step that breaks one fails however the engine answered) are in :mod:`.budgets`.
 """
 
@@ -13,7 +14,7 @@ from swarm_runtime.flow.spec import StepSpec
 BACKOFF_BASE_S = 0.5
 """The first retry waits about this long (SPEC §7.3: 0.5 s × 2ⁿ)."""
 BACKOFF_CAP_S = 30.0
-"""No retry waits longer, unless the provider's ``retry-after`` says so."""
+"""No backoff waits longer."""
 
 
 def backoff_delay(attempt: int, retry_after_ms: int | None, jitter: float) -> float:
@@ -22,6 +23,19 @@ def backoff_delay(attempt: int, retry_after_ms: int | None, jitter: float) -> fl
         return retry_after_ms / 1000.0
     base: float = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2.0 ** (attempt - 1))
     return base / 2 + base / 2 * jitter
+
+
+def retry_after_refused(outcome: StepOutcome, attempt: int, max_retry_after_s: float) -> str | None:
+    """Why a ``retryable`` answer is not retried: its ``retry-after`` is too long; or None."""
+    asked = outcome.retry_after_ms
+    if asked is None or asked <= max_retry_after_s * 1000:
+        return None
+    return (
+        f"not retried after attempt {attempt}: the server asked to wait {asked / 1000:.15g} s "
+        f"(retry-after), longer than max_retry_after_s = {max_retry_after_s:g} s "
+        "(runtime.yaml max_retry_after_s or SWARM_MAX_RETRY_AFTER_S raises it): "
+        f"{outcome.result.error or 'no detail'}"
+    )
 
 
 def outcome_error(step: StepSpec, outcome: StepOutcome, max_attempts: int) -> str | None:

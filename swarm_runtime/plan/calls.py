@@ -14,7 +14,9 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from swarm_runtime.config import MAX_RETRY_AFTER_S
 from swarm_runtime.engines.base import Prompt, StepContext, StepEngine, StepOutcome
+from swarm_runtime.orchestrator.verdict import backoff_delay, retry_after_refused
 from swarm_runtime.plan.handlers import HandlerError, LLMReply
 from swarm_runtime.record import replace
 
@@ -65,8 +67,10 @@ class ModelCalls:
         prompt_budget: int | None,
         max_attempts: int,
         sleep: Callable[[float], None],
+        max_retry_after_s: float = MAX_RETRY_AFTER_S,
     ) -> None:
         self.engine_for = engine_for
+        self.max_retry_after_s = max_retry_after_s
         self.context = context
         self.prompt_budget = prompt_budget
         self.max_attempts = max_attempts
@@ -98,12 +102,11 @@ class ModelCalls:
                 outcome = replace(outcome, request_sha256=built.request_sha256(asked))
             self.events.extend((event.kind, dict(event.payload)) for event in outcome.events)
             code = outcome.result_code
-            if code == "retryable" and attempt < self.max_attempts:
-                wait = (
-                    outcome.retry_after_ms / 1000.0
-                    if outcome.retry_after_ms is not None
-                    else min(0.5 * 2 ** (attempt - 1), 30.0)
-                )
+            retry = code == "retryable" and attempt < self.max_attempts
+            cap = self.max_retry_after_s
+            refused = retry_after_refused(outcome, attempt, cap) if retry else None
+            if retry and refused is None:
+                wait = backoff_delay(attempt, outcome.retry_after_ms, 1.0)
                 self.events.append(
                     (
                         "log",
@@ -118,8 +121,7 @@ class ModelCalls:
                 continue
             self.outcomes.append((built, outcome, parts))
             if code not in ("ok", "skipped"):
-                raise HandlerError(
-                    f"the model call failed ({code}): {outcome.result.error or 'no reason given'}"
-                )
+                reason = refused or outcome.result.error or "no reason given"
+                raise HandlerError(f"the model call failed ({code}): {reason}")
             return LLMReply(text=outcome.text, engine=built.engine_id, model=outcome.model)
         raise AssertionError("unreachable: the last attempt returns or raises")

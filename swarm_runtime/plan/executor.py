@@ -69,7 +69,7 @@ class PlanRuntime:
     The clock, the ids, the sleep, the engines and the handlers are passed in; nothing here
     reads the environment (``swarm plan run`` resolves the settings). Of the run records,
     a plan uses ``deps``' clock, rand, sleep, engines and observer, ``engine``'s id, mode
-    and config, and ``limits``' durable and max_attempts.
+    and config, and ``limits``' durable, max_attempts and max_retry_after_s.
     """
 
     def __init__(
@@ -102,6 +102,7 @@ class PlanRuntime:
         self.observer = deps.observer
         self.initiator = initiator
         self.max_attempts = limits.max_attempts
+        self.max_retry_after_s = limits.max_retry_after_s
         self.origin = dict(origin or {})
         self._store: MemoryStore | None = None
 
@@ -272,6 +273,7 @@ class PlanRuntime:
             prompt_budget=budgets.promptTokens if budgets else None,
             max_attempts=self.max_attempts,
             sleep=self.sleep,
+            max_retry_after_s=self.max_retry_after_s,
         )
 
     def _step_call(

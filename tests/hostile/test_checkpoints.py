@@ -8,6 +8,7 @@ command resumes the run to success and it validates.
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 from collections.abc import Callable
@@ -177,4 +178,90 @@ def test_a_step_removed_from_the_flow_is_refused_until_the_flow_is_restored(
     assert resumed.code == 0, resumed.err
     meta = json.loads((crashed / "meta.json").read_text("utf-8"))
     assert meta["status"] == "succeeded" and meta["steps_completed"] == len(STEPS)
+    assert validate_run_dir(crashed) == []
+
+
+def _frame(paused: str, step: str, injected: str, resume_to: str | None) -> dict[str, Any]:
+    return {
+        "paused_flow": paused,
+        "paused_step": step,
+        "injected_flow": injected,
+        "resume_to": resume_to,
+        "only_step": None,
+    }
+
+
+def _stack(frames: list[dict[str, Any]], step: str) -> Callable[[dict[str, Any]], None]:
+    """A checkpoint whose run stands at ``step`` of the top frame's flow, inside ``frames``."""
+
+    def change(doc: dict[str, Any]) -> None:
+        doc["stack"] = frames
+        doc["position"]["step_id"] = step
+
+    return change
+
+
+UTILITIES = ("u1", "u2", "u3", "u4")
+STACK_FORGERIES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
+    (
+        "the run's own flow entered again",
+        _stack([_frame("demo", "s3", "demo", "s4")], "s1"),
+        ["stack[0] enters flow 'demo' from demo/s3", "'demo' is already on the stack (demo)"],
+    ),
+    (
+        "a utility flow entered twice",
+        _stack([_frame("demo", "s3", "u1", "s4"), _frame("u1", "go", "u1", None)], "go"),
+        ["stack[1] enters flow 'u1' from u1/go", "already on the stack (demo > u1)"],
+    ),
+    (
+        "a stack deeper than max_depth",
+        _stack(
+            [_frame("demo", "s3", "u1", "s4")]
+            + [_frame(a, "go", b, None) for a, b in itertools.pairwise(UTILITIES)],
+            "go",
+        ),
+        ["stack[3] enters flow 'u4' from u3/go", "would hold 5 flows, past max_depth 4"],
+    ),
+    (
+        "41 frames re-entering the run's flow",
+        _stack([_frame("demo", "s3", "demo", "s4")] * 41, "s1"),
+        ["stack has 41 frames; a run's stack holds at most 15"],
+    ),
+    (
+        "200 000 frames",
+        _stack([_frame("demo", "s3", "demo", "s4")] * 200_000, "s1"),
+        ["stack has 200000 frames"],
+    ),
+    (
+        "a node injection of a step the flow lacks",
+        _stack([{**_frame("demo", "s3", "u1", "s4"), "only_step": "gone"}], "go"),
+        ["stack[0].only_step names step 'gone' of flow 'u1'"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("change", "needles"),
+    [f[1:] for f in STACK_FORGERIES],
+    ids=[f[0] for f in STACK_FORGERIES],
+)
+def test_a_forged_stack_is_refused_by_the_kernels_own_push_rule(
+    swarm: Callable[..., Outcome],
+    crashed: Path,
+    change: Callable[[dict[str, Any]], None],
+    needles: list[str],
+) -> None:
+    flows = crashed.parent.parent / "flows"
+    for key in UTILITIES:
+        write_flow(flows, key, [step_yaml("go")], 'utility: true\ninjection_trigger: "false"\n')
+    original = (crashed / "checkpoint.json").read_bytes()
+    _edit(crashed, change)
+    before = _snapshot(crashed)
+    refused = swarm("resume", str(crashed), "--progress", "never")
+    assert refused.code == 2, refused.err
+    refused.one_line_error("checkpoint.json", *needles)
+    assert _snapshot(crashed) == before
+    (crashed / "checkpoint.json").write_bytes(original)
+    resumed = swarm("resume", str(crashed), "--progress", "never")
+    assert resumed.code == 0, resumed.err
     assert validate_run_dir(crashed) == []

@@ -157,3 +157,45 @@ def test_the_stack_depth_comes_from_runtime_yaml_and_reaches_the_run(tmp_path: P
     orchestrator = build_orchestrator(settings, FlowRegistry(tmp_path / "flows"), env={})
     assert orchestrator.limits.max_depth == 2
     assert orchestrator.origin_document()["max_depth"] == 2  # what swarm resume reads
+
+
+@pytest.mark.parametrize(
+    ("env", "yaml", "argument", "value", "source"),
+    [
+        ({}, "", None, 30.0, "default"),
+        ({}, "max_retry_after_s: 120\n", None, 120.0, "runtime.yaml"),
+        ({"SWARM_MAX_RETRY_AFTER_S": "2.5"}, "max_retry_after_s: 120\n", None, 2.5, "SWARM_"),
+        ({"SWARM_MAX_RETRY_AFTER_S": "2.5"}, "", 0.0, 0.0, "max_retry_after_s"),
+    ],
+)
+def test_the_retry_after_cap_comes_from_argument_env_file_then_default(
+    tmp_path: Path,
+    env: dict[str, str],
+    yaml: str,
+    argument: float | None,
+    value: float,
+    source: str,
+) -> None:
+    settings = resolve_settings(
+        env=env, config_path=_yaml_file(tmp_path, yaml), max_retry_after_s=argument, cwd=tmp_path
+    )
+    assert settings.max_retry_after_s == value
+    assert source in settings.sources["max_retry_after_s"]
+
+
+@pytest.mark.parametrize(
+    ("env", "yaml", "message"),
+    [
+        ({"SWARM_MAX_RETRY_AFTER_S": "soon"}, "", "SWARM_MAX_RETRY_AFTER_S: 'soon' is not a"),
+        ({"SWARM_MAX_RETRY_AFTER_S": "nan"}, "", "SWARM_MAX_RETRY_AFTER_S: 'nan' is not a"),
+        ({}, "max_retry_after_s: -1\n", "runtime.yaml: max_retry_after_s: -1 is not a number"),
+        ({}, "max_retry_after_s: true\n", "max_retry_after_s: True is not a number of seconds"),
+        ({}, "max_retry_after_s: [1]\n", "max_retry_after_s: [1] is not a number of seconds"),
+        ({}, "max_retry_after_s: 1e9\n", "from 0 to 86400"),
+    ],
+)
+def test_a_retry_after_cap_that_is_no_number_of_seconds_is_refused(
+    tmp_path: Path, env: dict[str, str], yaml: str, message: str
+) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        resolve_settings(env=env, config_path=_yaml_file(tmp_path, yaml), cwd=tmp_path)

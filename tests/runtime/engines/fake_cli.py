@@ -1,7 +1,9 @@
 """A stand-in for the Claude Code CLI that misbehaves on demand (FAKE_CLI_CASE).
 
 Run as a script by the CLI engine tests. It writes its pid (and its child's) to
-FAKE_CLI_PIDS, so a test can check that the whole process group was ended.
+FAKE_CLI_PIDS, so a test can check that the whole process group was ended; a daemon
+(``daemon``) also writes the pid of the process it was reparented to, to
+FAKE_CLI_PIDS.parent.
 """
 
 from __future__ import annotations
@@ -39,6 +41,35 @@ def hang() -> None:
         time.sleep(3600)
 
 
+def start_daemon() -> tuple[int, int]:
+    """A daemon as a tool starts one: fork, setsid, fork again, streams on /dev/null.
+
+    Its pid and its parent once the middle process is gone (the subreaper that took it,
+    or init), told on a pipe once it knows: no waiting on a clock.
+    """
+    read, write = os.pipe()
+    first = os.fork()
+    if first == 0:
+        os.close(read)
+        os.setsid()
+        parent_r, parent_w = os.pipe()
+        if os.fork() == 0:
+            os.close(parent_w)
+            os.read(parent_r, 1)  # end of file: the middle process has exited
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
+            os.write(write, f"{os.getpid()} {os.getppid()}".encode())
+            os.close(write)
+            hang()
+        os._exit(0)
+    os.close(write)
+    os.waitpid(first, 0)
+    with os.fdopen(read, "rb") as pipe:
+        pid, parent = pipe.read().split()
+    return int(pid), int(parent)
+
+
 def main() -> int:
     case = os.environ.get("FAKE_CLI_CASE", "ok")
     prompt = sys.stdin.read()
@@ -54,10 +85,15 @@ def main() -> int:
             [sys.executable, "-c", "import time; time.sleep(3600)"], start_new_session=True
         )
         pids.append(child.pid)
+    if case == "daemon":
+        daemon, parent = start_daemon()
+        pids.append(daemon)
+        with open(os.environ["FAKE_CLI_PIDS"] + ".parent", "w", encoding="utf-8") as handle:
+            handle.write(str(parent))
     with open(os.environ["FAKE_CLI_PIDS"], "w", encoding="utf-8") as handle:
         handle.write(" ".join(map(str, pids)))
     emit(INIT)
-    if case in ("ok", "echo", "setsid_child"):
+    if case in ("ok", "echo", "setsid_child", "daemon"):
         # echo: answer with the value of the variable FAKE_CLI_ECHO names (a leaky tool).
         echoed = os.environ.get(os.environ.get("FAKE_CLI_ECHO", ""), "")
         text = f"read {len(prompt)} chars" + (f"; my env says {echoed}" if case == "echo" else "")

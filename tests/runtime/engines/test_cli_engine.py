@@ -133,11 +133,27 @@ def test_a_cli_that_leaves_a_daemon_holding_its_pipes_ends_its_step(tmp_path: Pa
     worker.start()
     worker.join(timeout=60)  # a guard against the hang this test is about, not a speed limit
     hung = worker.is_alive()
-    for pid in [int(p) for p in (tmp_path / "pids").read_text().split()]:
+    pids = [int(p) for p in (tmp_path / "pids").read_text().split()]
+    survivors = [pid for pid in pids if _alive(pid)]
+    for pid in survivors:
         with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)  # the daemon: the step cannot reach it, the test can
+            os.kill(pid, signal.SIGKILL)  # so a failure here leaves nothing behind
     worker.join()
     assert not hung, "the step hung on pipes its CLI's daemon held open"
+    assert survivors == [], "a process the CLI started in a session of its own outlived the step"
     (outcome,) = outcomes
     assert outcome.status == "succeeded", outcome.error
     assert validate_run_dir(outcome.path) == []
+
+
+def test_a_daemon_the_cli_started_by_double_fork_and_setsid_does_not_outlive_the_step(
+    tmp_path: Path,
+) -> None:
+    outcome = _run(tmp_path, "daemon")
+    cli, daemon = [int(p) for p in (tmp_path / "pids").read_text().split()]
+    alive = _alive(daemon)
+    if alive:
+        os.kill(daemon, signal.SIGKILL)  # so a failure here leaves nothing behind
+    assert not alive, "the CLI's daemon outlived the step"
+    assert not _alive(cli)
+    assert outcome.status == "succeeded", outcome.error

@@ -412,3 +412,79 @@ def test_a_stream_kept_alive_by_pings_ends_at_the_step_deadline_and_is_retried(
     assert all("did not finish within 0.5 s and was cut off" in m for m in messages), messages
     assert len(slept) == 2  # backoff between attempts, through the injected sleep
     assert validate_run_dir(outcome.path) == []
+
+
+@pytest.mark.parametrize(
+    ("headers", "asked"),
+    [({"retry-after": "86400"}, "86400 s"), ({"retry-after-ms": str(10**12)}, "1000000000 s")],
+    ids=["a-day", "31-years"],
+)
+def test_a_retry_after_past_the_cap_fails_the_step_at_once_without_waiting(
+    anthropic_server: AnthropicServer,
+    tmp_path: Path,
+    one_step: Path,
+    headers: dict[str, str],
+    asked: str,
+) -> None:
+    anthropic_server.script(
+        Reply(status=429, headers=headers, body=error_body("rate_limit_error", "come back later"))
+    )
+    slept: list[float] = []
+    outcome = _run(anthropic_server, tmp_path / "runs", ("one",), one_step, slept=slept)
+    assert outcome.status == "failed"
+    assert slept == [] and len(anthropic_server.requests) == 1
+    error = events_of(outcome)[-2]["payload"]["error"]
+    assert kinds(outcome)[-2:] == ["step_error", "run_completed"]
+    assert f"the server asked to wait {asked}" in error
+    assert "max_retry_after_s = 30 s" in error and "come back later" in error
+    receipt = json.loads(next(outcome.path.glob("one/receipts/*.json")).read_text())
+    assert (receipt["result_code"], receipt["attempt"], receipt["max_attempts"]) == (
+        "retryable",
+        1,
+        3,
+    )
+    assert validate_run_dir(outcome.path) == []
+
+
+@pytest.mark.parametrize("value", ["nan", "-5", "inf"])
+def test_a_retry_after_that_is_no_length_falls_back_to_the_backoff_or_the_cap(
+    anthropic_server: AnthropicServer, tmp_path: Path, one_step: Path, value: str
+) -> None:
+    anthropic_server.script(
+        Reply(status=429, headers={"retry-after": value}, body=error_body("rate_limit_error", "x"))
+    )
+    slept: list[float] = []
+    outcome = _run(anthropic_server, tmp_path / "runs", ("one",), one_step, slept=slept)
+    if value == "inf":
+        assert outcome.status == "failed" and slept == []
+        assert "longer than max_retry_after_s" in (outcome.error or "")
+    else:
+        assert outcome.status == "succeeded", outcome.error
+        assert slept == [0.5]  # the backoff's first wait, full jitter drawn as 1.0
+
+
+def test_runtime_yaml_raises_the_retry_after_cap(
+    anthropic_server: AnthropicServer, tmp_path: Path, one_step: Path
+) -> None:
+    from swarm_runtime.config import resolve_settings
+    from swarm_runtime.orchestrator.assembly import build_orchestrator
+
+    config = tmp_path / "runtime.yaml"
+    config.write_text("max_retry_after_s: 86400\n")
+    env = {"ANTHROPIC_API_KEY": FAKE_KEY, "ANTHROPIC_BASE_URL": anthropic_server.url}
+    settings = resolve_settings(env=env, mode="sdk", config_path=config, cwd=tmp_path)
+    anthropic_server.script(
+        Reply(
+            status=429, headers={"retry-after": "86400"}, body=error_body("rate_limit_error", "x")
+        )
+    )
+    slept: list[float] = []
+    outcome = build_orchestrator(
+        settings,
+        FlowRegistry(one_step),
+        env=env,
+        runs_dir=tmp_path / "runs",
+        deps=RunDeps(sleep=slept.append, jitter=lambda: 1.0),
+    ).run(RunSpec(flows=("one",)))
+    assert outcome.status == "succeeded", outcome.error
+    assert slept == [86400.0] and len(anthropic_server.requests) == 2

@@ -184,3 +184,41 @@ def test_a_run_another_resumer_finished_meanwhile_is_not_resumed_again(
     kinds = [e["kind"] for e in read_event_log(run_dir / "events.jsonl").events]
     assert kinds.count("run_resumed") == 1 and kinds.count("run_completed") == 1
     assert validate_run_dir(run_dir) == []
+
+
+DOUBLE_CRASHES = [
+    (first, second, before)
+    for first in range(1, STEPS + 1)
+    for second in range(1, STEPS - first + 2)  # the checkpoints the first resume writes
+    for before in (True, False)
+]
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "before"),
+    DOUBLE_CRASHES,
+    ids=[f"{a}-then-{b}{'-before' if c else '-after'}" for a, b, c in DOUBLE_CRASHES],
+)
+def test_a_run_crashed_and_crashed_again_while_resuming_ends_as_if_never_stopped(
+    loop_flows: Path,
+    tmp_path: Path,
+    baseline: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    first: int,
+    second: int,
+    before: bool,
+) -> None:
+    # The first crash leaves a step open (its receipt written, its checkpoint not); the
+    # resume runs it again, then crashes too. The second resume counts each step's
+    # executions from the log, where the interrupted one has a step_start of its own.
+    runs = tmp_path / "runs"
+    run_dir = _crash_run(loop_flows, runs, monkeypatch, first, before=True)
+    resume = _orchestrator(loop_flows, runs).resume
+    crash_at_checkpoint(monkeypatch, second, before=before, run=lambda: resume(run_dir))
+    outcome = _orchestrator(loop_flows, runs).resume(run_dir)
+    assert outcome.status == "succeeded", outcome.error
+    assert sorted(_receipts(run_dir)) == sorted(_receipts(baseline))  # critic~1, not ~2
+    assert _receipts(run_dir) == _receipts(baseline)
+    assert _transcripts(run_dir) == _transcripts(baseline)
+    assert _routing(run_dir) == _routing(baseline)
+    assert validate_run_dir(run_dir) == []

@@ -257,3 +257,29 @@ def test_a_handler_result_that_breaks_its_contract_fails_the_step(
     result = make_runtime(handlers=registry).run_cycle(plan_document(), input=INPUT, session="s")
     assert result.failed_step == "scan"
     assert "RepoScan handler's result breaks its contract: fileCount" in (result.error or "")
+
+
+def test_a_model_call_whose_retry_after_is_past_the_cap_fails_the_step_without_waiting(
+    tmp_path: Any, repo: Any, recorder: Recorder
+) -> None:
+    from swarm_runtime.engines.scenario import Scenario
+    from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps
+    from swarm_runtime.plan import PlanPaths
+    from tests.conftest import StepClock
+
+    slept: list[float] = []
+    scenario = {"answer": {"result_code": "retryable", "retry_after_ms": 3_600_000}}
+    runtime = PlanRuntime(
+        PlanPaths(runs_dir=tmp_path / "runs", store_path=tmp_path / "s.sqlite3", repo_root=repo),
+        handlers=recorder.registry,
+        deps=RunDeps(clock=StepClock(), sleep=slept.append),
+        engine=EngineChoice(scenario=Scenario.from_mapping(scenario, source="s.yaml")),
+    )
+    try:
+        result = runtime.run_cycle(plan_document(), input=INPUT, session="s1")
+    finally:
+        runtime.close()
+    assert result.status == "failed"
+    assert slept == []
+    assert "the server asked to wait 3600 s" in (result.error or "")
+    assert "max_retry_after_s = 30 s" in (result.error or "")
