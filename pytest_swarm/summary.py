@@ -39,6 +39,8 @@ class SwarmTotals:
         "unused_goldens",
         "stub_only_skipped",
         "unexplained_skips",
+        "passed_over",
+        "failed_by_unused",
         *COUNTERS,
     )
 
@@ -73,6 +75,11 @@ class SwarmTotals:
         self.unused_cassettes: list[str] = []
         self.unexplained_skips = 0
         """Tests skipped for a reason other than their swarm modes (controller only)."""
+        self.passed_over: set[str] = set()
+        """Tests deselected, or skipped for swarm modes that share this mode's goldens and
+        cassettes: after such a session nothing counts as unused."""
+        self.failed_by_unused = False
+        """Whether unused goldens or cassettes failed a session of passing tests."""
         self.stub_only_skipped = 0
         """Tests skipped because they script the stub (controller only: it sees every report)."""
         self.budgets: dict[str, str] = {}
@@ -105,6 +112,7 @@ class SwarmTotals:
             "cost_usd": self.cost_usd,
             "scenarios": sorted(self.scenarios),
             "cassette_dirs": sorted(self.cassette_dirs),
+            "passed_over": sorted(self.passed_over),
             "rerecord": dict(self.rerecord),
             "budgets": dict(self.budgets),
             **{name: getattr(self, name) for name in COUNTERS},
@@ -117,6 +125,7 @@ class SwarmTotals:
         self.cost_usd += float(other.get("cost_usd", 0.0))
         self.scenarios.update(other.get("scenarios", ()))
         self.cassette_dirs.update(other.get("cassette_dirs", ()))
+        self.passed_over.update(other.get("passed_over", ()))
         self.rerecord.update(other.get("rerecord", {}))
         add_shares(self.budgets, other.get("budgets", {}))
 
