@@ -16,6 +16,7 @@ COUNTERS = (
     "goldens_compared",
     "goldens_updated",
     "goldens_drifted",
+    "goldens_missing",
     "cassettes_played",
     "cassettes_recorded",
     "cassettes_unplayed",
@@ -51,6 +52,7 @@ class SwarmTotals:
     goldens_compared: int
     goldens_updated: int
     goldens_drifted: int
+    goldens_missing: int
     cassettes_played: int
     cassettes_recorded: int
     cassettes_unplayed: int
@@ -144,6 +146,7 @@ class SwarmTotals:
             get["goldens_compared"]
             or get["goldens_updated"]
             or get["goldens_drifted"]
+            or get["goldens_missing"]
             or self.goldens_removed
         ):
             removed = (
@@ -152,9 +155,14 @@ class SwarmTotals:
                 if self.goldens_removed
                 else ""
             )
+            missing = (
+                f", {get['goldens_missing']} missing (no golden yet)"
+                if get["goldens_missing"]
+                else ""
+            )
             out.append(
                 f"goldens: {get['goldens_compared']} compared, {get['goldens_updated']} updated, "
-                f"{get['goldens_drifted']} drifted{removed}"
+                f"{get['goldens_drifted']} drifted{missing}{removed}"
             )
         if mode in ("replay", "record") or any(
             get[name] for name in COUNTERS if name.startswith("cassettes_")
