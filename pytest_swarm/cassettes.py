@@ -78,7 +78,8 @@ class SwarmCassette:
         """The cassettes of the test's next run, for ``record_mode`` (see the options).
 
         ``once`` records a run whose directory holds no cassette yet and replays the
-        others; ``new_episodes`` replays the calls that have one and records the rest.
+        others; ``new_episodes`` replays the calls whose request a cassette holds and records
+        the rest in place of what they no longer match.
         """
         from swarm_runtime.engines.cassette import Cassettes
 

@@ -97,6 +97,7 @@ class SwarmCoverage:
         except OSError:
             return  # the run's own test reports an unreadable log
 
+    @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: known only where it is
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         """On the xdist controller, add a finished worker's counts."""
         counts = getattr(node, "workeroutput", {}).get("swarm_coverage")
@@ -109,6 +110,8 @@ class SwarmCoverage:
         if workeroutput is not None:
             workeroutput["swarm_coverage"] = self.taken.as_dict()
             return
+        if session.exitstatus == pytest.ExitCode.INTERNAL_ERROR:
+            return  # a session that broke measured nothing: an earlier report stays
         self._report(self.taken)
         if self.minimum is None or session.exitstatus != pytest.ExitCode.OK:
             return

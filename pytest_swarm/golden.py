@@ -22,8 +22,6 @@ if TYPE_CHECKING:
     from syrupy.location import PyTestLocation
     from syrupy.types import SerializableData, SerializedData, SnapshotIndex
 
-    from pytest_swarm.run_record import RunRecord
-
 
 class GoldenRunExtension(SingleFileSnapshotExtension):
     """One golden artefact per snapshot file, stored at ``<root>/<scenario>/<artefact>``."""
@@ -143,16 +141,25 @@ class SwarmGolden:
         self.mode = mode
         self.compared = 0
         self.count = count or (lambda _name: None)
-        """Told ``goldens_compared``, ``goldens_updated`` or ``goldens_drifted`` per call."""
+        """Told ``goldens_compared``, ``goldens_updated``, ``goldens_drifted`` or
+        ``goldens_missing`` per call."""
 
-    def __call__(self, record: RunRecord, scenario: str) -> None:
-        """Fail with a per-file, per-step diff when the run differs from its golden."""
+    def __call__(self, record: Any = None, scenario: Any = None) -> None:
+        """Fail with a per-file, per-step diff when the run differs from its golden.
+
+        ``record`` is what ``flow_runner`` returned and ``scenario`` the golden's name; a
+        call without them fails the test saying so (a golden is a directory the user
+        reviews and commits, so it is never named behind their back).
+        """
         import pytest
 
+        from pytest_swarm.run_record import RunRecord
         from swarm_runtime.golden import diff_runs, golden_files, markdown_report
         from swarm_runtime.ids import FLOW_KEY_RE
 
         __tracebackhide__ = True
+        if not isinstance(record, RunRecord) or not isinstance(scenario, str):
+            pytest.fail(_usage(record, scenario), pytrace=True)
         if not FLOW_KEY_RE.fullmatch(scenario.replace("/", "-")) or ".." in scenario:
             raise ValueError(f"golden scenario {scenario!r} must be a simple name like 'signal'")
         if self.mode in ("sdk", "cli"):
@@ -165,16 +172,7 @@ class SwarmGolden:
         self.count(f"scenario:{scenario}")
         self.hook.pytest_swarm_normalize(record=record)
         current = golden_files(record.path, volatile=record.volatile)
-        from swarm_runtime.credentials import credential_values, find_credentials
-
-        secrets = credential_values()
-        for name, text in current.items():
-            found = find_credentials(text, secrets)
-            if found:
-                raise AssertionError(
-                    f"refusing to write or compare golden {scenario}/{name}: it holds the value "
-                    f"of a credential from the environment ({', '.join(found)})"
-                )
+        _refuse_credentials(scenario, current)
         target = self.golden_root / scenario
         stored = golden_files(target) if target.is_dir() else {}
         assertion = self.snapshot.use_extension(golden_extension(self.golden_root, scenario))
@@ -184,14 +182,7 @@ class SwarmGolden:
             for name, text in current.items()
             if not assertion(name=name) == text  # noqa: SIM201
         ]
-        self.compared += 1
-        if getattr(self.snapshot, "update_snapshots", False):
-            changed = set(stored) != set(current) or any(
-                stored.get(name) != text for name, text in current.items()
-            )
-            self.count("goldens_updated" if changed else "goldens_compared")
-        else:
-            self.count("goldens_drifted" if mismatched else "goldens_compared")
+        self._tally(stored, current, mismatched)
         if not mismatched:
             return
         if not stored:
@@ -205,3 +196,50 @@ class SwarmGolden:
             f"golden drift in scenario '{scenario}': {len(changes)} file(s) differ from "
             f"{target}; after review, accept it with:\n  {self.update_command}\n\n{report}"
         )
+
+    def _tally(
+        self, stored: dict[str, str], current: dict[str, str], mismatched: list[str]
+    ) -> None:
+        """Count one comparison: compared, updated, drifted, or missing (none stored yet)."""
+        self.compared += 1
+        if getattr(self.snapshot, "update_snapshots", False):
+            changed = set(stored) != set(current) or any(
+                stored.get(name) != text for name, text in current.items()
+            )
+            self.count("goldens_updated" if changed else "goldens_compared")
+        elif mismatched:
+            self.count("goldens_drifted" if stored else "goldens_missing")
+        else:
+            self.count("goldens_compared")
+
+
+def _refuse_credentials(scenario: str, files: dict[str, str]) -> None:
+    """No golden is written or compared that holds a credential from the environment."""
+    from swarm_runtime.credentials import credential_values, find_credentials
+
+    secrets = credential_values()
+    for name, text in files.items():
+        found = find_credentials(text, secrets)
+        if found:
+            raise AssertionError(
+                f"refusing to write or compare golden {scenario}/{name}: it holds the value "
+                f"of a credential from the environment ({', '.join(found)})"
+            )
+
+
+def _usage(record: Any, scenario: Any) -> str:
+    """What a call of ``swarm_golden`` without a run and a golden name is told."""
+    import reprlib
+
+    from pytest_swarm.run_record import RunRecord
+
+    given = ", ".join(
+        "record" if isinstance(value, RunRecord) else reprlib.repr(value)
+        for value in (record, scenario)
+        if value is not None
+    )
+    return (
+        f"swarm_golden({given}) needs the run and the golden's name, e.g. "
+        'swarm_golden(record, "claims-desk") compares the run flow_runner() returned with '
+        "golden/claims-desk/ (golden/claims-desk.replay/ in record and replay mode)"
+    )

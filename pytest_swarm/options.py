@@ -47,8 +47,9 @@ OPTIONS = (
         "SWARM_RECORD_MODE",
         "",
         "what record and replay do with cassettes: none (replay only), once (record the "
-        "tests that have none, replay the rest), new_episodes (record the calls that have "
-        "none), all (record everything again); default: all in record mode, none in replay",
+        "tests that have none, replay the rest), new_episodes (record the calls that "
+        "changed or have none, in place of their old recording), all (record everything "
+        "again); default: all in record mode, none in replay",
     ),
     Option(
         "block_network",

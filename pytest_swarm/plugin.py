@@ -23,6 +23,7 @@ from pytest_swarm.options import OPTIONS_KEY, add_options, check_credentials, re
 from pytest_swarm.repeat import RepeatPlugin
 from pytest_swarm.repeat_summary import RepeatTotals
 from pytest_swarm.summary import TOTALS_KEY, SwarmTotals
+from pytest_swarm.unused import shares_family
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -105,6 +106,8 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 
 MARKER_ERRORS = pytest.StashKey[list[str]]()
+UNUSED_STAT = "unused (session failed)"
+"""How the last line of a session failed by unused goldens or cassettes counts them."""
 CONTRACT_PICKED = pytest.StashKey[list[str]]()
 """The contract suite's tests named on the command line (none: the whole suite)."""
 
@@ -127,12 +130,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         # What replays must be recordable: a test meant for replay runs in record mode too.
         allowed = (*marker.args, "record") if marker and "replay" in marker.args else ()
         if marker is not None and options.mode not in (*marker.args, *allowed):
+            if shares_family((*marker.args, *allowed), options.mode):
+                config.stash[TOTALS_KEY].passed_over.add(item.nodeid)
             item.add_marker(
                 pytest.mark.skip(
                     reason=f"runs only in swarm mode(s) {', '.join(marker.args)}; "
                     f"current mode is {options.mode}"
                 )
             )
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    """Note deselected tests: after such a session no golden or cassette is "unused"."""
+    for item in items:
+        item.config.stash[TOTALS_KEY].passed_over.add(item.nodeid)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -197,19 +208,25 @@ class _SkipWatcher:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Hand a worker's totals to the controller; prune goldens after a whole update."""
+    """Hand a worker's totals to the controller; judge what no test used (§10.5)."""
+    from pytest_swarm.unused import whole_suite
+
     config = session.config
     workeroutput: Any = getattr(config, "workeroutput", None)
     if workeroutput is not None:
         workeroutput["swarm_totals"] = config.stash[TOTALS_KEY].as_dict()
         return
-    totals = config.stash[TOTALS_KEY]
-    if totals.unexplained_skips == 0 and _whole_suite(config):
-        _settle_unused(session, totals, config.stash[OPTIONS_KEY])
+    totals, options = config.stash[TOTALS_KEY], config.stash[OPTIONS_KEY]
+    if whole_suite(session, totals, contract=options.contract):
+        _settle_unused(session, totals, options)
 
 
 def _settle_unused(session: pytest.Session, totals: SwarmTotals, options: Any) -> None:
-    """Remove what no test used where asked to; fail the session on the rest (§10.6)."""
+    """Remove what no test used where asked to; fail the session on the rest (§10.6).
+
+    Nothing is removed after a session in which a test failed: a test that failed before
+    it compared its golden or played its cassettes still needs them.
+    """
     from pytest_swarm.unused import remove, unused_cassette_dirs, unused_goldens
 
     config = session.config
@@ -221,28 +238,14 @@ def _settle_unused(session: pytest.Session, totals: SwarmTotals, options: Any) -
     if goldens and updating and session.testsfailed == 0:
         totals.goldens_removed = remove(options.golden_dir, goldens)
         goldens = []
-    if cassettes and config.getoption("swarm_prune_cassettes"):
+    if cassettes and config.getoption("swarm_prune_cassettes") and session.testsfailed == 0:
         totals.cassettes_removed = remove(options.cassette_dir, cassettes)
         cassettes = []
     totals.unused_goldens, totals.unused_cassettes = goldens, cassettes
     failing = (goldens or cassettes) and not config.getoption("swarm_warn_unused")
     if failing and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-
-def _whole_suite(config: pytest.Config) -> bool:
-    """Whether this session ran every test (no paths, -k, -m or deselection narrowing it)."""
-    option = config.option
-    if option.keyword or option.markexpr or getattr(option, "deselect", None):
-        return False
-    if getattr(option, "lf", False) or getattr(option, "failedfirst", False):
-        return False
-    source = config.args_source
-    if source == pytest.Config.ArgsSource.TESTPATHS:
-        return True
-    return source == pytest.Config.ArgsSource.INVOCATION_DIR and (
-        config.invocation_params.dir == config.rootpath
-    )
+        totals.failed_by_unused = True
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -267,6 +270,16 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     terminalreporter.write_sep("-", "swarm")
     for line in totals.lines(config.stash[OPTIONS_KEY].mode):
         terminalreporter.write_line(line)
+    if totals.failed_by_unused:
+        unused = len(totals.unused_goldens) + len(totals.unused_cassettes)
+        terminalreporter.write_line(
+            "FAILED: every test passed, but what no test used (listed above) fails the "
+            "session; --swarm-warn-unused only warns",
+            red=True,
+            bold=True,
+        )
+        # The last line of the session says it too, rather than a green "N passed".
+        terminalreporter.stats.setdefault(UNUSED_STAT, []).extend([totals] * unused)
     if totals.rerecord:
         from pytest_swarm.commands import command_for
 

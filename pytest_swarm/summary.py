@@ -16,6 +16,7 @@ COUNTERS = (
     "goldens_compared",
     "goldens_updated",
     "goldens_drifted",
+    "goldens_missing",
     "cassettes_played",
     "cassettes_recorded",
     "cassettes_unplayed",
@@ -39,6 +40,8 @@ class SwarmTotals:
         "unused_goldens",
         "stub_only_skipped",
         "unexplained_skips",
+        "passed_over",
+        "failed_by_unused",
         *COUNTERS,
     )
 
@@ -49,6 +52,7 @@ class SwarmTotals:
     goldens_compared: int
     goldens_updated: int
     goldens_drifted: int
+    goldens_missing: int
     cassettes_played: int
     cassettes_recorded: int
     cassettes_unplayed: int
@@ -73,6 +77,11 @@ class SwarmTotals:
         self.unused_cassettes: list[str] = []
         self.unexplained_skips = 0
         """Tests skipped for a reason other than their swarm modes (controller only)."""
+        self.passed_over: set[str] = set()
+        """Tests deselected, or skipped for swarm modes that share this mode's goldens and
+        cassettes: after such a session nothing counts as unused."""
+        self.failed_by_unused = False
+        """Whether unused goldens or cassettes failed a session of passing tests."""
         self.stub_only_skipped = 0
         """Tests skipped because they script the stub (controller only: it sees every report)."""
         self.budgets: dict[str, str] = {}
@@ -105,6 +114,7 @@ class SwarmTotals:
             "cost_usd": self.cost_usd,
             "scenarios": sorted(self.scenarios),
             "cassette_dirs": sorted(self.cassette_dirs),
+            "passed_over": sorted(self.passed_over),
             "rerecord": dict(self.rerecord),
             "budgets": dict(self.budgets),
             **{name: getattr(self, name) for name in COUNTERS},
@@ -117,6 +127,7 @@ class SwarmTotals:
         self.cost_usd += float(other.get("cost_usd", 0.0))
         self.scenarios.update(other.get("scenarios", ()))
         self.cassette_dirs.update(other.get("cassette_dirs", ()))
+        self.passed_over.update(other.get("passed_over", ()))
         self.rerecord.update(other.get("rerecord", {}))
         add_shares(self.budgets, other.get("budgets", {}))
 
@@ -135,6 +146,7 @@ class SwarmTotals:
             get["goldens_compared"]
             or get["goldens_updated"]
             or get["goldens_drifted"]
+            or get["goldens_missing"]
             or self.goldens_removed
         ):
             removed = (
@@ -143,9 +155,14 @@ class SwarmTotals:
                 if self.goldens_removed
                 else ""
             )
+            missing = (
+                f", {get['goldens_missing']} missing (no golden yet)"
+                if get["goldens_missing"]
+                else ""
+            )
             out.append(
                 f"goldens: {get['goldens_compared']} compared, {get['goldens_updated']} updated, "
-                f"{get['goldens_drifted']} drifted{removed}"
+                f"{get['goldens_drifted']} drifted{missing}{removed}"
             )
         if mode in ("replay", "record") or any(
             get[name] for name in COUNTERS if name.startswith("cassettes_")

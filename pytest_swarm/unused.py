@@ -1,19 +1,67 @@
 """Goldens and cassette dirs no test used, as syrupy reports unused snapshots.
 
-After a session that ran the whole suite, the golden runs of the mode's family (the stub's
-``golden/<scenario>/``, or ``golden/<scenario>.replay/`` in record and replay) and, in
-record and replay, the cassette dirs of tests (``<cassette dir>/…/<test>/<flow>/*.yaml``)
-that no test of the session used are listed; they fail the session unless
-``--swarm-warn-unused``. ``--snapshot-update`` removes such goldens, and
-``--swarm-prune-cassettes`` such cassette dirs.
+After a session that ran the whole suite (:func:`whole_suite`), the golden runs of the
+mode's family (the stub's ``golden/<scenario>/``, or ``golden/<scenario>.replay/`` in
+record and replay) and, in record and replay, the cassette dirs of tests
+(``<cassette dir>/…/<test>/<flow>/*.yaml``) that no test of the session used are listed;
+they fail the session unless ``--swarm-warn-unused``. ``--snapshot-update`` removes such
+goldens, and ``--swarm-prune-cassettes`` such cassette dirs, once every test passed.
+
+A golden is named by the test that compares it, not found from the test's location as a
+syrupy snapshot is: so nothing is judged after a session that left out a test which could
+have used one of them (SPEC §10.5).
 """
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pytest_swarm.golden_names import REPLAY_SUFFIX
+
+if TYPE_CHECKING:
+    import pytest
+
+    from pytest_swarm.summary import SwarmTotals
+
+FAMILIES = {"stub": {"stub"}, "replay": {"replay", "record"}, "record": {"replay", "record"}}
+"""The modes whose goldens and cassettes a session of each mode judges."""
+
+
+def shares_family(modes: tuple[str, ...], mode: str) -> bool:
+    """Whether a test that runs in ``modes`` could use what a session in ``mode`` judges."""
+    return bool(FAMILIES.get(mode, set()) & set(modes))
+
+
+def whole_suite(session: pytest.Session, totals: SwarmTotals, *, contract: bool) -> bool:
+    """Whether this session ran every test that could use a golden or cassette dir.
+
+    Not after ``--collect-only`` or ``--swarm-contract`` (the packaged suite is not the
+    user's), nor when paths, node ids, ``-k``, ``-m``, ``--deselect``, ``--ignore``,
+    ``--lf`` or ``--ff`` narrowed it, a plugin deselected a test, ``-x`` or
+    ``--maxfail`` stopped it, a test was skipped for a reason of its own, or a test
+    skipped for its swarm modes runs in a mode of this session's family (``record`` and
+    ``replay`` share goldens and cassettes).
+    """
+    import pytest
+
+    config = session.config
+    option = config.option
+    if contract or option.collectonly or totals.passed_over or totals.unexplained_skips:
+        return False
+    stopped = (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
+    if session.shouldfail or session.shouldstop or session.exitstatus in stopped:
+        return False
+    narrowing = ("keyword", "markexpr", "deselect", "ignore", "ignore_glob", "lf", "failedfirst")
+    if any(getattr(option, name, None) for name in narrowing):
+        return False
+    source = config.args_source
+    if source == pytest.Config.ArgsSource.TESTPATHS:
+        return True
+    return source == pytest.Config.ArgsSource.INVOCATION_DIR and (
+        config.invocation_params.dir == config.rootpath
+    )
 
 
 def unused_goldens(golden_root: Path, used: set[str], mode: str) -> list[str]:

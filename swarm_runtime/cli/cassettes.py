@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 DEFAULT_CASSETTE_DIR = Path("golden/cassettes")
 """The pytest plugin's default (``--swarm-cassette-dir``)."""
+DEFAULT_GOLDEN_DIR = Path("golden")
+"""The pytest plugin's default (``--swarm-golden-dir``)."""
 
 
 def add_parser(commands: Any) -> None:
@@ -39,6 +41,12 @@ def add_parser(commands: Any) -> None:
         help="cassettes directory (default: $SWARM_CASSETTE_DIR, else golden/cassettes)",
     )
     status.add_argument("--flows-dir", type=path_arg, help="flows directory (default: ./flows)")
+    status.add_argument(
+        "--golden-dir",
+        type=path_arg,
+        help="golden runs, to tell which tests compare one (default: $SWARM_GOLDEN_DIR, "
+        "else golden)",
+    )
     status.add_argument(
         "--config", type=path_arg, help="runtime.yaml (default: ./swarm/config/runtime.yaml)"
     )
@@ -89,18 +97,58 @@ def handle_status(args: argparse.Namespace) -> int:
         f"{len(stale)} of {total} recorded call(s) in {root} no longer match the flows in "
         f"{flows_dir} ({len(groups)} test(s)):"
     )
+    golden = args.golden_dir or Path(os.environ.get("SWARM_GOLDEN_DIR") or DEFAULT_GOLDEN_DIR)
+    compared = golden_tests(golden)
     for test, calls in groups.items():
         print(f"\n{test or '(swarm run cassettes)'}")
         for call in calls:
             what = ", ".join(call.parts) or "gone"
             name = call.cassette.removeprefix(f"{test}/")
             print(f"  {name}: {what} ({'; '.join(call.details)})")
-        print(f"  re-record: {rerecord_command(test, calls, root, args.flows_dir)}")
+        command = rerecord_command(
+            test, calls, root, args.flows_dir, golden=golden, compared=compared
+        )
+        print(f"  re-record: {command}")
     return EXIT_FAILED
 
 
-def rerecord_command(test: str, calls: list[StaleCall], root: Path, flows: Path | None) -> str:
-    """The command that records ``test`` again (a ``swarm run`` one for a run's dir)."""
+def golden_tests(golden_dir: Path) -> set[str]:
+    """The tests (cassette dirs) whose recorded runs a golden holds: they compare one.
+
+    A golden of recorded calls (``<scenario>.replay/``) names each call's cassette in its
+    receipts, ``<test>/<flow>/<file>``; an unreadable receipt names none.
+    """
+    from swarm_runtime.inputs.files import read_bytes_limited
+    from swarm_runtime.inputs.json_input import load_json
+    from swarm_runtime.inputs.limits import MAX_INPUT_BYTES
+    from swarm_runtime.orchestrator.staleness import base_test
+
+    found: set[str] = set()
+    for path in sorted(golden_dir.glob("*.replay/*/receipts/*.json")):
+        try:
+            receipt = load_json(read_bytes_limited(path, MAX_INPUT_BYTES))
+        except (OSError, ValueError):
+            continue
+        cassette = receipt.get("cassette") if isinstance(receipt, dict) else None
+        if isinstance(cassette, str) and cassette.count("/") >= 2:
+            found.add(base_test(cassette.rsplit("/", 2)[0]))
+    return found
+
+
+def rerecord_command(
+    test: str,
+    calls: list[StaleCall],
+    root: Path,
+    flows: Path | None,
+    *,
+    golden: Path = DEFAULT_GOLDEN_DIR,
+    compared: set[str] | frozenset[str] = frozenset(),
+) -> str:
+    """The command that records ``test`` again (a ``swarm run`` one for a run's dir).
+
+    A test that compares a golden gets ``--snapshot-update``: its new recording makes a
+    new golden, which the same command writes.
+    """
     from swarm_runtime.engines.cassette import run_rerecord_command
     from swarm_runtime.orchestrator.staleness import base_test
 
@@ -114,6 +162,10 @@ def rerecord_command(test: str, calls: list[StaleCall], root: Path, flows: Path 
         words.append(f"--swarm-cassette-dir={root}")
     if flows is not None and flows != Path("flows"):
         words.append(f"--swarm-flows-dir={flows}")
+    if base_test(test) in compared:
+        if golden != DEFAULT_GOLDEN_DIR:
+            words.append(f"--swarm-golden-dir={golden}")
+        words.append("--snapshot-update")
     hint = ""
     if Path(f"{module}.py").is_file():
         # A parameter id is kept file-safe in the dir's name, not as pytest spells it: the

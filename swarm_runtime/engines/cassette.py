@@ -57,16 +57,19 @@ class Cassettes:
         self.name = name
         self.record = record
         self.episodes = record and episodes
-        """New episodes: calls with a cassette replay it, the others are recorded beside
-        it, straight into the directory (nothing is replaced, nothing staged)."""
+        """New episodes: a call whose request its cassette holds replays it; a call whose
+        request changed (or that has none) is recorded in place of the old one; a
+        cassette no call asked for goes (SPEC §10.4). Staged like a recording."""
         self.rerecord_command = rerecord_command
         # A symlinked directory is the directory it names: a recording is staged beside
         # that one and replaces it, and the link stays (replacing the link would leave its
         # target holding stale cassettes, and the link behind as ".name.old").
         self.real = Path(os.path.realpath(self.directory))
         self.root = self.real.with_name(f".{self.real.name}.recording")
-        if record and not self.episodes:
+        if record:
             shutil.rmtree(self.root, ignore_errors=True)  # a staging dir an earlier crash left
+            if self.episodes and self.real.is_dir():
+                shutil.copytree(self.real, self.root)  # what is kept, unless a call changed
         else:
             self.root = self.directory
         self.played: set[Path] = set()
@@ -105,8 +108,13 @@ class Cassettes:
 
     def commit(self) -> None:
         """Put what was recorded in place of the old cassettes, whole."""
-        if not self.record or self.episodes or not self.root.is_dir():
+        if not self.record or not self.root.is_dir():
             return
+        if self.episodes:  # what no call of the run asked for would fail the next replay
+            asked = {self.root / path.relative_to(self.directory) for path in self.played}
+            for path in self.root.rglob("*.yaml"):
+                if path not in asked:
+                    path.unlink()
         old = self.real.with_name(f".{self.real.name}.old")
         shutil.rmtree(old, ignore_errors=True)
         if self.real.exists():
@@ -116,7 +124,7 @@ class Cassettes:
 
     def discard(self) -> None:
         """Drop a recording that is not to be kept (the old cassettes stay)."""
-        if self.record and not self.episodes:
+        if self.record:
             shutil.rmtree(self.root, ignore_errors=True)
 
 
@@ -318,6 +326,9 @@ class CassetteSdkEngine(SdkEngine):
             # Each open cassette patches the HTTP transports over the one before it: undo
             # them in reverse order, or an original transport is never put back.
             for path, (manager, cassette) in reversed(list(self._open.items())):
+                # New episodes: a call recorded again replaces the recording it no longer
+                # matches; a cassette with nothing new is left as it was.
+                cassette.drop_unused_requests = self.cassettes.episodes and cassette.dirty
                 if not self.cassettes.record and not cassette.all_played:
                     self.cassettes.unplayed.append(
                         f"{self.cassettes.label(path)}: "

@@ -230,3 +230,42 @@ def test_this_repos_own_recordings_match_the_shipped_flows() -> None:
     assert "nothing stale" in done.stdout
     example = _swarm(REPO / "examples", "cassettes", "status", "--cassette-dir", "golden/cassettes")
     assert example.returncode == 0, example.stdout + example.stderr
+
+
+GOLDEN_TEST = """
+def test_triage(flow_runner, swarm_golden):
+    record = flow_runner("triage", ticket="I was charged twice.")
+    assert record.status == "succeeded", record.summary.get("error")
+    swarm_golden(record, "triage")
+"""
+
+
+def test_the_re_record_line_of_a_golden_test_records_and_rewrites_its_golden(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "project"
+    (root / "flows").mkdir(parents=True)
+    (root / "flows" / "triage.yaml").write_text(FLOW)
+    (root / "test_triage.py").write_text(GOLDEN_TEST)
+    (root / "pytest.ini").write_text("[pytest]\n")
+    server = AnthropicServer().start()
+    try:
+        env = {**_env(), "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": KEY}
+        done = _pytest(root, "--swarm-mode=record", "--snapshot-update", env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        _edit(root / "flows" / "triage.yaml", "Answer the ask first", "Answer the ask last")
+        status = _status(root)
+        assert status.returncode == 1, status.stderr
+        (line,) = [line for line in status.stdout.splitlines() if "re-record:" in line]
+        command = line.split("re-record:", 1)[1].split(" (with ANTHROPIC_API_KEY")[0].strip()
+        assert "--snapshot-update" in command
+        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+        rerecorded = subprocess.run(
+            ["sh", "-c", command], cwd=root, env=env, capture_output=True, text=True, check=False
+        )
+        assert rerecorded.returncode == 0, rerecorded.stdout + rerecorded.stderr
+    finally:
+        server.stop()
+    assert _status(root).returncode == 0
+    replay = _pytest(root, "--swarm-mode=replay")
+    assert replay.returncode == 0, replay.stdout  # the recording and its golden agree

@@ -50,9 +50,32 @@ def test_missing_golden_fails_until_snapshot_update(swarm_pytester: pytest.Pytes
             "snapshot_update.py::test_golden[[]signal[]]'",
         ]
     )
+    # Missing is not drifted: nothing was there to drift from.
+    first.stdout.fnmatch_lines(["goldens: 0 compared, 0 updated, 0 drifted, 2 missing (no *"])
     swarm_pytester.runpytest("--snapshot-update").assert_outcomes(passed=2)
     swarm_pytester.runpytest().assert_outcomes(passed=2)
     assert (swarm_pytester.path / "golden" / "signal" / "events.jsonl").is_file()
+
+
+UNNAMED = """
+def test_no_name(flow_runner, swarm_golden):
+    swarm_golden(flow_runner("plan"))
+
+def test_name_only(swarm_golden):
+    swarm_golden("plan")
+"""
+
+
+def test_a_golden_without_a_run_or_a_name_says_what_to_pass(
+    swarm_pytester: pytest.Pytester,
+) -> None:
+    swarm_pytester.makepyfile(test_unnamed=UNNAMED)
+    result = swarm_pytester.runpytest("--snapshot-update")
+    result.assert_outcomes(failed=2)
+    said = 'needs the run and the golden\'s name, e.g. swarm_golden(record, "claims-desk")*'
+    result.stdout.fnmatch_lines([f"*swarm_golden(record) {said}", f"*swarm_golden('plan') {said}"])
+    assert "TypeError" not in result.stdout.str()
+    assert not (swarm_pytester.path / "golden").exists()  # nothing written under a guessed name
 
 
 def test_a_teaching_note_change_fails_exactly_the_affected_goldens(

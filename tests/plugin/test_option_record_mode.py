@@ -103,3 +103,30 @@ def test_replay_blocks_connections_off_the_machine_for_the_whole_test(
     # Off in stub mode (unless asked for): the guard is not there.
     stub = swarm_pytester.runpytest("-k", "loopback", "--swarm-block-network=yes")
     stub.assert_outcomes(passed=1)
+
+
+def test_new_episodes_replaces_the_recordings_of_changed_calls_and_the_replay_passes(
+    project: pytest.Pytester, anthropic_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", anthropic_server.url)
+    project.runpytest("--swarm-mode=record").assert_outcomes(passed=2)
+    first = {p: p.read_bytes() for p in _cassettes(project, "test_first")}
+    second = {p: p.read_bytes() for p in _cassettes(project, "test_second")}
+    # The user changes a param of one test, and records what changed: what a failing
+    # test recorded is dropped, the old recordings stay.
+    changed = TESTS.replace('"stepwise-demo")', '"stepwise-demo", ask="x")')
+    project.makepyfile(test_suite=changed.replace('"succeeded"\n', '"failed"\n', 1))
+    project.runpytest("--swarm-record-mode=new_episodes").assert_outcomes(passed=1, failed=1)
+    assert {p: p.read_bytes() for p in _cassettes(project, "test_first")} == first
+    project.makepyfile(test_suite=changed)
+    calls = len(anthropic_server.requests)
+    project.runpytest("--swarm-record-mode=new_episodes").assert_outcomes(passed=2)
+    now = {p: p.read_bytes() for p in _cassettes(project, "test_first")}
+    assert set(now) == set(first)
+    replaced = [p for p in first if now[p] != first[p]]
+    assert replaced and len(anthropic_server.requests) - calls == len(replaced)
+    assert {p: p.read_bytes() for p in _cassettes(project, "test_second")} == second  # kept
+    monkeypatch.delenv("ANTHROPIC_BASE_URL")
+    replay = project.runpytest("--swarm-mode=replay")
+    replay.assert_outcomes(passed=2)
+    assert replay.ret == 0

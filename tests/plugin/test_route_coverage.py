@@ -154,3 +154,37 @@ def test_only_the_reference(flow_runner):
     report = _report(project)
     assert report["runs"] == 0
     assert all(step["taken"] == 0 for step in report["flows"]["triage"]["steps"])
+
+
+XDIST_GONE = "raise ImportError('pytest-xdist is not installed here')\n"
+
+
+@pytest.mark.parametrize("option", ["--swarm-coverage", "--swarm-coverage-min=50"])
+def test_coverage_needs_no_pytest_xdist(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, option: str
+) -> None:
+    project.makepyfile(test_triage=ONE_BRANCH)
+    inline = project.runpytest("-p", "no:xdist", option)
+    assert inline.ret == pytest.ExitCode.OK, inline.stdout.str()
+    assert _report(project)["runs"] == 1
+    (project.path / "swarm-coverage.json").unlink()
+    # As with only the [pytest] extra installed: plugins named one by one, and an
+    # `import xdist` that fails.
+    shadow = project.mkdir("no_xdist")
+    (shadow / "xdist.py").write_text(XDIST_GONE)
+    monkeypatch.setenv("PYTHONPATH", str(shadow))
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    alone = project.runpytest_subprocess("-p", "pytest_swarm.plugin", "-p", "syrupy", option)
+    assert alone.ret == pytest.ExitCode.OK, alone.stdout.str() + alone.stderr.str()
+    alone.stdout.fnmatch_lines(["triage * 2/3 * 1/3 * 50.0%"])
+    assert _report(project)["runs"] == 1
+
+
+def test_a_session_that_broke_writes_no_report(project: pytest.Pytester) -> None:
+    project.makepyfile(test_triage=ONE_BRANCH)
+    project.makeconftest(
+        "def pytest_collection_modifyitems(items):\n    raise RuntimeError('a broken plugin')\n"
+    )
+    broken = project.runpytest("--swarm-coverage")
+    assert broken.ret == pytest.ExitCode.INTERNAL_ERROR
+    assert not (project.path / "swarm-coverage.json").exists()
