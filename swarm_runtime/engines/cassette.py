@@ -7,8 +7,9 @@ replays anywhere). Replay is strict: a request with no recording fails the step 
 step, iteration, the part of the body that differs, and the command that re-records.
 Recording writes into a staging directory that replaces the old one whole once the run
 is done, so a re-recording never leaves stale interactions behind; each file is written
-atomically. Before anything is written, credential headers are removed and the cassette
-is scanned for every credential value in the environment.
+atomically. Before anything is written, credential headers are removed, a credential's
+value in a response (an echoing server's header or body) is scrubbed, and the cassette is
+scanned for every credential value in the environment.
 
 vcrpy is imported only when a cassette engine is built (record and replay modes); without
 it, those modes stop with what to install.
@@ -258,6 +259,8 @@ class CassetteSdkEngine(SdkEngine):
                 self.cassettes.directory / self._current.relative_to(self.cassettes.root)
             )
         _scrub_headers(request.headers)
+        for name in list(request.headers):  # a key sent in a header of another name
+            request.headers[name] = self.credentials.scrub_value(request.headers[name])
         body = (
             request.body.decode("utf-8", "replace")
             if isinstance(request.body, bytes)
@@ -268,7 +271,11 @@ class CassetteSdkEngine(SdkEngine):
 
     def _before_response(self, response: dict[str, Any]) -> dict[str, Any]:
         _scrub_headers(response.get("headers") or {})
-        # Headers too: a server may echo a key in any of them, not only in the body.
+        # A server may echo a key in any header or in its body: scrubbed (SPEC §10.4), then
+        # the whole response is scanned, the fence behind the scrub.
+        for part in ("headers", "body"):
+            if part in response:
+                response[part] = self.credentials.scrub_value(response[part])
         self.credentials.check_value(response, f"cassette {self._current} (the recorded response)")
         return response
 

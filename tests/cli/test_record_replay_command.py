@@ -103,22 +103,25 @@ def test_replay_without_vcrpy_says_what_to_install(
     assert "Traceback" not in result.err and "ModuleNotFoundError" not in result.err
 
 
-def test_a_key_echoed_in_a_response_header_is_never_recorded(tmp_path: Path) -> None:
-    from tests.fakes.anthropic_server import Reply
-
+def test_a_key_echoed_in_a_response_header_is_scrubbed_and_the_recording_replays(
+    tmp_path: Path,
+) -> None:
     server = AnthropicServer().start()
-    server.script(Reply(headers={"x-echoed-key": KEY}))
+    server.echo_key_header = "x-echoed-key"  # every reply sends the key back (SPEC §10.4)
     try:
         result = _swarm(
             tmp_path, "--mode", "record", "--cassette-dir", "cas", "--runs-dir", "a", server=server
         )
     finally:
         server.stop()
-    assert result.code == 1
-    assert "refusing to write cassette" in result.err and "ANTHROPIC_API_KEY" in result.err
-    assert "Traceback" not in result.err
+    assert result.code == 0, result.err
+    assert server.requests and all(KEY in r["headers"]["authorization"] for r in server.requests)
     holding = [p for p in tmp_path.rglob("*") if p.is_file() and KEY.encode() in p.read_bytes()]
     assert holding == []
+    cassette = (tmp_path / "cas" / "stepwise-demo" / "read_request-demo-intake-0.yaml").read_text()
+    assert "x-echoed-key" in cassette.lower() and "[scrubbed ANTHROPIC_API_KEY]" in cassette
+    replay = _swarm(tmp_path, "--mode", "replay", "--cassette-dir", "cas", "--runs-dir", "b")
+    assert replay.code == 0, replay.err
 
 
 def test_recording_a_stream_that_never_ends_stops_at_the_deadline(tmp_path: Path) -> None:
