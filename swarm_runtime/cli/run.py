@@ -199,9 +199,19 @@ def _cassettes(args: argparse.Namespace, mode: str) -> Cassettes:
             f"--mode {mode} needs --cassette-dir DIR: where the cassettes of this run are "
             "(DIR/<flow>/<step>-<agent>-<iteration>.yaml)"
         )
-    words = [*args.flows, *(f"--param {p}" for p in args.param)]
-    words += [f"--from {args.start_step}"] if args.start_step else []
-    words += [f"--to {args.end_step}"] if args.end_step else []
+    # What shapes the requests, so the printed command records the very calls replayed.
+    words = list(args.flows)
+    for flag, value in (
+        ("--flows-dir", args.flows_dir),
+        ("--config", args.config),
+        ("--backend", None if args.backend == "claude-step-orchestrator" else args.backend),
+        ("--navigator", args.navigator),
+        ("--record-via", args.record_via),
+        ("--from", args.start_step),
+        ("--to", args.end_step),
+        *(("--param", param) for param in args.param),
+    ):
+        words += [flag, str(value)] if value is not None else []
     return Cassettes(
         args.cassette_dir,
         name="",

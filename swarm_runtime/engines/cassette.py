@@ -21,6 +21,7 @@ import difflib
 import json
 import os
 import re
+import shlex
 import shutil
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,8 @@ class Cassettes:
             self.root = self.directory
         self.played: set[Path] = set()
         self.divergences: list[str] = []
+        self.missing = 0
+        """How many of the divergences are calls with no recording at all."""
         self.unplayed: list[str] = []
         """Recorded calls a run never asked for, noted when its cassettes are closed."""
 
@@ -94,13 +97,27 @@ class Cassettes:
             if path not in self.played
         ]
 
-    def divergence(self, ctx: StepContext, label: str, detail: str) -> ReplayDivergence:
-        """A replay miss of the call in ``ctx``: noted, and the error that fails the step."""
-        message = (
-            f"replay of {ctx.flow_key}/{ctx.step_id} iteration {ctx.iteration}: no recorded "
-            f"call matches this request (cassette {label}).\n{detail}\n"
-            f"Re-record with: {self.rerecord_command}"
-        )
+    def divergence(
+        self, ctx: StepContext, label: str, detail: str, *, missing: bool = False
+    ) -> ReplayDivergence:
+        """A replay miss of the call in ``ctx``: noted, and the error that fails the step.
+
+        ``missing``: there is no recording of the call at all (not one that differs).
+        """
+        where = f"replay of {ctx.flow_key}/{ctx.step_id} iteration {ctx.iteration}"
+        if missing:
+            self.missing += 1
+            recorded = self.directory.is_dir() and any(self.directory.rglob("*.yaml"))
+            message = (
+                f"{where}: there is no recording of this call (no cassette {label}"
+                + ("" if recorded else f"; nothing is recorded in {self.directory}")
+                + f").\nRecord it with: {self.rerecord_command}"
+            )
+        else:
+            message = (
+                f"{where}: no recorded call matches this request (cassette {label}).\n"
+                f"{detail}\nRe-record with: {self.rerecord_command}"
+            )
         self.divergences.append(message)
         return ReplayDivergence(message)
 
@@ -122,10 +139,13 @@ class Cassettes:
 
 
 def run_rerecord_command(cassette_dir: Path | str, words: list[str]) -> str:
-    """The command that records the calls of ``swarm run WORDS…`` into ``cassette_dir`` again."""
+    """The command that records the calls of ``swarm run WORDS…`` into ``cassette_dir`` again.
+
+    Quoted for a POSIX shell: a param with spaces or commas is pasted as one argument.
+    """
+    command = ["swarm", "run", "--mode", "record", "--cassette-dir", str(cassette_dir), *words]
     return (
-        " ".join(["swarm run --mode record --cassette-dir", str(cassette_dir), *words])
-        + " (with ANTHROPIC_API_KEY, or ANTHROPIC_BASE_URL for a local server)"
+        shlex.join(command) + " (with ANTHROPIC_API_KEY, or ANTHROPIC_BASE_URL for a local server)"
     )
 
 
@@ -316,8 +336,10 @@ class CassetteSdkEngine(SdkEngine):
 
     def _divergence(self, ctx: StepContext, path: Path, cassette: Any, sent: Any) -> Exception:
         recorded = list(cassette.requests)
-        detail = miss_detail(recorded[0], sent) if recorded else f"there is no cassette {path}"
-        return self.cassettes.divergence(ctx, self.cassettes.label(path), detail)
+        label = self.cassettes.label(path)
+        if not recorded:
+            return self.cassettes.divergence(ctx, label, "", missing=True)
+        return self.cassettes.divergence(ctx, label, miss_detail(recorded[0], sent))
 
     def close(self) -> None:
         """Write recorded cassettes; in replay, note recordings that were never played."""

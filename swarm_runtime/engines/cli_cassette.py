@@ -348,7 +348,8 @@ class _CassetteCli(CliEngine):
         if tape.refused:
             raise CredentialLeak(tape.refused)
         if len(tape.misses) > misses:
-            raise self.cassettes.divergence(ctx, tape.label, tape.misses[misses])
+            missing = not tape.keys  # no recording of this call at all
+            raise self.cassettes.divergence(ctx, tape.label, tape.misses[misses], missing=missing)
         return end
 
     def close(self) -> None:
