@@ -14,6 +14,9 @@ from pydantic import Field
 
 from swarm_runtime.contracts.base import Contract, OpenContract
 
+KINDS_OF: dict[object, list[str]] = {}
+"""Each payload model's event kinds, filled in as :mod:`.events` declares the kinds."""
+
 
 class Payload(Contract):
     """A payload with a fixed set of fields, read by attribute or by item."""
@@ -43,14 +46,7 @@ class Payload(Contract):
     @classmethod
     def _what(cls) -> str:
         """The kinds whose payload this is (``step_end``), else the model's name."""
-        from swarm_runtime.contracts.events import EVENT_MODELS
-
-        kinds = [
-            kind
-            for kind, model in EVENT_MODELS.items()
-            if model.model_fields["payload"].annotation is cls
-        ]
-        return "/".join(kinds) or cls.__name__
+        return "/".join(KINDS_OF.get(cls, ())) or cls.__name__
 
 
 class OpenPayload(Payload):
