@@ -54,14 +54,42 @@ class SwarmCassette:
     """The cassette directory of one test (the ``swarm_cassette`` fixture)."""
 
     def __init__(
-        self, root: Path, nodeid: str, *, name: str | None = None, rerecord: str = ""
+        self,
+        root: Path,
+        nodeid: str,
+        *,
+        name: str | None = None,
+        rerecord: str = "",
+        mode: str = "stub",
     ) -> None:
         self.root = Path(root)
         self.nodeid = nodeid
+        self.mode = mode
+        """The session's mode: only record and replay use cassettes."""
         self.rerecord = rerecord or f"pytest --swarm-mode=record '{nodeid}'"
         """The command that records this test again (see :mod:`pytest_swarm.commands`)."""
         self.name = name or cassette_name(nodeid)
         self.used: list[Cassettes] = []
+
+    def __repr__(self) -> str:
+        """The mode, the directory, and what the test's runs recorded or played so far."""
+        head = f"SwarmCassette(mode={self.mode!r}, dir={str(self.directory)!r}"
+        if self.mode not in ("record", "replay"):
+            return f"{head}, unused in {self.mode} mode)"
+        if not self.used:
+            return f"{head}, no run yet)"
+        recorded = sum(len(c.played) for c in self.used if c.record)
+        replays = [c for c in self.used if not c.record]
+        played = sum(sum(path.is_file() for path in c.played) for c in replays)
+        missing = sum(c.missing for c in replays)
+        diverged = sum(len(c.divergences) for c in replays) - missing
+        said = [f"{len(self.used)} run(s)"]
+        said += [f"{recorded} call(s) recorded"] if len(replays) < len(self.used) else []
+        if replays:
+            said.append(f"{played} call(s) played")
+            said += [f"{missing} with no recording"] if missing else []
+            said += [f"{diverged} diverged"] if diverged else []
+        return f"{head}, {', '.join(said)})"
 
     @property
     def directory(self) -> Path:

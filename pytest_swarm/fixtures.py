@@ -214,6 +214,7 @@ def swarm_cassette(request: pytest.FixtureRequest, swarm_options: SwarmOptions) 
         rerecord=pytest_command(
             request.node, mode="record", update_goldens="swarm_golden" in request.fixturenames
         ),
+        mode=swarm_options.mode,
     )
 
 

@@ -29,7 +29,11 @@ def _loopback(address: Any) -> bool:
 class NetworkGuard:
     """While entered, ``socket.connect`` to a non-loopback address is refused and noted."""
 
-    def __init__(self) -> None:
+    def __init__(self, mode: str = "replay", source: str = "default") -> None:
+        self.mode = mode
+        """The session's mode: what the message says the network is blocked for."""
+        self.source = source
+        """Where ``--swarm-block-network`` came from (a flag, a variable, an ini key)."""
         self.attempts: list[str] = []
         self._saved: tuple[Any, Any] | None = None
 
@@ -69,8 +73,23 @@ class NetworkGuard:
     def message(self, nodeid: str) -> str:
         """Why the test fails: where it tried to connect, and how to allow it."""
         where = ", ".join(dict.fromkeys(self.attempts))
+        head = f"swarm: {nodeid} tried to connect to {where} while the network is blocked"
+        if self.mode == "replay":
+            return (
+                f"{head} (replay serves every call from cassettes); a live call needs "
+                "--swarm-mode=record, or pass --swarm-block-network=no to allow connections"
+            )
+        why = (
+            "the stub calls no model, so the test or a library it uses made this connection"
+            if self.mode == "stub"
+            else f"{self.mode} mode calls the model's server, and that is blocked too"
+        )
+        given = (
+            f"{self.source.removeprefix('ini ')} = yes in the ini file"
+            if self.source.startswith("ini ")
+            else f"{self.source}=yes"
+        )
         return (
-            f"swarm: {nodeid} tried to connect to {where} while the network is blocked "
-            "(replay serves every call from cassettes); a live call needs --swarm-mode=record, "
-            "or pass --swarm-block-network=no to allow connections"
+            f"{head} ({given}; {why}); pass --swarm-block-network=no (or auto, which blocks "
+            "in replay only) to allow connections"
         )

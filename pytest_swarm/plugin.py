@@ -159,11 +159,12 @@ NETWORK_GUARD = pytest.StashKey[Any]()
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
     """Block the network for the whole test (setup to teardown) when asked to."""
-    if not item.config.stash[OPTIONS_KEY].block_network:
+    options = item.config.stash[OPTIONS_KEY]
+    if not options.block_network:
         return (yield)
     from pytest_swarm.network import NetworkGuard
 
-    with NetworkGuard() as guard:
+    with NetworkGuard(options.mode, options.sources["block_network"]) as guard:
         item.stash[NETWORK_GUARD] = guard
         return (yield)
 

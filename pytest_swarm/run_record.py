@@ -87,7 +87,10 @@ class RunRecord:
         except (OSError, ValueError):
             return f"RunRecord({self.run_id!r}, meta.json unreadable, path={str(self.path)!r})"
         if status == "succeeded":
-            return f"RunRecord({self.run_id!r}, status='succeeded', path={str(self.path)!r})"
+            return (
+                f"RunRecord({self.run_id!r}, status='succeeded', flows={self.flow_keys!r}, "
+                f"path={str(self.path)!r})"
+            )
         return f"RunRecord({self.run_id!r}, status={status!r}: {self.cause()})"
 
     def cause(self) -> str:
@@ -136,6 +139,12 @@ class RunRecord:
         """``meta.json``."""
         value: dict[str, Any] = json.loads((self.path / "meta.json").read_text("utf-8"))
         return value
+
+    @property
+    def flow_keys(self) -> list[str]:
+        """The flows the run ran, in order (``flow_runner()`` with none named runs them all)."""
+        flows = self.summary.get("flows")
+        return [str(flow) for flow in flows] if isinstance(flows, list) else []
 
     @property
     def run_id(self) -> str:

@@ -197,11 +197,12 @@ class FlowRunner:
             self.on_run(record)
             self.on_miss()
             __tracebackhide__ = True
-            pytest.fail(
-                "swarm: the replay diverged from the recording\n\n"
-                + "\n\n".join(cassettes.divergences),
-                pytrace=False,
+            headline = (
+                f"swarm: {self.nodeid or 'this run'} has no recording to replay"
+                if cassettes.missing == len(cassettes.divergences)
+                else "swarm: the replay diverged from the recording"
             )
+            pytest.fail(headline + "\n\n" + "\n\n".join(cassettes.divergences), pytrace=False)
         self.on_run(record)
         return record
 

@@ -93,6 +93,30 @@ class Credentials:
                 return name, mask(value)
         return None
 
+    def scrub(self, text: str) -> str:
+        """``text`` with every credential value in it replaced by ``[scrubbed NAME]``."""
+        for name, value, escaped in self._needles:
+            text = text.replace(value, f"[scrubbed {name}]").replace(escaped, f"[scrubbed {name}]")
+        return text
+
+    def scrub_value(self, value: Any) -> Any:
+        """:meth:`scrub` over every string (and UTF-8 bytes) of a nested value, as a copy."""
+        if not self._needles:
+            return value
+        if isinstance(value, str):
+            return self.scrub(value)
+        if isinstance(value, bytes | bytearray):
+            data = bytes(value)
+            for name, secret, escaped in self._needles:
+                for needle in {secret, escaped}:
+                    data = data.replace(needle.encode(), f"[scrubbed {name}]".encode())
+            return data
+        if isinstance(value, Mapping):
+            return {key: self.scrub_value(item) for key, item in value.items()}
+        if isinstance(value, list | tuple):
+            return type(value)(self.scrub_value(item) for item in value)
+        return value
+
     def check_value(self, value: Any, what: str) -> None:
         """:meth:`check` every string (and bytes, as UTF-8) in a nested value, keys too."""
         if not self._needles:

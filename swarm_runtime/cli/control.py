@@ -64,7 +64,8 @@ def handle_request(args: argparse.Namespace) -> int:
 
 def handle_resume(args: argparse.Namespace) -> int:
     """Resume RUN and report as ``swarm run`` does."""
-    from swarm_runtime.cli.run import report, run_with_signals
+    from swarm_runtime.cli.render import report
+    from swarm_runtime.cli.run import run_with_signals
     from swarm_runtime.cli.runs import resolve_run_dir
 
     began = time.monotonic()

@@ -1,9 +1,18 @@
-"""Text output of the CLI: the per-step progress line and the final table."""
+"""Text output of the CLI: the per-step progress line, the final table, how a run ended."""
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Sequence
-from typing import Any, TextIO
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from swarm_runtime.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
+
+if TYPE_CHECKING:
+    from swarm_runtime.orchestrator.plan import RunOutcome
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -46,6 +55,7 @@ def run_table(
                 totals["duration_ms"],
             ]
         )
+    flows_ms = sum(int(totals["duration_ms"]) for totals in summary.get("flow_totals", {}).values())
     rows.append(
         [
             "total",
@@ -53,7 +63,7 @@ def run_table(
             summary["loop_iterations"],
             summary["tokens"]["total"],
             _cost(summary.get("cost_usd")),
-            wall_ms,
+            max(wall_ms, flows_ms),  # the run's time holds every flow's, to the millisecond
         ]
     )
     headers = ["flow", "steps", "loops", "tokens", "cost_usd", "time_ms"]
@@ -114,3 +124,79 @@ class ProgressPrinter:
         else:
             return
         self.stream.flush()
+
+
+def earlier_attempts_ms(run_dir: Path, wall_ms: int) -> int:
+    """The time of a run's attempts that began before this process's ``wall_ms`` did.
+
+    A resumed run's events hold each attempt, from its ``run_created`` or ``run_resumed``
+    to its last line; those that began before this process are its earlier attempts (a
+    follower that watched them all has them in its own time already). 0 when unreadable.
+    """
+    from swarm_runtime.storage.store import read_event_log
+    from swarm_runtime.timeutil import parse_ts, system_clock
+
+    began = system_clock() - timedelta(milliseconds=wall_ms)
+    try:
+        events = read_event_log(run_dir / "events.jsonl").events
+        spans: list[list[Any]] = []
+        for event in events:
+            moment = parse_ts(str(event.get("ts")))
+            if event.get("kind") in ("run_created", "run_resumed") or not spans:
+                spans.append([moment, moment])
+            spans[-1][1] = moment
+    except (OSError, ValueError):
+        return 0
+    return sum(int((last - first).total_seconds() * 1000) for first, last in spans if first < began)
+
+
+def report(outcome: RunOutcome, wall_ms: int) -> int:
+    """Print how the run ended and its table; the exit code.
+
+    ``wall_ms`` is this process's time; a resumed run's table adds its earlier attempts.
+    """
+    if outcome.paused:
+        if outcome.blocked:
+            print(
+                f"swarm: {outcome.blocked}; resume with: swarm resume {outcome.run_id} "
+                "--input TEXT",
+                file=sys.stderr,
+            )
+        else:
+            print(
+                f"swarm: paused at a step boundary; resume with: swarm resume {outcome.run_id}",
+                file=sys.stderr,
+            )
+    if outcome.interrupted:
+        code = EXIT_INTERRUPTED
+    else:
+        code = EXIT_OK if outcome.status == "succeeded" else EXIT_FAILED
+    for warning in outcome.warnings:
+        print(f"swarm: warning: {warning}", file=sys.stderr)
+    if outcome.interrupted and not outcome.paused:
+        executed = outcome.summary.get("total_steps_executed", 0)
+        if outcome.aborted:
+            print(
+                f"swarm: aborted: the step under way was cut short and recorded as failed "
+                f"(run {outcome.run_id}, {executed} step execution(s))",
+                file=sys.stderr,
+            )
+        else:
+            print(
+                f"swarm: stopped at a step boundary after {executed} step execution(s); every "
+                f"finished step is recorded in run {outcome.run_id}",
+                file=sys.stderr,
+            )
+    elif outcome.error:
+        print(f"error: {outcome.error}", file=sys.stderr)
+    try:
+        total_ms = wall_ms + earlier_attempts_ms(outcome.path, wall_ms)
+        print(run_table(outcome.summary, total_ms, outcome.budget_use))
+        print(f"run {outcome.run_id}: {outcome.status} ({outcome.path})")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader of our output went away (`swarm run | head`); the run's outcome,
+        # not the pipe, decides the exit code.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return code

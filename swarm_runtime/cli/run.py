@@ -10,12 +10,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from swarm_runtime.cli.common import (
-    EXIT_FAILED,
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    path_arg,
-)
+from swarm_runtime.cli.common import EXIT_FAILED, EXIT_OK, path_arg
+from swarm_runtime.cli.render import report
 from swarm_runtime.cli.submit import add_celery_options, submit_and_follow
 
 if TYPE_CHECKING:
@@ -199,9 +195,19 @@ def _cassettes(args: argparse.Namespace, mode: str) -> Cassettes:
             f"--mode {mode} needs --cassette-dir DIR: where the cassettes of this run are "
             "(DIR/<flow>/<step>-<agent>-<iteration>.yaml)"
         )
-    words = [*args.flows, *(f"--param {p}" for p in args.param)]
-    words += [f"--from {args.start_step}"] if args.start_step else []
-    words += [f"--to {args.end_step}"] if args.end_step else []
+    # What shapes the requests, so the printed command records the very calls replayed.
+    words = list(args.flows)
+    for flag, value in (
+        ("--flows-dir", args.flows_dir),
+        ("--config", args.config),
+        ("--backend", None if args.backend == "claude-step-orchestrator" else args.backend),
+        ("--navigator", args.navigator),
+        ("--record-via", args.record_via),
+        ("--from", args.start_step),
+        ("--to", args.end_step),
+        *(("--param", param) for param in args.param),
+    ):
+        words += [flag, str(value)] if value is not None else []
     return Cassettes(
         args.cassette_dir,
         name="",
@@ -342,53 +348,3 @@ def run_with_signals(orchestrator: Orchestrator, start: Callable[[], RunOutcome]
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-
-
-def report(outcome: RunOutcome, wall_ms: int) -> int:
-    """Print how the run ended and its table; the exit code."""
-    from swarm_runtime.cli.render import run_table
-
-    if outcome.paused:
-        if outcome.blocked:
-            print(
-                f"swarm: {outcome.blocked}; resume with: swarm resume {outcome.run_id} "
-                "--input TEXT",
-                file=sys.stderr,
-            )
-        else:
-            print(
-                f"swarm: paused at a step boundary; resume with: swarm resume {outcome.run_id}",
-                file=sys.stderr,
-            )
-    if outcome.interrupted:
-        code = EXIT_INTERRUPTED
-    else:
-        code = EXIT_OK if outcome.status == "succeeded" else EXIT_FAILED
-    for warning in outcome.warnings:
-        print(f"swarm: warning: {warning}", file=sys.stderr)
-    if outcome.interrupted and not outcome.paused:
-        executed = outcome.summary.get("total_steps_executed", 0)
-        if outcome.aborted:
-            print(
-                f"swarm: aborted: the step under way was cut short and recorded as failed "
-                f"(run {outcome.run_id}, {executed} step execution(s))",
-                file=sys.stderr,
-            )
-        else:
-            print(
-                f"swarm: stopped at a step boundary after {executed} step execution(s); every "
-                f"finished step is recorded in run {outcome.run_id}",
-                file=sys.stderr,
-            )
-    elif outcome.error:
-        print(f"error: {outcome.error}", file=sys.stderr)
-    try:
-        print(run_table(outcome.summary, wall_ms, outcome.budget_use))
-        print(f"run {outcome.run_id}: {outcome.status} ({outcome.path})")
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # The reader of our output went away (`swarm run | head`); the run's outcome,
-        # not the pipe, decides the exit code.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    return code

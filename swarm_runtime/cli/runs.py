@@ -80,12 +80,13 @@ def handle_list(args: argparse.Namespace) -> int:
             continue
         tokens = meta.get("tokens")
         flows = meta.get("flows")
+        status = observed_status(path, meta)
         rows.append(
             [
                 path.name,
-                observed_status(path, meta),
+                status,
                 ",".join(map(str, flows)) if isinstance(flows, list) else "?",
-                meta.get("total_steps_executed", ""),
+                _steps(path, meta, status),
                 tokens.get("total", "") if isinstance(tokens, dict) else "?",
             ]
         )
@@ -94,6 +95,23 @@ def handle_list(args: argparse.Namespace) -> int:
         return EXIT_OK
     print(format_table(["run", "status", "flows", "steps", "tokens"], rows))
     return EXIT_OK
+
+
+def _steps(run_dir: Path, meta: dict[str, Any], status: str) -> object:
+    """Step executions of a run: meta.json's count, or the log's while meta.json lags.
+
+    meta.json is written when the status changes; a run under way or killed has started
+    steps since, and its event log has a ``step_start`` for each.
+    """
+    if status not in ("running", "crashed"):
+        return meta.get("total_steps_executed", "")
+    from swarm_runtime.storage.store import read_event_log
+
+    try:
+        events = read_event_log(run_dir / "events.jsonl").events
+    except (OSError, ValueError):
+        return meta.get("total_steps_executed", "")
+    return sum(1 for event in events if event.get("kind") == "step_start")
 
 
 def handle_show(args: argparse.Namespace) -> int:

@@ -26,7 +26,7 @@ from swarm_runtime.contracts.events import parse_event
 from swarm_runtime.contracts.receipt import Receipt
 from swarm_runtime.contracts.run import RunSpecDocument, RunSummary
 from swarm_runtime.contracts.sequence import check_event_sequence
-from swarm_runtime.contracts.transcript import parse_transcript_line
+from swarm_runtime.contracts.transcript import explain, parse_transcript_line
 from swarm_runtime.contracts.violation import Violation
 from swarm_runtime.errors import StorageError
 from swarm_runtime.inputs.files import read_run_text
@@ -152,7 +152,7 @@ def check_transcript_file(path: Path, root: Path) -> list[Violation]:
             found.append(Violation(rel, number, f"not valid JSON: {exc.msg}"))
             continue
         except ValidationError as exc:
-            found.extend(Violation(rel, number, msg) for _, msg in _pydantic_messages(exc))
+            found.extend(Violation(rel, number, msg) for msg in explain(exc, value))
             continue
         except ValueError as exc:
             found.append(Violation(rel, number, str(exc)))

@@ -1,6 +1,9 @@
 """The payloads of ``events.jsonl`` events (SPEC §3.3): one model per kind's ``payload``.
 
-:mod:`swarm_runtime.contracts.events` wraps each in the event of its kind.
+:mod:`swarm_runtime.contracts.events` wraps each in the event of its kind. A payload is a
+model read by attribute (``payload.status``) or, as the JSON line reads, by item
+(``payload["status"]``); a field the kind does not have is a ``KeyError`` naming the kind
+and the fields it has.
 """
 
 from __future__ import annotations
@@ -11,8 +14,48 @@ from pydantic import Field
 
 from swarm_runtime.contracts.base import Contract, OpenContract
 
+KINDS_OF: dict[object, list[str]] = {}
+"""Each payload model's event kinds, filled in as :mod:`.events` declares the kinds."""
 
-class RunCreatedPayload(Contract):
+
+class Payload(Contract):
+    """A payload with a fixed set of fields, read by attribute or by item."""
+
+    def __getitem__(self, name: str) -> Any:
+        if name in type(self).model_fields:
+            return getattr(self, name)
+        extra = self.model_extra or {}
+        if name in extra:
+            return extra[name]
+        fields = ", ".join([*type(self).model_fields, *extra]) or "none"
+        raise KeyError(
+            f"a {self._what()} payload has no field {name!r}; its fields: {fields}"
+            + (" (this kind may carry others)" if self.model_extra is not None else "")
+        )
+
+    def __contains__(self, name: object) -> bool:
+        return name in type(self).model_fields or name in (self.model_extra or {})
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """The field ``name``, or ``default`` when the payload has none."""
+        try:
+            return self[name]
+        except KeyError:
+            return default
+
+    @classmethod
+    def _what(cls) -> str:
+        """The kinds whose payload this is (``step_end``), else the model's name."""
+        return "/".join(KINDS_OF.get(cls, ())) or cls.__name__
+
+
+class OpenPayload(Payload):
+    """A payload that keeps fields beyond its own (``log``, the control kinds)."""
+
+    model_config = OpenContract.model_config
+
+
+class RunCreatedPayload(Payload):
     """``run_created``."""
 
     flows: list[str]
@@ -21,14 +64,14 @@ class RunCreatedPayload(Contract):
     stepwise: Literal[True]
 
 
-class RunStartedPayload(Contract):
+class RunStartedPayload(Payload):
     """``run_started``."""
 
     mode: Literal["stepwise"]
     routing_enabled: bool
 
 
-class StepStartPayload(Contract):
+class StepStartPayload(Payload):
     """``step_start``."""
 
     role: str
@@ -38,14 +81,14 @@ class StepStartPayload(Contract):
     iteration: int = Field(default=0, ge=0)
 
 
-class ToolStartPayload(Contract):
+class ToolStartPayload(Payload):
     """``tool_start``."""
 
     tool: str
     input: Any = None
 
 
-class ToolEndPayload(Contract):
+class ToolEndPayload(Payload):
     """``tool_end``."""
 
     tool: str
@@ -53,13 +96,13 @@ class ToolEndPayload(Contract):
     output: Any = None
 
 
-class LogPayload(OpenContract):
+class LogPayload(OpenPayload):
     """``log``: a message and whatever context goes with it."""
 
     message: str
 
 
-class StepEndPayload(Contract):
+class StepEndPayload(Payload):
     """``step_end``."""
 
     status: Literal["succeeded", "skipped"]
@@ -67,7 +110,7 @@ class StepEndPayload(Contract):
     engine: str
 
 
-class StepErrorPayload(Contract):
+class StepErrorPayload(Payload):
     """``step_error``."""
 
     status: Literal["failed"]
@@ -76,7 +119,7 @@ class StepErrorPayload(Contract):
     engine: str
 
 
-class RouteDecisionPayload(Contract):
+class RouteDecisionPayload(Payload):
     """``route_decision``."""
 
     from_step: str
@@ -94,7 +137,7 @@ class RouteDecisionPayload(Contract):
     ]
 
 
-class CandidateEntry(Contract):
+class CandidateEntry(Payload):
     """A move the navigator was offered."""
 
     id: str
@@ -103,14 +146,14 @@ class CandidateEntry(Contract):
     """An edge's step (null: the flow ends); a detour's ``FLOW/STEP``."""
 
 
-class ConditionEntry(Contract):
+class ConditionEntry(Payload):
     """A condition, and what it gave."""
 
     expr: str
     value: bool
 
 
-class RoutingDecisionPayload(Contract):
+class RoutingDecisionPayload(Payload):
     """``routing_decision``: the navigator was asked (SPEC §4.5)."""
 
     step: str
@@ -123,7 +166,7 @@ class RoutingDecisionPayload(Contract):
     tie_breaker_used: bool
 
 
-class RoutingOffroadPayload(Contract):
+class RoutingOffroadPayload(Payload):
     """``routing_offroad``: a move off the golden path (the seed's payload)."""
 
     golden_path_step: str | None
@@ -136,7 +179,7 @@ class RoutingOffroadPayload(Contract):
     tie_breaker_used: bool
 
 
-class GraphExtendedPayload(Contract):
+class GraphExtendedPayload(Payload):
     """``graph_extended``: an edge the navigator proposed, recorded and never followed."""
 
     from_step: str
@@ -144,7 +187,7 @@ class GraphExtendedPayload(Contract):
     rationale: str | None
 
 
-class StackPushPayload(Contract):
+class StackPushPayload(Payload):
     """``stack_push``: a flow paused at a step, another entered (SPEC §4.6)."""
 
     paused_flow: str
@@ -153,7 +196,7 @@ class StackPushPayload(Contract):
     current_depth: int = Field(ge=2)
 
 
-class StackPopPayload(Contract):
+class StackPopPayload(Payload):
     """``stack_pop``: an injected flow left; ``resumed_step`` null when the paused flow ends."""
 
     resumed_flow: str
@@ -162,7 +205,7 @@ class StackPopPayload(Contract):
     current_depth: int = Field(ge=1)
 
 
-class FlowInjectedPayload(Contract):
+class FlowInjectedPayload(Payload):
     """``flow_injected``: the flow entered, the step that took it, why, and where back to."""
 
     flow: str
@@ -171,7 +214,7 @@ class FlowInjectedPayload(Contract):
     return_address: str | None
 
 
-class NodeInjectedPayload(Contract):
+class NodeInjectedPayload(Payload):
     """``node_injected``: one step of another flow run after a step."""
 
     step: str
@@ -179,7 +222,7 @@ class NodeInjectedPayload(Contract):
     after_step: str
 
 
-class StackOverflowPayload(Contract):
+class StackOverflowPayload(Payload):
     """``stack_overflow_prevented``: an injection past ``max_depth`` or a re-entry, not made."""
 
     paused_flow: str
@@ -188,7 +231,7 @@ class StackOverflowPayload(Contract):
     max_depth: int = Field(ge=1)
 
 
-class FactsUpdatedPayload(Contract):
+class FactsUpdatedPayload(Payload):
     """``facts_updated``: the facts a step's reply added and updated (SPEC §4.7)."""
 
     added: list[str]
@@ -196,20 +239,20 @@ class FactsUpdatedPayload(Contract):
     total: int = Field(ge=0)
 
 
-class FactPayload(Contract):
+class FactPayload(Payload):
     """``assumption_recorded`` / ``decision_recorded``."""
 
     id: str = Field(pattern=r"^(REQ|SOL|TRC|ASM|DEC)-[0-9]+$")
     text: str
 
 
-class ControlPayload(OpenContract):
+class ControlPayload(OpenPayload):
     """``run_pausing`` … ``run_stopped``: a reason and context."""
 
     reason: str
 
 
-class RunCompletedPayload(Contract):
+class RunCompletedPayload(Payload):
     """``run_completed``."""
 
     status: Literal["succeeded", "failed", "stopped"]
@@ -218,5 +261,5 @@ class RunCompletedPayload(Contract):
     total_steps_executed: int = Field(ge=0)
 
 
-class ReservedPayload(OpenContract):
+class ReservedPayload(OpenPayload):
     """Payload of a reserved kind (navigator, stack, facts): not emitted yet."""

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field, TypeAdapter
 
 from swarm_runtime.contracts.base import Contract, Timestamp
 from swarm_runtime.contracts.event_payloads import (
+    KINDS_OF,
     ControlPayload,
     FactPayload,
     FactsUpdatedPayload,
@@ -265,6 +266,8 @@ EVENT_MODELS: dict[str, type[_EventBase]] = {
     for model in get_args(get_args(Event)[0])
 }
 """Every event kind -> its model, in the union's order: the one list of kinds."""
+for _kind, _model in EVENT_MODELS.items():  # what a payload's KeyError names it by
+    KINDS_OF.setdefault(_model.model_fields["payload"].annotation, []).append(_kind)
 RESERVED_KINDS: tuple[str, ...] = tuple(
     kind
     for kind, model in EVENT_MODELS.items()

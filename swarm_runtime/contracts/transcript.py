@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from pydantic import ValidationError
+
 from swarm_runtime.contracts.base import Contract, Timestamp
 
 
@@ -48,3 +50,58 @@ def parse_transcript_line(value: object) -> TranscriptLine:
     raise ValueError(
         "a transcript line needs 'role' (system|user|assistant) or 'type' (tool_use|tool_result)"
     )
+
+
+ALLOWED: dict[str, str] = {
+    "timestamp": "an RFC 3339 UTC time ending in Z (the runtime stamps the lines an engine "
+    "returns)",
+    "role": "system, user or assistant",
+    "content": "a string, the message's text (an engine's StepOutcome.transcript line is "
+    '{"role": "assistant", "content": text})',
+    "type": "tool_use or tool_result",
+    "tool": "a string, the tool's name",
+    "success": "true or false",
+}
+"""What each field of a transcript line takes, as a finding says it."""
+
+_SHOWN = 120
+"""How much of a received value a finding shows."""
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    if len(text) > _SHOWN:
+        text = f"{text[:_SHOWN]}… ({len(text)} chars)"
+    kind = "null" if value is None else type(value).__name__
+    return f"{text} ({kind})"
+
+
+def explain(exc: ValidationError, value: object) -> list[str]:
+    """A finding per error of one line: the field, what it received, what it takes."""
+    kind: type[Contract] = MessageLine
+    if isinstance(value, dict) and "role" not in value:
+        kind = ToolResultLine if value.get("type") == "tool_result" else ToolUseLine
+    fields = ", ".join(kind.model_fields)
+    found = []
+    for error in exc.errors(include_url=False):
+        name = ".".join(str(part) for part in error["loc"]) or "(line)"
+        if error["type"] == "missing":
+            found.append(f"{name}: missing; a {_line_name(value)} line has {fields}")
+        elif error["type"] == "extra_forbidden":
+            found.append(
+                f"{name}: received {_shown(error['input'])}, a field no {_line_name(value)} "
+                f"line has; allowed fields: {fields}"
+            )
+        else:
+            allowed = ALLOWED.get(str(error["loc"][0]) if error["loc"] else "", "")
+            found.append(
+                f"{name}: received {_shown(error['input'])}; allowed: "
+                + (allowed or str(error["msg"]))
+            )
+    return found
+
+
+def _line_name(value: object) -> str:
+    if isinstance(value, dict) and "role" in value:
+        return "message"
+    return str(value.get("type")) if isinstance(value, dict) else "transcript"

@@ -11,9 +11,11 @@ from __future__ import annotations
 import abc
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any, Literal
 
+from swarm_runtime.ids import ENGINE_SHORT_RE
 from swarm_runtime.record import Record, field
 
 DEFAULT_TIMEOUT_S = 300.0
@@ -127,6 +129,12 @@ def request_digest(body: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def short_name(engine_id: str) -> str:
+    """An engine id as transcript names carry it: ``openai-step`` -> ``openai``."""
+    name = re.sub(r"[^a-z0-9_-]+", "-", engine_id.lower().removesuffix("-step")).strip("-_")
+    return name if ENGINE_SHORT_RE.match(name) else "engine"
+
+
 def truncate_output(text: str) -> str:
     """``text`` cut to fit a StepResult, with a visible marker when something was cut."""
     data = text.encode("utf-8")
@@ -236,9 +244,21 @@ class StepEngine(abc.ABC):
 
     engine_id: str = "claude-step"
     """The id written to receipts and events."""
-    engine_short: str = "claude"
-    """Used in transcript file names: ``<step>-<agent>-<engine_short>.jsonl``."""
+    _engine_short: str | None = None
     mode: str = "stub"
+
+    @property
+    def engine_short(self) -> str:
+        """Used in transcript file names: ``<step>-<agent>-<engine_short>.jsonl``.
+
+        What the engine declares (a class attribute ``engine_short = "…"``, or set in its
+        ``__init__``), else derived from its id: ``openai-step`` -> ``openai``.
+        """
+        return self._engine_short or short_name(self.engine_id)
+
+    @engine_short.setter
+    def engine_short(self, value: str) -> None:
+        self._engine_short = value
 
     @abc.abstractmethod
     def run_step(self, ctx: StepContext) -> StepOutcome:

@@ -7,8 +7,9 @@ replays anywhere). Replay is strict: a request with no recording fails the step 
 step, iteration, the part of the body that differs, and the command that re-records.
 Recording writes into a staging directory that replaces the old one whole once the run
 is done, so a re-recording never leaves stale interactions behind; each file is written
-atomically. Before anything is written, credential headers are removed and the cassette
-is scanned for every credential value in the environment.
+atomically. Before anything is written, credential headers are removed, a credential's
+value in a response (an echoing server's header or body) is scrubbed, and the cassette is
+scanned for every credential value in the environment.
 
 vcrpy is imported only when a cassette engine is built (record and replay modes); without
 it, those modes stop with what to install.
@@ -20,6 +21,7 @@ import difflib
 import json
 import os
 import re
+import shlex
 import shutil
 from pathlib import Path
 from typing import Any
@@ -74,6 +76,8 @@ class Cassettes:
             self.root = self.directory
         self.played: set[Path] = set()
         self.divergences: list[str] = []
+        self.missing = 0
+        """How many of the divergences are calls with no recording at all."""
         self.unplayed: list[str] = []
         """Recorded calls a run never asked for, noted when its cassettes are closed."""
 
@@ -96,13 +100,27 @@ class Cassettes:
             if path not in self.played
         ]
 
-    def divergence(self, ctx: StepContext, label: str, detail: str) -> ReplayDivergence:
-        """A replay miss of the call in ``ctx``: noted, and the error that fails the step."""
-        message = (
-            f"replay of {ctx.flow_key}/{ctx.step_id} iteration {ctx.iteration}: no recorded "
-            f"call matches this request (cassette {label}).\n{detail}\n"
-            f"Re-record with: {self.rerecord_command}"
-        )
+    def divergence(
+        self, ctx: StepContext, label: str, detail: str, *, missing: bool = False
+    ) -> ReplayDivergence:
+        """A replay miss of the call in ``ctx``: noted, and the error that fails the step.
+
+        ``missing``: there is no recording of the call at all (not one that differs).
+        """
+        where = f"replay of {ctx.flow_key}/{ctx.step_id} iteration {ctx.iteration}"
+        if missing:
+            self.missing += 1
+            recorded = self.directory.is_dir() and any(self.directory.rglob("*.yaml"))
+            message = (
+                f"{where}: there is no recording of this call (no cassette {label}"
+                + ("" if recorded else f"; nothing is recorded in {self.directory}")
+                + f").\nRecord it with: {self.rerecord_command}"
+            )
+        else:
+            message = (
+                f"{where}: no recorded call matches this request (cassette {label}).\n"
+                f"{detail}\nRe-record with: {self.rerecord_command}"
+            )
         self.divergences.append(message)
         return ReplayDivergence(message)
 
@@ -129,10 +147,13 @@ class Cassettes:
 
 
 def run_rerecord_command(cassette_dir: Path | str, words: list[str]) -> str:
-    """The command that records the calls of ``swarm run WORDS…`` into ``cassette_dir`` again."""
+    """The command that records the calls of ``swarm run WORDS…`` into ``cassette_dir`` again.
+
+    Quoted for a POSIX shell: a param with spaces or commas is pasted as one argument.
+    """
+    command = ["swarm", "run", "--mode", "record", "--cassette-dir", str(cassette_dir), *words]
     return (
-        " ".join(["swarm run --mode record --cassette-dir", str(cassette_dir), *words])
-        + " (with ANTHROPIC_API_KEY, or ANTHROPIC_BASE_URL for a local server)"
+        shlex.join(command) + " (with ANTHROPIC_API_KEY, or ANTHROPIC_BASE_URL for a local server)"
     )
 
 
@@ -266,6 +287,8 @@ class CassetteSdkEngine(SdkEngine):
                 self.cassettes.directory / self._current.relative_to(self.cassettes.root)
             )
         _scrub_headers(request.headers)
+        for name in list(request.headers):  # a key sent in a header of another name
+            request.headers[name] = self.credentials.scrub_value(request.headers[name])
         body = (
             request.body.decode("utf-8", "replace")
             if isinstance(request.body, bytes)
@@ -276,7 +299,11 @@ class CassetteSdkEngine(SdkEngine):
 
     def _before_response(self, response: dict[str, Any]) -> dict[str, Any]:
         _scrub_headers(response.get("headers") or {})
-        # Headers too: a server may echo a key in any of them, not only in the body.
+        # A server may echo a key in any header or in its body: scrubbed (SPEC §10.4), then
+        # the whole response is scanned, the fence behind the scrub.
+        for part in ("headers", "body"):
+            if part in response:
+                response[part] = self.credentials.scrub_value(response[part])
         self.credentials.check_value(response, f"cassette {self._current} (the recorded response)")
         return response
 
@@ -317,8 +344,10 @@ class CassetteSdkEngine(SdkEngine):
 
     def _divergence(self, ctx: StepContext, path: Path, cassette: Any, sent: Any) -> Exception:
         recorded = list(cassette.requests)
-        detail = miss_detail(recorded[0], sent) if recorded else f"there is no cassette {path}"
-        return self.cassettes.divergence(ctx, self.cassettes.label(path), detail)
+        label = self.cassettes.label(path)
+        if not recorded:
+            return self.cassettes.divergence(ctx, label, "", missing=True)
+        return self.cassettes.divergence(ctx, label, miss_detail(recorded[0], sent))
 
     def close(self) -> None:
         """Write recorded cassettes; in replay, note recordings that were never played."""

@@ -12,8 +12,9 @@ to the next: the CLI's own session ids, dates, context blocks (``<system-reminde
 ``<session_context>``), tool definitions and settings, the paths of the checkout and the
 home dir, and what tools printed (they run again, live, in a replay) are left out. A
 request with no recording fails the step, naming the cassette, the difference and the
-command that re-records. Credential headers are never kept, paths are replaced by
-placeholders, and every cassette is scanned for credential values before it is written.
+command that re-records. Credential headers are never kept, a credential's value in a
+response body is scrubbed, paths are replaced by placeholders, and every cassette is scanned
+for credential values before it is written.
 A fault plan's HTTP faults are answered before any of this (:mod:`.fault_loopback`).
 """
 
@@ -242,7 +243,11 @@ class CassetteServer:
             "response": {
                 "status": status,
                 "content_type": content_type,
-                "body": placeholders(payload.decode("utf-8", "replace"), self.paths),
+                # A server that echoes a key gets it scrubbed (SPEC §10.4); the CLI gets
+                # the reply as it came, and the run's own files are scanned as ever.
+                "body": self.credentials.scrub(
+                    placeholders(payload.decode("utf-8", "replace"), self.paths)
+                ),
             },
         }
         try:
@@ -343,7 +348,8 @@ class _CassetteCli(CliEngine):
         if tape.refused:
             raise CredentialLeak(tape.refused)
         if len(tape.misses) > misses:
-            raise self.cassettes.divergence(ctx, tape.label, tape.misses[misses])
+            missing = not tape.keys  # no recording of this call at all
+            raise self.cassettes.divergence(ctx, tape.label, tape.misses[misses], missing=missing)
         return end
 
     def close(self) -> None:

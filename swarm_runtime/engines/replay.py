@@ -215,12 +215,10 @@ class ReplaySdkEngine(SdkEngine):
             self._current = None
 
     def _divergence(self, ctx: StepContext, recording: Recording, sent: _Sent) -> Exception:
-        detail = (
-            miss_detail(recording.requests[0], sent)
-            if recording.requests
-            else f"there is no cassette {recording.path}"
-        )
-        return self.cassettes.divergence(ctx, self.cassettes.label(recording.path), detail)
+        label = self.cassettes.label(recording.path)
+        if not recording.requests:
+            return self.cassettes.divergence(ctx, label, "", missing=True)
+        return self.cassettes.divergence(ctx, label, miss_detail(recording.requests[0], sent))
 
     def close(self) -> None:
         """Note recordings a replay never played, then close the SDK's client."""

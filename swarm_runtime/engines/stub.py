@@ -46,13 +46,14 @@ class StubEngine(StepEngine):
         self,
         *,
         engine_id: str = "claude-step",
-        engine_short: str = "claude",
+        engine_short: str | None = None,
         scenario: Scenario | None = None,
         sleep: Callable[[float], None] | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
     ) -> None:
         self.engine_id = engine_id
-        self.engine_short = engine_short
+        if engine_short is not None:  # else derived from the id, like any engine's
+            self.engine_short = engine_short
         self.scenario = scenario or Scenario()
         self._sleep = sleep or interruptible_sleep
         self.timeout_s = timeout_s

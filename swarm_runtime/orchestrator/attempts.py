@@ -18,6 +18,7 @@ from swarm_runtime.engines.base import (
     StepResult,
     TokenUsage,
 )
+from swarm_runtime.errors import ReplayDivergence
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
 from swarm_runtime.orchestrator.control import RunControl
 from swarm_runtime.orchestrator.receipt import Call
@@ -59,6 +60,7 @@ class EngineCaller:
         while True:
             attempt += 1
             error: str | None = None
+            unsent = False
             outcome: StepOutcome | None = None
             if attempt > 1:
                 ctx = replace(ctx, attempt=attempt)
@@ -68,6 +70,7 @@ class EngineCaller:
                     outcome = engine.run_step(ctx)
                 except Exception as exc:  # an engine bug must still end the step and the run
                     error = f"engine '{engine.engine_id}' raised {type(exc).__name__}: {exc}"
+                    unsent = isinstance(exc, ReplayDivergence)
             llm_ms += ms_between(began, clock())
             for event in outcome.events if outcome else ():
                 self.recorder.emit(
@@ -83,6 +86,8 @@ class EngineCaller:
                     result=StepResult(step_id=step.id, status="failed", error=error),
                     mode=engine.mode,
                     request_sha256=_digest(engine, ctx),
+                    # A replay miss sent nothing: it cost nothing, not an unknown amount.
+                    cost_usd=0.0 if unsent else None,
                 )
                 return Call(
                     failed, error, attempt, max_attempts, llm_ms, waited_ms, earlier, earlier_cost

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -73,6 +74,77 @@ def test_a_replay_miss_exits_1_saying_how_to_re_record(recorded: Path) -> None:
     assert "Traceback" not in replay.err
 
 
+def _printed(err: str, lead: str) -> str:
+    """The command printed after ``lead``, without the note on keys that follows it."""
+    match = re.search(re.escape(lead) + r" (swarm run .*?) \(with ANTHROPIC_API_KEY", err)
+    assert match, err
+    return match.group(1)
+
+
+def _shell(cwd: Path, command: str, server: AnthropicServer) -> None:
+    """Run a printed command verbatim in a POSIX shell, as a user pastes it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SWARM_", "ANTHROPIC_"))}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env.update(ANTHROPIC_BASE_URL=server.url, ANTHROPIC_API_KEY=KEY)
+    done = subprocess.run(
+        ["sh", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, f"{command}\n{done.stdout}\n{done.stderr}"
+
+
+def test_a_printed_re_record_command_with_a_param_of_spaces_and_commas_works_pasted(
+    tmp_path: Path,
+) -> None:
+    server = AnthropicServer().start()
+    try:
+        first = _swarm(
+            tmp_path,
+            "--mode",
+            "record",
+            "--cassette-dir",
+            "cas",
+            "--param",
+            "claim=Burst pipe",
+            server=server,
+        )
+        assert first.code == 0, first.err
+        changed = [
+            "--mode",
+            "replay",
+            "--cassette-dir",
+            "cas",
+            "--param",
+            "claim=Burst pipe, changed",
+        ]
+        missed = _swarm(tmp_path, *changed)
+        assert missed.code == 1
+        command = _printed(missed.err, "Re-record with:")
+        assert "--param 'claim=Burst pipe, changed'" in command
+        _shell(tmp_path, command, server)
+    finally:
+        server.stop()
+    replay = _swarm(tmp_path, *changed)
+    assert replay.code == 0, replay.err
+
+
+def test_a_replay_with_nothing_recorded_says_so_and_how_to_record(tmp_path: Path) -> None:
+    replay = _swarm(tmp_path, "--mode", "replay", "--cassette-dir", "cas", "--runs-dir", "b")
+    assert replay.code == 1
+    assert (
+        "replay of stepwise-demo/read_request iteration 0: there is no recording of this call "
+        "(no cassette stepwise-demo/read_request-demo-intake-0.yaml; nothing is recorded in cas)"
+    ) in replay.err
+    assert "no recorded call matches" not in replay.err
+    assert "cost unknown" not in replay.out  # nothing was sent: it cost nothing
+    server = AnthropicServer().start()
+    try:
+        _shell(tmp_path, _printed(replay.err, "Record it with:"), server)
+    finally:
+        server.stop()
+    again = _swarm(tmp_path, "--mode", "replay", "--cassette-dir", "cas", "--runs-dir", "c")
+    assert again.code == 0, again.err
+
+
 def test_unplayed_recordings_fail_the_replay(recorded: Path) -> None:
     folder = recorded / "cas" / "stepwise-demo"
     (folder / "read_request-demo-intake-5.yaml").write_text(
@@ -103,22 +175,25 @@ def test_replay_without_vcrpy_says_what_to_install(
     assert "Traceback" not in result.err and "ModuleNotFoundError" not in result.err
 
 
-def test_a_key_echoed_in_a_response_header_is_never_recorded(tmp_path: Path) -> None:
-    from tests.fakes.anthropic_server import Reply
-
+def test_a_key_echoed_in_a_response_header_is_scrubbed_and_the_recording_replays(
+    tmp_path: Path,
+) -> None:
     server = AnthropicServer().start()
-    server.script(Reply(headers={"x-echoed-key": KEY}))
+    server.echo_key_header = "x-echoed-key"  # every reply sends the key back (SPEC §10.4)
     try:
         result = _swarm(
             tmp_path, "--mode", "record", "--cassette-dir", "cas", "--runs-dir", "a", server=server
         )
     finally:
         server.stop()
-    assert result.code == 1
-    assert "refusing to write cassette" in result.err and "ANTHROPIC_API_KEY" in result.err
-    assert "Traceback" not in result.err
+    assert result.code == 0, result.err
+    assert server.requests and all(KEY in r["headers"]["authorization"] for r in server.requests)
     holding = [p for p in tmp_path.rglob("*") if p.is_file() and KEY.encode() in p.read_bytes()]
     assert holding == []
+    cassette = (tmp_path / "cas" / "stepwise-demo" / "read_request-demo-intake-0.yaml").read_text()
+    assert "x-echoed-key" in cassette.lower() and "[scrubbed ANTHROPIC_API_KEY]" in cassette
+    replay = _swarm(tmp_path, "--mode", "replay", "--cassette-dir", "cas", "--runs-dir", "b")
+    assert replay.code == 0, replay.err
 
 
 def test_recording_a_stream_that_never_ends_stops_at_the_deadline(tmp_path: Path) -> None:

@@ -156,6 +156,31 @@ def test_runs_list_and_show(cli: Callable[..., CliResult], tmp_path: Path) -> No
     assert "None" not in shown.out
 
 
+def _times(table: str) -> dict[str, int]:
+    """The final table's time_ms per row (flow, and ``total``)."""
+    rows = [line.split() for line in table.splitlines()]
+    start = next(i for i, row in enumerate(rows) if row[:1] == ["flow"]) + 2
+    return {row[0]: int(row[5]) for row in rows[start:] if len(row) >= 6}
+
+
+def test_a_resumed_runs_total_time_holds_its_earlier_attempts(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    shutil.rmtree(tmp_path / "flows")
+    write_flow(tmp_path / "flows", "two", [step_yaml("slow"), step_yaml("approve")])
+    (tmp_path / "scenario.yaml").write_text(
+        "slow: {delay_ms: 1500}\napprove: {result_code: blocked, error: needs a yes}\n"
+    )
+    first = cli("run", "two", "--scenario", "scenario.yaml")
+    assert first.code == 130, first.err  # paused at the blocked step
+    assert _times(first.out)["two"] >= 1500
+    resumed = cli("resume", _only_run(tmp_path).name, "--input", "yes")
+    assert resumed.code == 0, resumed.err
+    times = _times(resumed.out)
+    assert times["two"] >= 1500  # the flow's time counts the first attempt's step
+    assert times["total"] >= times["two"]
+
+
 def test_schema_prints_json_schema(cli: Callable[..., CliResult]) -> None:
     result = cli("schema", "receipt")
     schema = json.loads(result.out)

@@ -85,6 +85,10 @@ def test_sigkill_mid_run_leaves_parseable_files(tmp_path: Path) -> None:
         timeout=120,
     )
     assert f"{run_dir.name}  crashed" in listed.stdout
+    # meta.json was written when the run started; the log counts the steps it began since.
+    (row,) = [line.split() for line in listed.stdout.splitlines() if line.startswith("run-")]
+    started = [e for e in result.events if e["kind"] == "step_start"]
+    assert len(started) >= 2 and row[3] == str(len(started))
     checked = subprocess.run(
         [*swarm, "runs", "validate", str(run_dir)],
         env=env,

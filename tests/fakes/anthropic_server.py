@@ -79,6 +79,9 @@ class AnthropicServer:
         self.usage: list[dict[str, int]] = []
         """The usage each model reply reported, in order."""
         self.tool_calls = 0
+        self.echo_key_header: str | None = None
+        """Name a response header that echoes the request's key (``x-api-key``, else
+        ``authorization``), as a careless server or proxy may."""
         self.pingers: list[threading.Event] = []
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -116,6 +119,10 @@ class AnthropicServer:
                     }
                 )
                 reply = owner.replies.popleft() if owner.replies else Reply()
+                headers = dict(reply.headers)
+                if owner.echo_key_header is not None:
+                    key = self.headers.get("x-api-key") or self.headers.get("authorization")
+                    headers[owner.echo_key_header] = str(key)
                 if reply.drop:
                     self.close_connection = True
                     self.connection.shutdown(2)
@@ -133,7 +140,7 @@ class AnthropicServer:
                         self,
                         owner.reply_message(body, reply),
                         error=reply.stream_error,
-                        headers=reply.headers,
+                        headers=headers,
                     )
                     return
                 if reply.raw is not None:
@@ -146,7 +153,7 @@ class AnthropicServer:
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(payload)))
                 self.send_header("request-id", "req_local_0001")
-                for key, value in reply.headers.items():
+                for key, value in headers.items():
                     self.send_header(key, value)
                 self.end_headers()
                 self.wfile.write(payload)

@@ -44,6 +44,45 @@ def test_slices_and_default_order(swarm_pytester: pytest.Pytester) -> None:
     swarm_pytester.runpytest().assert_outcomes(passed=2)
 
 
+def test_flow_runner_with_no_flow_runs_every_flow_and_the_record_says_which(
+    swarm_pytester: pytest.Pytester,
+) -> None:
+    swarm_pytester.makepyfile(
+        """
+        ORDER = ["signal", "plan", "build", "review", "gate", "deploy", "wisdom"]
+
+        def test_everything(flow_runner):
+            record = flow_runner()  # no flow named, no swarm_flow marker: flows.yaml's order
+            assert record.flow_keys == ORDER
+            assert f"flows={ORDER!r}" in repr(record)
+        """
+    )
+    swarm_pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_payloads_read_by_item_and_a_missing_field_names_the_kind(
+    swarm_pytester: pytest.Pytester,
+) -> None:
+    swarm_pytester.makepyfile(
+        """
+        import pytest
+
+        def test_items(flow_runner):
+            record = flow_runner("signal")
+            end = next(e for e in record.events if e.kind == "step_end")
+            assert end.payload["status"] == end.payload.status == "succeeded"
+            assert "status" in end.payload and "id" not in end.payload
+            assert end.payload.get("id", "none") == "none"
+            with pytest.raises(KeyError) as missing:
+                end.payload["id"]
+            assert missing.value.args[0] == (
+                "a step_end payload has no field 'id'; its fields: status, duration_ms, engine"
+            )
+        """
+    )
+    swarm_pytester.runpytest().assert_outcomes(passed=1)
+
+
 def test_failed_run_is_returned_not_raised(swarm_pytester: pytest.Pytester) -> None:
     swarm_pytester.makepyfile(
         """

@@ -108,17 +108,63 @@ def test_recorded_calls_never_played_fail_the_test(recorded: pytest.Pytester) ->
     )
 
 
-def test_replay_without_recordings_fails_without_the_network(
+SHOWN = """
+def test_demo(flow_runner, swarm_cassette):
+    print("before:", repr(swarm_cassette))
+    try:
+        flow_runner("stepwise-demo")
+    finally:
+        print("after:", repr(swarm_cassette))
+"""
+
+
+def test_a_replay_with_nothing_recorded_says_so_and_how_to_record(
     swarm_pytester: pytest.Pytester,
 ) -> None:
-    swarm_pytester.makepyfile(TESTS)
+    swarm_pytester.makepyfile(SHOWN)
     result = swarm_pytester.runpytest_subprocess("--swarm-mode=replay")
     result.assert_outcomes(failed=1)
+    test_dir = _test_dir(swarm_pytester)
     result.stdout.fnmatch_lines(
         [
-            "*replay of stepwise-demo/read_request iteration 0: no recorded call*",
-            "*there is no cassette*",
+            f"swarm: {test_dir.split('/')[0]}.py::test_demo has no recording to replay",
+            "",
+            "replay of stepwise-demo/read_request iteration 0: there is no recording of this "
+            f"call (no cassette {test_dir}/stepwise-demo/read_request-demo-intake-0.yaml; "
+            f"nothing is recorded in */golden/cassettes/{test_dir}).",
+            f"Record it with: pytest --swarm-mode=record {test_dir.split('/')[0]}.py::test_demo",
+            f"before: SwarmCassette(mode='replay', dir='*/golden/cassettes/{test_dir}', no run yet)",
+            f"after: SwarmCassette(mode='replay', dir='*/golden/cassettes/{test_dir}', 1 run(s), "
+            "0 call(s) played, 1 with no recording)",
+            # Nothing was sent: the miss cost nothing (not an unknown amount).
+            "mode replay: 1 run(s), 1 step(s), 0 token(s), cost $0.0000",
         ]
+    )
+    assert "diverged" not in result.stdout.str()
+
+
+def test_swarm_cassette_shows_its_mode_directory_and_calls(
+    swarm_pytester: pytest.Pytester, anthropic_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    swarm_pytester.makepyfile(SHOWN)
+    stub = swarm_pytester.runpytest_subprocess("-s")
+    stub.assert_outcomes(passed=1)
+    stub.stdout.fnmatch_lines(["after: SwarmCassette(mode='stub', dir='*', unused in stub mode)"])
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", anthropic_server.url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", CANARY)
+    recorded = swarm_pytester.runpytest_subprocess("--swarm-mode=record", "-s")
+    recorded.assert_outcomes(passed=1)
+    calls = len(_cassettes(swarm_pytester.path))
+    assert calls > 10  # ten steps, and a loop
+    recorded.stdout.fnmatch_lines(
+        [f"after: SwarmCassette(mode='record', dir='*', 1 run(s), {calls} call(s) recorded)"]
+    )
+    monkeypatch.delenv("ANTHROPIC_BASE_URL")
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    replayed = swarm_pytester.runpytest_subprocess("--swarm-mode=replay", "-s")
+    replayed.assert_outcomes(passed=1)
+    replayed.stdout.fnmatch_lines(
+        [f"after: SwarmCassette(mode='replay', dir='*', 1 run(s), {calls} call(s) played)"]
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -253,3 +254,75 @@ def test_claude_steps_beside_an_engines_own_still_need_their_key_at_start_up(
     result = swarm_pytester.runpytest("--swarm-mode=sdk", "--swarm-runs-dir=runs")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*mode sdk (from --swarm-mode)*needs ANTHROPIC_API_KEY*"])
+
+
+def _readme_engine() -> str:
+    """The README's whole engine, as a user copies it into their conftest.py."""
+    from tests.conftest import REPO
+
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    (block,) = re.findall(r"```python\n(# conftest\.py\n.*?)```", text, re.DOTALL)
+    return block
+
+
+README_ENGINE_TEST = """
+def test_the_flow(flow_runner, swarm_contract):
+    record = flow_runner("one")
+    assert record.status == "succeeded", record.status
+    swarm_contract.assert_run(record)
+    receipts = list(record.receipts.values())
+    assert {r["engine"] for r in receipts} == {"echo-step"}
+    assert {r["transcript_path"] for r in receipts} == {
+        "llm/ask-worker-echo.jsonl", "llm/answer-worker-echo.jsonl"
+    }
+"""
+
+
+@pytest.mark.parametrize("mode", ["sdk", "stub"])
+def test_the_readmes_engine_copied_into_a_project_passes_the_contract(
+    swarm_pytester: pytest.Pytester, mode: str
+) -> None:
+    root = swarm_pytester.path
+    shutil.rmtree(root / "flows")
+    engine = "    engine: echo-step\n"
+    write_flow(root / "flows", "one", [step_yaml("ask", engine), step_yaml("answer", engine)])
+    swarm_pytester.makeconftest(_readme_engine())
+    swarm_pytester.makepyfile(test_one=README_ENGINE_TEST)
+    result = swarm_pytester.runpytest(f"--swarm-mode={mode}", "--swarm-runs-dir=runs")
+    result.assert_outcomes(passed=1)
+    (run,) = (root / "runs").iterdir()
+    assert sorted(p.name for p in (run / "one" / "llm").iterdir()) == [
+        "answer-worker-echo.jsonl",
+        "ask-worker-echo.jsonl",
+    ]
+
+
+def test_a_transcript_line_with_content_that_is_no_string_is_named_with_what_it_held(
+    swarm_pytester: pytest.Pytester,
+) -> None:
+    root = swarm_pytester.path
+    shutil.rmtree(root / "flows")
+    write_flow(root / "flows", "one", [step_yaml("ask", "    engine: echo-step\n")])
+    # The SDK's content blocks handed on as they came, instead of the reply's text.
+    conftest = _readme_engine().replace(
+        'transcript=({"role": "assistant", "content": text},)',
+        'transcript=({"role": "assistant", "content": [{"type": "text", "text": text}]},)',
+    )
+    assert conftest != _readme_engine()
+    swarm_pytester.makeconftest(conftest)
+    swarm_pytester.makepyfile(
+        test_one="""
+        def test_the_flow(flow_runner, swarm_contract):
+            swarm_contract.assert_run(flow_runner("one"))
+        """
+    )
+    result = swarm_pytester.runpytest("--swarm-mode=sdk", "--swarm-runs-dir=runs")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*transcript contract broken in run run-*",
+            "*one/llm/ask-worker-echo.jsonl:3: content: received [[]{'text': 'Done: *', "
+            "'type': 'text'}[]] (list); allowed: a string, the message's text (an engine's "
+            'StepOutcome.transcript line is {"role": "assistant", "content": text})*',
+        ]
+    )

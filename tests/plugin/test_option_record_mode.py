@@ -130,3 +130,35 @@ def test_new_episodes_replaces_the_recordings_of_changed_calls_and_the_replay_pa
     replay = project.runpytest("--swarm-mode=replay")
     replay.assert_outcomes(passed=2)
     assert replay.ret == 0
+
+
+@pytest.mark.parametrize(
+    ("mode", "how", "why"),
+    [
+        ("stub", ["--swarm-block-network=yes"], "the stub calls no model*"),
+        ("record", ["--swarm-block-network=yes"], "record mode calls the model's server*"),
+        ("stub", [], "the stub calls no model*"),  # SWARM_BLOCK_NETWORK=yes, set below
+    ],
+)
+def test_a_blocked_connection_outside_replay_says_why_for_its_mode(
+    swarm_pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    mode: str,
+    how: list[str],
+    why: str,
+) -> None:
+    swarm_pytester.makepyfile(test_net=BLOCKED)
+    if not how:
+        monkeypatch.setenv("SWARM_BLOCK_NETWORK", "yes")
+    if mode == "record":
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+    result = swarm_pytester.runpytest(f"--swarm-mode={mode}", "-k", "leaves", *how)
+    result.assert_outcomes(failed=1)
+    given = "--swarm-block-network=yes" if how else "SWARM_BLOCK_NETWORK=yes"
+    result.stdout.fnmatch_lines(
+        [
+            f"*test_leaves_the_machine tried to connect to 192.0.2.1:443 while the network is "
+            f"blocked ({given}; {why}); pass --swarm-block-network=no*"
+        ]
+    )
+    assert "replay serves every call" not in result.stdout.str()

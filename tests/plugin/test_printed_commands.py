@@ -138,7 +138,7 @@ def test_a_contract_suite_test_is_re_recorded_by_the_printed_command(
 ) -> None:
     replay = _pytest(project, "--swarm-contract", "--swarm-mode=replay")
     assert replay.returncode == 1  # nothing recorded yet
-    command = _printed(replay.stdout, "Re-record with:")
+    command = _printed(replay.stdout, "Record it with:")
     assert "--swarm-contract" in command and "'test_contract.py::" in command
     out = _shell(project, command, server)
     assert "1 passed" in out
