@@ -2,13 +2,16 @@
 
 Runs go on in threads of the worker process (``--concurrency``), each with its own
 orchestrator, as in the run service; a run that finds its run held by a live lease asks
-to be delivered again a little later instead of holding a thread while it waits.
+to be delivered again a little later instead of holding a thread while it waits. A worker
+that loses the broker says so and connects again, also when it notices only by failing to
+acknowledge a task.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +52,7 @@ def run_worker(options: WorkerOptions) -> int:
 
     set_lease_seconds(options.lease_s)
     app = make_app(options.broker, lease_s=options.lease_s, queue=options.queue)
+    app.conf.broker_connection_max_retries = None  # a worker waits out any broker outage
     runs_dir = options.runs_dir.resolve()
     host = os.uname().nodename
     wait_s = retry_after(options.lease_s)
@@ -81,7 +85,10 @@ def run_worker(options: WorkerOptions) -> int:
         )
 
     signals.worker_ready.connect(ready, weak=False)
+    request_cls, consumer_cls = _reconnecting(shown_url(options.broker))
+    run.Request = request_cls
     worker = app.Worker(
+        consumer_cls=consumer_cls,
         hostname=f"swarm{os.getpid()}@{host}",
         pool="threads",
         concurrency=options.concurrency,
@@ -94,3 +101,50 @@ def run_worker(options: WorkerOptions) -> int:
     )
     worker.start()
     return int(worker.exitcode or 0)
+
+
+def _say(text: str) -> None:
+    print(f"swarm worker: {text}", file=sys.stderr, flush=True)
+
+
+def _reconnecting(url: str) -> tuple[type[Any], type[Any]]:
+    """Celery's task request and consumer, made to connect again when the broker is lost.
+
+    Celery logs a failed acknowledgement (the broker went away while a run went on) and
+    carries on, but kombu's Redis transport still counts that message as unacknowledged:
+    a worker that takes one task at a time would never consume again. Here the connection
+    error reaches the consumer's loop, which connects again (``broker_connection_retry``)
+    on a fresh channel. The message, never acknowledged, is given again after the
+    visibility timeout and finds its run ended: delivery stays at least once.
+    """
+    from celery.exceptions import CPendingDeprecationWarning
+    from celery.worker.consumer import Consumer
+    from celery.worker.request import Request, logger
+
+    class AckOrReconnect(Request):  # type: ignore[misc]
+        acknowledged: bool
+
+        def acknowledge(self) -> None:
+            if not self.acknowledged:
+                self._on_ack(logger, ())  # no error is "logged and done"
+                self.acknowledged = True
+
+        def reject(self, requeue: bool = False) -> None:
+            if not self.acknowledged:
+                self._on_reject(logger, (), requeue)
+                self.acknowledged = True
+
+    class SayReconnects(Consumer):  # type: ignore[misc]
+        def on_connection_error_after_connected(self, exc: BaseException) -> None:
+            _say(f"lost the broker at {url} ({str(exc) or type(exc).__name__}); connecting again")
+            with warnings.catch_warnings():
+                # That Celery 6 will cancel the tasks under way: runs here go on (see app.py).
+                warnings.simplefilter("ignore", CPendingDeprecationWarning)
+                super().on_connection_error_after_connected(exc)
+
+        def on_ready(self) -> None:
+            if self.restart_count > 0:  # not its first start
+                _say(f"connected to the broker at {url} again; taking runs")
+            super().on_ready()
+
+    return AckOrReconnect, SayReconnects

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,40 +35,77 @@ def _redis_binary() -> str:
     return found
 
 
-@pytest.fixture
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A fresh Redis on a unix socket; its Celery broker URL."""
-    home = tmp_path_factory.mktemp("redis")
-    socket = home / "redis.sock"
-    proc = subprocess.Popen(
-        [
-            _redis_binary(),
-            "--port", "0",
-            "--unixsocket", str(socket),
-            "--unixsocketperm", "700",
-            "--save", "",
-            "--appendonly", "no",
-            "--dir", str(home),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )  # fmt: skip
-    assert proc.stdout is not None
-    for line in proc.stdout:  # blocks until Redis says it is ready; no sleeping
-        if "ready to accept connections" in line.lower():
-            break
-    else:
-        raise AssertionError(f"redis-server ended: {proc.wait()}")
-    drain = threading.Thread(target=proc.stdout.read, daemon=True)  # its log, unread
-    drain.start()
-    try:
-        yield f"redis+socket://{socket}"
-    finally:
-        proc.terminate()
+class RedisServer:
+    """``redis-server`` on a unix socket in ``home``, without persistence; it can be
+    killed and started again on the same socket (an outage)."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.socket = home / "redis.sock"
+        self.url = f"redis+socket://{self.socket}"
+        """Its Celery broker URL."""
+        self.proc: subprocess.Popen[str] | None = None
+        self.drain: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Start it and return once it says it is ready."""
+        proc = subprocess.Popen(
+            [
+                _redis_binary(),
+                "--port", "0",
+                "--unixsocket", str(self.socket),
+                "--unixsocketperm", "700",
+                "--save", "",
+                "--appendonly", "no",
+                "--dir", str(self.home),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )  # fmt: skip
+        assert proc.stdout is not None
+        for line in proc.stdout:  # blocks until Redis says it is ready; no sleeping
+            if "ready to accept connections" in line.lower():
+                break
+        else:
+            raise AssertionError(f"redis-server ended: {proc.wait()}")
+        self.drain = threading.Thread(target=proc.stdout.read, daemon=True)  # its log, unread
+        self.drain.start()
+        self.proc = proc
+
+    def kill(self) -> None:
+        """SIGKILL it, as a crash would (its socket file stays, refusing connections)."""
+        self._end(signal.SIGKILL)
+
+    def stop(self) -> None:
+        self._end(signal.SIGTERM)
+
+    def _end(self, signum: int) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        proc.send_signal(signum)
         proc.wait(timeout=30)
-        drain.join()
+        assert self.drain is not None and proc.stdout is not None
+        self.drain.join()
         proc.stdout.close()
+
+
+@pytest.fixture
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """A fresh Redis on a unix socket, started."""
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_server: RedisServer) -> str:
+    """The Celery broker URL of a fresh Redis on a unix socket."""
+    return redis_server.url
 
 
 def swarm_env() -> dict[str, str]:
@@ -132,6 +170,22 @@ class Workers:
         drain.start()
         self.drains[proc.pid] = drain
         self.procs.append(proc)
+
+    def wait_said(self, proc: subprocess.Popen[str], needle: str, *, bound_s: float = 120) -> str:
+        """The first line a worker adopted here said holding ``needle``, once it is said.
+
+        Polled (its stderr is read by another thread); ``bound_s`` only ends a wait for a
+        line that never comes.
+        """
+        said = self.said[proc.pid]
+        deadline = time.monotonic() + bound_s
+        while True:
+            found = next((line for line in list(said) if needle in line), None)
+            if found is not None:
+                return found
+            assert proc.poll() is None, f"the worker ended ({proc.returncode}): {said}"
+            assert time.monotonic() < deadline, f"the worker never said {needle!r}: {said}"
+            time.sleep(0.05)
 
     def kill(self, proc: subprocess.Popen[str]) -> None:
         """SIGKILL a worker (its whole process group), as a lost machine would go."""
