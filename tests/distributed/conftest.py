@@ -15,14 +15,19 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
+import redis
 
+from swarm_runtime.distributed.app import DEFAULT_QUEUE
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.swarm_modes("stub")
+
+T = TypeVar("T")
 
 
 def _redis_binary() -> str:
@@ -108,6 +113,25 @@ def redis_url(redis_server: RedisServer) -> str:
     return redis_server.url
 
 
+def wait_until(condition: Callable[[], T], what: str, *, bound_s: float = 120.0) -> T:
+    """``condition()``'s first true value, polled; ``bound_s`` only ends a wait for one that
+    never comes (AssertionError naming ``what``)."""
+    deadline = time.monotonic() + bound_s
+    while not (value := condition()):
+        assert time.monotonic() < deadline, f"waited {bound_s:g} s in vain for {what}"
+        time.sleep(0.05)
+    return value
+
+
+def queued_messages(broker: str) -> int:
+    """How many tasks the Redis at ``broker`` holds: queued, or taken and not acknowledged."""
+    client = redis.Redis(unix_socket_path=broker.removeprefix("redis+socket://"))
+    try:
+        return int(client.llen(DEFAULT_QUEUE)) + int(client.hlen("unacked"))
+    finally:
+        client.close()
+
+
 def swarm_env() -> dict[str, str]:
     """The environment of a child ``swarm``: none of the test session's SWARM_ settings."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SWARM_")}
@@ -133,12 +157,16 @@ class Workers:
         """What each worker wrote to stderr, by pid."""
 
     def start(
-        self, concurrency: int = 1, *, env: dict[str, str] | None = None, broker_flag: bool = True
+        self,
+        concurrency: int = 1,
+        *more: str,
+        env: dict[str, str] | None = None,
+        broker_flag: bool = True,
     ) -> subprocess.Popen[str]:
-        """One more worker, once it says it is ready (``broker_flag=False``: the broker
-        comes from ``env``'s ``SWARM_BROKER_URL``)."""
+        """One more worker (with flags ``more``), once it says it is ready
+        (``broker_flag=False``: the broker comes from ``env``'s ``SWARM_BROKER_URL``)."""
         args = ["worker", "--runs-dir", str(self.runs_dir), "--concurrency", str(concurrency)]
-        args += ["--lease", f"{self.lease_s:g}"]
+        args += ["--lease", f"{self.lease_s:g}", *more]
         args += ["--broker", self.broker] if broker_flag else []
         proc = self.spawn(args, env)
         assert proc.stderr is not None
@@ -171,21 +199,17 @@ class Workers:
         self.drains[proc.pid] = drain
         self.procs.append(proc)
 
-    def wait_said(self, proc: subprocess.Popen[str], needle: str, *, bound_s: float = 120) -> str:
-        """The first line a worker adopted here said holding ``needle``, once it is said.
-
-        Polled (its stderr is read by another thread); ``bound_s`` only ends a wait for a
-        line that never comes.
-        """
+    def wait_said(self, proc: subprocess.Popen[str], needle: str) -> str:
+        """The first line a worker adopted here said holding ``needle``, once it is said."""
         said = self.said[proc.pid]
-        deadline = time.monotonic() + bound_s
-        while True:
-            found = next((line for line in list(said) if needle in line), None)
-            if found is not None:
-                return found
+
+        def found() -> str | None:
             assert proc.poll() is None, f"the worker ended ({proc.returncode}): {said}"
-            assert time.monotonic() < deadline, f"the worker never said {needle!r}: {said}"
-            time.sleep(0.05)
+            return next((line for line in list(said) if needle in line), None)
+
+        line = wait_until(found, f"the worker to say {needle!r}: {said}")
+        assert line is not None
+        return line
 
     def kill(self, proc: subprocess.Popen[str]) -> None:
         """SIGKILL a worker (its whole process group), as a lost machine would go."""
