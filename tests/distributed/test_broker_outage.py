@@ -18,6 +18,7 @@ import yaml
 from swarm_runtime.cli.main import main
 from swarm_runtime.distributed.follow import follow
 from swarm_runtime.flow.registry import FlowRegistry
+from swarm_runtime.storage.status import observed_status
 from tests.conftest import REPO
 from tests.distributed.conftest import RedisServer, Workers, swarm, swarm_env
 
@@ -69,6 +70,7 @@ def test_a_worker_takes_runs_again_after_redis_was_lost_mid_run(
     _until_a_step_begins(run_dir)
 
     redis_server.kill()
+    assert observed_status(run_dir) == "running"  # its steps are long: it outlives Redis
     assert main(["pause", run_id, "--runs-dir", str(workers.runs_dir)]) == 0
     assert follow(run_dir, timeout=120).status == "paused"
     # Its task ended while Redis was down: the acknowledgement failed.
