@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from swarm_runtime.cli.common import EXIT_OK, path_arg
@@ -30,13 +29,18 @@ def add_parser(commands: Any) -> None:
 def handle_report(args: argparse.Namespace) -> int:
     """Read the report, check it, print it."""
     from swarm_runtime.coverage.report import markdown, problem, shown, table, untaken
+    from swarm_runtime.inputs.files import read_text_limited
+    from swarm_runtime.inputs.json_input import load_json
+    from swarm_runtime.inputs.limits import InputRefused
 
-    try:
-        doc = json.loads(args.file.read_text(encoding="utf-8"))
+    try:  # like every input: a regular file, within a size, strict JSON within a depth
+        doc = load_json(read_text_limited(args.file))
     except FileNotFoundError:
         raise SwarmUsageError(f"{args.file}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SwarmUsageError(f"{args.file}: cannot be read ({exc})") from None
+    except OSError as exc:
+        raise SwarmUsageError(f"{args.file}: cannot be read ({exc.strerror or exc})") from None
+    except InputRefused as exc:
+        raise SwarmUsageError(exc.located(args.file)) from None
     except ValueError as exc:
         raise SwarmUsageError(f"{args.file}: not JSON ({exc})") from None
     found = problem(doc)

@@ -39,6 +39,15 @@ def add_parser(commands: Any) -> None:
         help="how long a run's lease lasts unless renewed (default 30); a lost worker's runs "
         "are taken up again about this long after it is lost",
     )
+    parser.add_argument(
+        "--give-up-after",
+        type=_seconds_long,
+        default=300.0,
+        metavar="SECONDS",
+        help="a task whose run is not in the runs dir (deleted, or storage not mounted) is "
+        "delivered again, for a worker that sees it, for about this long, then dropped "
+        "(default 300)",
+    )
     parser.set_defaults(handler=handle)
 
 
@@ -59,6 +68,7 @@ def handle(args: argparse.Namespace) -> int:
             concurrency=args.concurrency,
             queue=args.queue,
             lease_s=args.lease,
+            give_up_after_s=args.give_up_after,
         )
     )
 
@@ -101,3 +111,4 @@ def _bounded(convert: Callable[[str], float], low: float, high: float, what: str
 
 _count = _bounded(int, 1, 256, "a whole number 1..256")
 _seconds = _bounded(float, 1.0, 3600.0, "seconds, 1..3600")
+_seconds_long = _bounded(float, 1.0, 86400.0, "seconds, 1..86400")

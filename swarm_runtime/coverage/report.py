@@ -155,8 +155,8 @@ def problem(doc: Any) -> str | None:
         part = doc.get(name)
         if not (isinstance(part, dict) and _counts(part, "taken", "total")):
             return f"'{name}' must be an object with whole-number 'taken' and 'total'"
-    if not _counts(doc, "runs") or not _number(doc.get("percent")):
-        return "'runs' must be a whole number and 'percent' a number"
+    if not _counts(doc, "runs") or not _percentage(doc.get("percent")):
+        return "'runs' must be a whole number and 'percent' a number from 0 to 100"
     flows = doc.get("flows")
     if not isinstance(flows, dict):
         return "'flows' must be an object keyed by flow"
@@ -168,8 +168,8 @@ def problem(doc: Any) -> str | None:
 
 
 def _flow_problem(flow: Any) -> str | None:
-    if not isinstance(flow, dict) or not _number(flow.get("percent")):
-        return "must be an object with a number 'percent'"
+    if not isinstance(flow, dict) or not _percentage(flow.get("percent")):
+        return "must be an object with a 'percent' from 0 to 100"
     steps, edges = flow.get("steps"), flow.get("edges")
     if not isinstance(steps, list) or not all(
         isinstance(s, dict) and isinstance(s.get("id"), str) and _counts(s, "taken") for s in steps
@@ -192,5 +192,5 @@ def _counts(doc: dict[str, Any], *names: str) -> bool:
     )
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+def _percentage(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 100

@@ -46,6 +46,9 @@ def make_app(broker: str, *, lease_s: float, queue: str = DEFAULT_QUEUE) -> Cele
         task_serializer="json",
         accept_content=["json"],
         broker_connection_retry_on_startup=True,
+        # A run under way goes on through a broker outage: its lease is in the run dir, and
+        # its task is acknowledged when it ends or, if that fails, given again and found done.
+        worker_cancel_long_running_tasks_on_connection_loss=False,
         broker_transport_options={
             "visibility_timeout": max(1, round(lease_s)),
             "unacked_restore_interval": max(1, round(lease_s / 4)),

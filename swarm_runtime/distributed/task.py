@@ -9,12 +9,16 @@ elsewhere. The run dir decides, never the message:
 - a live holder's lease (a worker or a shell, here or on another machine): wait for it;
 - queued under this delivery's ticket: run it; crashed (its lease stale): resume it from
   its checkpoint; paused or stopped: nothing (``swarm resume`` goes on with it).
+
+A task whose arguments are not a run id, a ticket and a version can never be run: it is
+a :class:`BadTask`, dropped. A run id this worker cannot see is :class:`NotInRunsDir`: kept
+for a worker that can, for a while.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -32,12 +36,37 @@ class NotInRunsDir(ConfigError):
     """The run is not in this worker's runs dir (its shared storage not mounted, another path)."""
 
 
+class BadTask(ConfigError):
+    """A task no worker can ever run: its arguments are not a run id, a ticket and a version."""
+
+
 class Delivery(Record):
     """One delivery of a run's task: what the message carries."""
 
     run_id: str
     ticket: str
     version: str
+    unseen: int = 0
+    """How many deliveries before this one found the run in no worker's runs dir."""
+
+
+def read_delivery(args: Sequence[object], kwargs: Mapping[str, object]) -> Delivery:
+    """The delivery a task's arguments carry; BadTask saying what they hold instead."""
+    if len(args) != 3 or not all(isinstance(arg, str) for arg in args):
+        raise BadTask(
+            f"a task's arguments must be a run id, a ticket and a version (3 strings), not "
+            f"{_shown(list(args))}"
+        )
+    unseen = kwargs.get("unseen", 0)
+    if set(kwargs) - {"unseen"} or type(unseen) is not int or unseen < 0:
+        raise BadTask(f"a task's options must be at most unseen=N (N >= 0), not {_shown(kwargs)}")
+    run_id, ticket, version = (str(arg) for arg in args)
+    return Delivery(run_id, ticket, version, unseen)
+
+
+def _shown(value: object, limit: int = 120) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
 
 
 def decide(run_dir: Path, delivery: Delivery) -> Verdict | Literal["run"]:
@@ -112,8 +141,12 @@ def _resume(run_dir: Path, env: Mapping[str, str] | None) -> None:
 def _run_dir(runs_dir: Path, run_id: str) -> Path:
     from swarm_runtime.ids import RUN_ID_RE
 
+    if not RUN_ID_RE.fullmatch(run_id):
+        raise BadTask(
+            f"{_shown(run_id)} is not a run id (run-YYYYMMDD-HHMMSS-xxxxxx): no worker can run it"
+        )
     run_dir = runs_dir / run_id
-    if not RUN_ID_RE.fullmatch(run_id) or not (run_dir / "spec.json").is_file():
+    if not (run_dir / "spec.json").is_file():
         raise NotInRunsDir(
             f"run {run_id!r} is not in this worker's runs dir {runs_dir}: every worker must "
             "see the submitter's runs dir at the same path (shared storage)"

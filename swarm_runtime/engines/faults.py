@@ -108,7 +108,7 @@ def parse_fault(raw: Any, where: str) -> Fault | None:
             f"(a clean attempt), got {raw!r}; kinds: {_allowed()}"
         )
     kind = raw.get("kind")
-    if kind not in FAULT_FIELDS:
+    if not isinstance(kind, str) or kind not in FAULT_FIELDS:  # a list or mapping: no hash
         import difflib
 
         close = difflib.get_close_matches(str(kind), list(FAULT_FIELDS), n=1)

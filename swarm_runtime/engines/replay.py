@@ -49,21 +49,70 @@ def load_recording(path: Path) -> tuple[list[Any], list[dict[str, Any]]]:
         return kept
     import yaml
     from vcr.serialize import deserialize  # type: ignore[import-untyped]
-    from vcr.serializers import yamlserializer  # type: ignore[import-untyped]
 
     from swarm_runtime.inputs.files import read_bytes_limited
-    from swarm_runtime.inputs.limits import MAX_RUN_FILE_BYTES, InputRefused
+    from swarm_runtime.inputs.limits import MAX_RUN_FILE_BYTES
 
     try:
         text = read_bytes_limited(path, MAX_RUN_FILE_BYTES).decode("utf-8")
-        loaded = ([], []) if not text.strip() else deserialize(text, yamlserializer)
-    except (OSError, InputRefused, UnicodeDecodeError, yaml.YAMLError, KeyError, TypeError) as exc:
+        loaded = ([], []) if not text.strip() else deserialize(text, _Checked)
+    except (OSError, ValueError, yaml.YAMLError, KeyError, TypeError) as exc:
         raise ValueError(f"cassette {path} cannot be read: {exc}") from None
     requests, responses = list(loaded[0]), list(loaded[1])
     _kept[key] = (requests, responses)
     while len(_kept) > MAX_KEPT:
         _kept.popitem(last=False)
     return requests, responses
+
+
+class _Checked:
+    """vcrpy's cassette reader, then a check of what vcrpy and a replay take for granted."""
+
+    @staticmethod
+    def deserialize(text: str) -> Any:
+        from vcr.serializers import yamlserializer  # type: ignore[import-untyped]
+
+        data = yamlserializer.deserialize(text)
+        if not isinstance(data, dict) or not isinstance(data.get("interactions"), list):
+            raise ValueError("it must be a mapping whose 'interactions' is a list")
+        for index, call in enumerate(data["interactions"]):
+            problem = _call_problem(call)
+            if problem is not None:
+                raise ValueError(f"interactions[{index}].{problem}")
+        return data
+
+
+def _call_problem(call: Any) -> str | None:
+    """The first field of one recorded call that is not of its type, said; or None."""
+    if not isinstance(call, dict) or not all(
+        isinstance(call.get(part), dict) for part in ("request", "response")
+    ):
+        return "request and .response must be mappings"
+    request, response = call["request"], call["response"]
+    status, body = response.get("status"), response.get("body")
+    fields: list[tuple[str, Any, Any, str]] = [
+        ("request.method", request.get("method"), str, "text"),
+        ("request.uri", request.get("uri"), str, "text"),
+        ("request.headers", request.get("headers"), dict, "a mapping"),
+        ("response.status", status, dict, "a mapping {code, message}"),
+        ("response.headers", response.get("headers"), dict, "a mapping"),
+        ("response.body", body, dict, "a mapping {string}"),
+    ]
+    if isinstance(status, dict):
+        fields.append(("response.status.code", status.get("code"), int, "a whole number"))
+        message = status.get("message")
+        fields.append(("response.status.message", message, str | None, "text"))
+    if isinstance(body, dict):
+        fields.append(("response.body.string", body.get("string"), str | bytes, "text"))
+    for name, value, kind, what in fields:
+        if not isinstance(value, kind) or isinstance(value, bool):
+            return f"{name} must be {what}, not {type(value).__name__} {value!r:.40}"
+    if isinstance(request.get("body"), int | float | bool | dict | list):  # file-likes are text
+        return f"request.body must be text, not {type(request['body']).__name__}"
+    headers = response["headers"].values()
+    if not all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in headers):
+        return "response.headers must map each name to a list of text values"
+    return None
 
 
 def forget_recordings() -> None:

@@ -102,8 +102,8 @@ class _Studio:
 
     def _summary(self, run_id: str) -> dict[str, Any]:
         run_dir = self.files.run_dir(run_id)
-        meta = self.files.meta(run_dir)
-        row = run_row(self.files, run_id, meta)
+        read = self.files.meta_and_problem(run_dir)
+        meta, row = read[0], run_row(self.files, run_id, read)
         spec = _optional(self.files.read_json, run_dir / "spec.json")
         return {
             **row,

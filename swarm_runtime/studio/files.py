@@ -81,11 +81,21 @@ class RunFiles:
 
     def meta(self, run_dir: Path) -> dict[str, Any]:
         """The run's ``meta.json`` (not followed if a symlink), or ``{}`` when there is none."""
+        return self.meta_and_problem(run_dir)[0]
+
+    def meta_and_problem(self, run_dir: Path) -> tuple[dict[str, Any], str | None]:
+        """The run's ``meta.json`` and None; ``{}`` and why when it is there but refused.
+
+        Refused: a symlink, a FIFO, too big, not a JSON object.
+        """
+        path = run_dir / "meta.json"
         try:
-            meta = self.read_json(run_dir / "meta.json")
-        except NotFound:
-            return {}
-        return meta if isinstance(meta, dict) else {}
+            meta = self.read_json(path)
+        except NotFound as exc:
+            return {}, (str(exc) if os.path.lexists(path) else None)
+        if not isinstance(meta, dict):
+            return {}, "meta.json: not a JSON object"
+        return meta, None
 
     def read_lines(self, path: Path) -> list[Any]:
         """A JSON-lines file of a run; a line that is not JSON is kept as its text."""
@@ -189,13 +199,23 @@ def _index_of(iterations: list[int], iteration: int, step_id: str) -> int:
     return iterations.index(iteration)
 
 
-def run_row(files: RunFiles, run_id: str, meta: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The list row of one run: what ``meta.json`` says, its status as seen from outside."""
+def run_row(
+    files: RunFiles, run_id: str, read: tuple[dict[str, Any], str | None] | None = None
+) -> dict[str, Any]:
+    """The list row of one run: what ``meta.json`` says, its status as seen from outside.
+
+    ``read`` is what :meth:`RunFiles.meta_and_problem` gave, when it was called already. Why
+    a ``meta.json`` that is there was refused is the row's error. A run without one is
+    ``pending`` (being made); a golden run is a record, never under way: ``unreadable``.
+    """
     from swarm_runtime.storage.status import observed_status
 
     run_dir = files.run_dir(run_id)
-    meta = files.meta(run_dir) if meta is None else meta
-    status = observed_status(run_dir, meta) if meta else "pending"
+    meta, problem = files.meta_and_problem(run_dir) if read is None else read
+    if meta:
+        status = observed_status(run_dir, meta)
+    else:
+        status = "unreadable" if run_id.startswith(GOLDEN_PREFIX) else "pending"
     if status in LIVE_STATUSES:  # meta.json changes with the status, the checkpoint each step
         meta = {**meta, **_live_counters(files, run_dir)}
     tokens = meta.get("tokens")
@@ -213,7 +233,7 @@ def run_row(files: RunFiles, run_id: str, meta: dict[str, Any] | None = None) ->
         "cost_usd": _number(meta.get("cost_usd"), float),
         "created_at": _text(meta.get("created_at")) or _created_from_id(run_id),
         "completed_at": _text(meta.get("completed_at")),
-        "error": _text(meta.get("error")),
+        "error": problem or _text(meta.get("error")),
     }
 
 
@@ -246,6 +266,8 @@ def _number(value: Any, kind: type = int) -> Any:
     return kind(value)
 
 
-def _created_from_id(run_id: str) -> str:
+def _created_from_id(run_id: str) -> str | None:
+    if not RUN_ID_RE.fullmatch(run_id):
+        return None  # golden:<name>
     day, clock = run_id.split("-")[1:3]
     return f"{day[:4]}-{day[4:6]}-{day[6:]}T{clock[:2]}:{clock[2:4]}:{clock[4:]}Z"

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.conftest import REPO
 from tests.fakes.anthropic_server import AnthropicServer
@@ -214,6 +215,28 @@ def test_usage_errors_exit_2_with_one_line(project: Path) -> None:
     unreadable = _status(project)
     assert unreadable.returncode == 2
     assert "cannot be read" in unreadable.stderr and "Traceback" not in unreadable.stderr
+
+
+@pytest.mark.parametrize(
+    ("part", "field"),
+    [("response", "body.string"), ("request", "body"), ("response", "headers")],
+)
+def test_a_cassette_field_of_another_type_is_one_line_naming_it(
+    project: Path, part: str, field: str
+) -> None:
+    cassette = next((project / "golden" / "cassettes").rglob("read_ticket-*.yaml"))
+    data = yaml.safe_load(cassette.read_text())
+    *parents, name = field.split(".")
+    holder = data["interactions"][0][part]
+    for key in parents:
+        holder = holder[key]
+    holder[name] = 5
+    cassette.write_text(yaml.safe_dump(data))
+    done = _status(project)
+    assert done.returncode == 2, done.stdout
+    assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    assert f"cassette {cassette.relative_to(project)} cannot be read: " in done.stderr
+    assert f"interactions[0].{part}.{field} must be " in done.stderr
 
 
 def test_this_repos_own_recordings_match_the_shipped_flows() -> None:

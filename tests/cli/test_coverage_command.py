@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -73,3 +74,52 @@ def test_a_bad_file_is_one_line_naming_it(
     assert result.stdout == ""
     assert result.stderr.count("\n") == 1
     assert result.stderr.startswith(f"swarm: error: {path}: ") and says in result.stderr
+
+
+def _valid_with(**changes: object) -> str:
+    doc = {
+        "format": "swarm-coverage/1",
+        "runs": 1,
+        "percent": 50.0,
+        "steps": {"taken": 1, "total": 2},
+        "edges": {"taken": 0, "total": 0},
+        "flows": {},
+    }
+    return json.dumps({**doc, **changes})
+
+
+HOSTILE: list[tuple[str, Callable[[Path], None], str]] = [
+    ("a FIFO", lambda path: os.mkfifo(path), "not a regular file"),
+    ("a symlink to /dev/zero", lambda path: path.symlink_to("/dev/zero"), "not a regular file"),
+    ("NaN", lambda path: path.write_text(_valid_with().replace("50.0", "NaN")), "NaN"),
+    ("1e308", lambda path: path.write_text(_valid_with(percent=1e308)), "'percent' a number"),
+    ("a huge whole number", lambda path: path.write_text(_valid_with(percent=10**400)), "0 to 100"),
+    (
+        "10 000-deep nesting",
+        lambda path: path.write_text(
+            _valid_with(flows={}).replace("{}", "[" * 10_000 + "]" * 10_000)
+        ),
+        "nesting deeper than",
+    ),
+    (
+        "a flow's percent of -1",
+        lambda path: path.write_text(
+            _valid_with(flows={"f": {"percent": -1, "steps": [], "edges": []}})
+        ),
+        "flows.f: must be an object with a 'percent' from 0 to 100",
+    ),
+]
+
+
+@pytest.mark.parametrize(("what", "make", "says"), HOSTILE, ids=[case[0] for case in HOSTILE])
+def test_a_hostile_file_is_one_line_naming_it(
+    swarm_process: Swarm, tmp_path: Path, what: str, make: Callable[[Path], None], says: str
+) -> None:
+    path = tmp_path / "swarm-coverage.json"
+    make(path)
+    for markdown in ((), ("--markdown",)):
+        result = swarm_process("coverage", "report", str(path), *markdown)
+        assert result.returncode == 2, (what, result.stderr)
+        assert result.stdout == ""
+        assert result.stderr.count("\n") == 1, result.stderr
+        assert result.stderr.startswith(f"swarm: error: {path}:") and says in result.stderr

@@ -79,6 +79,8 @@ def test_faults_past_the_attempts_fail_the_run_with_exit_1(project: Path) -> Non
         ("write_spec: [http_418]\n", "plan.yaml: write_spec[0]: unknown fault kind 'http_418'"),
         ("write_specs: [http_500]\n", "plan.yaml: 'write_specs' names no step"),
         ("write_spec: [{kind: timeout, code: 3}]\n", "timeout takes no fields, not 'code'"),
+        ("write_spec: [{kind: [http_500]}]\n", "write_spec[0]: unknown fault kind ['http_500']"),
+        ("write_spec: [{kind: {a: 1}}]\n", "plan.yaml: write_spec[0]: unknown fault kind {'a': 1}"),
     ],
 )
 def test_a_bad_plan_exits_2_naming_the_file_and_key(
@@ -88,7 +90,7 @@ def test_a_bad_plan_exits_2_naming_the_file_and_key(
     done = _swarm(project, "--faults", "plan.yaml", "--runs-dir", "runs")
     assert done.returncode == 2
     assert expected in done.stderr
-    assert "Traceback" not in done.stderr
+    assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1, done.stderr
     assert not (project / "runs").exists()
 
 

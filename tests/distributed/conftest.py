@@ -14,14 +14,20 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
+import redis
 
+from swarm_runtime.distributed.app import DEFAULT_QUEUE
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.swarm_modes("stub")
+
+T = TypeVar("T")
 
 
 def _redis_binary() -> str:
@@ -34,40 +40,96 @@ def _redis_binary() -> str:
     return found
 
 
-@pytest.fixture
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A fresh Redis on a unix socket; its Celery broker URL."""
-    home = tmp_path_factory.mktemp("redis")
-    socket = home / "redis.sock"
-    proc = subprocess.Popen(
-        [
-            _redis_binary(),
-            "--port", "0",
-            "--unixsocket", str(socket),
-            "--unixsocketperm", "700",
-            "--save", "",
-            "--appendonly", "no",
-            "--dir", str(home),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )  # fmt: skip
-    assert proc.stdout is not None
-    for line in proc.stdout:  # blocks until Redis says it is ready; no sleeping
-        if "ready to accept connections" in line.lower():
-            break
-    else:
-        raise AssertionError(f"redis-server ended: {proc.wait()}")
-    drain = threading.Thread(target=proc.stdout.read, daemon=True)  # its log, unread
-    drain.start()
-    try:
-        yield f"redis+socket://{socket}"
-    finally:
-        proc.terminate()
+class RedisServer:
+    """``redis-server`` on a unix socket in ``home``, without persistence; it can be
+    killed and started again on the same socket (an outage)."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.socket = home / "redis.sock"
+        self.url = f"redis+socket://{self.socket}"
+        """Its Celery broker URL."""
+        self.proc: subprocess.Popen[str] | None = None
+        self.drain: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Start it and return once it says it is ready."""
+        proc = subprocess.Popen(
+            [
+                _redis_binary(),
+                "--port", "0",
+                "--unixsocket", str(self.socket),
+                "--unixsocketperm", "700",
+                "--save", "",
+                "--appendonly", "no",
+                "--dir", str(self.home),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )  # fmt: skip
+        assert proc.stdout is not None
+        for line in proc.stdout:  # blocks until Redis says it is ready; no sleeping
+            if "ready to accept connections" in line.lower():
+                break
+        else:
+            raise AssertionError(f"redis-server ended: {proc.wait()}")
+        self.drain = threading.Thread(target=proc.stdout.read, daemon=True)  # its log, unread
+        self.drain.start()
+        self.proc = proc
+
+    def kill(self) -> None:
+        """SIGKILL it, as a crash would (its socket file stays, refusing connections)."""
+        self._end(signal.SIGKILL)
+
+    def stop(self) -> None:
+        self._end(signal.SIGTERM)
+
+    def _end(self, signum: int) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        proc.send_signal(signum)
         proc.wait(timeout=30)
-        drain.join()
+        assert self.drain is not None and proc.stdout is not None
+        self.drain.join()
         proc.stdout.close()
+
+
+@pytest.fixture
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """A fresh Redis on a unix socket, started."""
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_server: RedisServer) -> str:
+    """The Celery broker URL of a fresh Redis on a unix socket."""
+    return redis_server.url
+
+
+def wait_until(condition: Callable[[], T], what: str, *, bound_s: float = 120.0) -> T:
+    """``condition()``'s first true value, polled; ``bound_s`` only ends a wait for one that
+    never comes (AssertionError naming ``what``)."""
+    deadline = time.monotonic() + bound_s
+    while not (value := condition()):
+        assert time.monotonic() < deadline, f"waited {bound_s:g} s in vain for {what}"
+        time.sleep(0.05)
+    return value
+
+
+def queued_messages(broker: str) -> int:
+    """How many tasks the Redis at ``broker`` holds: queued, or taken and not acknowledged."""
+    client = redis.Redis(unix_socket_path=broker.removeprefix("redis+socket://"))
+    try:
+        return int(client.llen(DEFAULT_QUEUE)) + int(client.hlen("unacked"))
+    finally:
+        client.close()
 
 
 def swarm_env() -> dict[str, str]:
@@ -95,12 +157,16 @@ class Workers:
         """What each worker wrote to stderr, by pid."""
 
     def start(
-        self, concurrency: int = 1, *, env: dict[str, str] | None = None, broker_flag: bool = True
+        self,
+        concurrency: int = 1,
+        *more: str,
+        env: dict[str, str] | None = None,
+        broker_flag: bool = True,
     ) -> subprocess.Popen[str]:
-        """One more worker, once it says it is ready (``broker_flag=False``: the broker
-        comes from ``env``'s ``SWARM_BROKER_URL``)."""
+        """One more worker (with flags ``more``), once it says it is ready
+        (``broker_flag=False``: the broker comes from ``env``'s ``SWARM_BROKER_URL``)."""
         args = ["worker", "--runs-dir", str(self.runs_dir), "--concurrency", str(concurrency)]
-        args += ["--lease", f"{self.lease_s:g}"]
+        args += ["--lease", f"{self.lease_s:g}", *more]
         args += ["--broker", self.broker] if broker_flag else []
         proc = self.spawn(args, env)
         assert proc.stderr is not None
@@ -132,6 +198,18 @@ class Workers:
         drain.start()
         self.drains[proc.pid] = drain
         self.procs.append(proc)
+
+    def wait_said(self, proc: subprocess.Popen[str], needle: str) -> str:
+        """The first line a worker adopted here said holding ``needle``, once it is said."""
+        said = self.said[proc.pid]
+
+        def found() -> str | None:
+            assert proc.poll() is None, f"the worker ended ({proc.returncode}): {said}"
+            return next((line for line in list(said) if needle in line), None)
+
+        line = wait_until(found, f"the worker to say {needle!r}: {said}")
+        assert line is not None
+        return line
 
     def kill(self, proc: subprocess.Popen[str]) -> None:
         """SIGKILL a worker (its whole process group), as a lost machine would go."""

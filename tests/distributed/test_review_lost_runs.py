@@ -15,23 +15,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import redis
 
 from swarm_runtime.distributed.follow import follow
 from tests.conftest import REPO
-from tests.distributed.conftest import Workers, swarm, swarm_env
+from tests.distributed.conftest import Workers, queued_messages, swarm, swarm_env
 
 pytestmark = pytest.mark.swarm_modes("stub")
 
 PASSWORD = "hunter2-not-a-real-password"
-
-
-def _queued_messages(broker: str) -> int:
-    client = redis.Redis(unix_socket_path=broker.removeprefix("redis+socket://"))
-    try:
-        return int(client.llen("swarm")) + int(client.hlen("unacked"))
-    finally:
-        client.close()
 
 
 def test_a_worker_that_cannot_see_the_run_leaves_it_for_one_that_can(
@@ -66,7 +57,7 @@ def test_a_worker_that_cannot_see_the_run_leaves_it_for_one_that_can(
         os.killpg(blind.pid, signal.SIGTERM)  # stopped as an operator would, warm
         blind.wait()
         blind.stderr.close()
-    assert _queued_messages(workers.broker) == 1  # the run's task is not lost
+    assert queued_messages(workers.broker) == 1  # the run's task is not lost
     workers.start()
     outcome = follow(workers.runs_dir / run_id)
     assert outcome.status == "succeeded"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.client
 import os
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 
 from swarm_runtime.golden import golden_files
+from tests.conftest import REPO
 from tests.studio.conftest import LOCAL, Project
 
 _WATCH: list[list[str]] = []
@@ -138,6 +140,29 @@ def test_a_planted_meta_json_symlink_is_not_read(
     for path in ("/api/runs", f"/api/runs/{run_id}", "/api/facets"):
         answer = client.get(path)
         assert answer.status_code == 200 and "secret" not in answer.text.lower(), path
+
+
+def test_a_golden_run_whose_meta_json_is_a_symlink_says_so_and_reads_nothing_outside(
+    tmp_path: Path, client_for: Any
+) -> None:
+    golden = tmp_path / "golden"
+    shutil.copytree(REPO / "golden" / "signal", golden / "claims")
+    secret = tmp_path / "elsewhere"
+    secret.mkdir()
+    (secret / "meta.json").write_text('{"status": "SECRET", "flows": ["SECRET"], "error": "x"}')
+    (golden / "claims" / "meta.json").unlink()
+    (golden / "claims" / "meta.json").symlink_to(secret / "meta.json")
+    client = client_for(Project(tmp_path / "project").config(golden_dir=golden))
+    base = "/api/runs/golden:claims"
+    with FileWatch() as touched:
+        answers = {path: client.get(path) for path in (base, f"{base}/graph", f"{base}/events")}
+    for path, answer in answers.items():
+        assert answer.status_code == 200, (path, answer.text)
+        assert "SECRET" not in answer.text, path
+    summary = answers[base].json()
+    assert summary["status"] == "unreadable" and not summary["live"]
+    assert summary["error"].startswith("meta.json: is a symlink")
+    assert [path for path in touched if str(secret) in path] == []
 
 
 def test_golden_files_skip_a_planted_symlink(tmp_path: Path) -> None:

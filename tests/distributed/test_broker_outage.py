@@ -1,0 +1,90 @@
+"""A worker goes on serving after Redis was lost and came back (SPEC §8.3).
+
+Redis is killed while a worker runs a run; the run ends (here: paused from another shell)
+while Redis is down, so the worker cannot acknowledge its task. Celery logs such a failed
+acknowledgement and carries on, but the message stays counted as unacknowledged and a
+worker that takes one task at a time never consumed again: the next run waited forever.
+Now the worker says it lost the broker, connects again once Redis is back, and takes runs.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from swarm_runtime.cli.main import main
+from swarm_runtime.distributed.follow import follow
+from swarm_runtime.flow.registry import FlowRegistry
+from swarm_runtime.storage.status import observed_status
+from tests.conftest import REPO
+from tests.distributed.conftest import RedisServer, Workers, swarm, swarm_env
+
+pytestmark = pytest.mark.swarm_modes("stub")
+
+STEP_MS = 2000
+"""Each step's scripted time: the run cannot end before the test has killed Redis."""
+
+
+def _slow_signal(path: Path) -> Path:
+    flow = FlowRegistry(REPO / "flows").get("signal")
+    entries = {f"signal/{step.id}": {"delay_ms": STEP_MS} for step in flow.steps}
+    path.write_text(yaml.safe_dump(entries), "utf-8")
+    return path
+
+
+def _run_args(workers: Workers, *more: str) -> list[str]:
+    flows = ["--flows-dir", str(REPO / "flows"), "--runs-dir", str(workers.runs_dir)]
+    return ["run", "signal", *flows, "--backend", "celery", "--broker", workers.broker, *more]
+
+
+class _StepBegun(Exception):
+    pass
+
+
+def _until_a_step_begins(run_dir: Path) -> None:
+    def stop_at_a_step(event: dict[str, object]) -> None:
+        if event["kind"] == "step_start":
+            raise _StepBegun
+
+    with pytest.raises(_StepBegun):
+        follow(run_dir, observer=stop_at_a_step, timeout=120)
+
+
+def test_a_worker_takes_runs_again_after_redis_was_lost_mid_run(
+    redis_server: RedisServer, workers: Workers, tmp_path: Path
+) -> None:
+    worker = workers.start()
+    scenario = str(_slow_signal(tmp_path / "slow.yaml"))
+    done = subprocess.run(
+        swarm(*_run_args(workers, "--scenario", scenario, "--detach")),
+        env=swarm_env(),
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    run_id = done.stdout.strip()
+    run_dir = workers.runs_dir / run_id
+    _until_a_step_begins(run_dir)
+
+    redis_server.kill()
+    assert observed_status(run_dir) == "running"  # its steps are long: it outlives Redis
+    assert main(["pause", run_id, "--runs-dir", str(workers.runs_dir)]) == 0
+    assert follow(run_dir, timeout=120).status == "paused"
+    # Its task ended while Redis was down: the acknowledgement failed.
+    workers.wait_said(worker, "lost the broker")
+    redis_server.start()  # empty: what was queued or unacknowledged is gone with it
+
+    # The worker takes a new run and runs it.
+    done = subprocess.run(
+        swarm(*_run_args(workers, "--detach")), env=swarm_env(), capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    outcome = follow(workers.runs_dir / done.stdout.strip(), timeout=300)
+    assert outcome.status == "succeeded", workers.said
+    assert worker.poll() is None
+    said = "".join(workers.said[worker.pid])
+    assert "connected to the broker" in said and "again" in said
+    assert "Traceback" not in said
