@@ -15,3 +15,36 @@ def test_flows_list_shows_a_broken_flow_instead_of_failing(
     result = cli("flows", "list")
     assert result.code == 0
     assert "INVALID:" in result.out and "signal" in result.out
+
+
+def test_validate_names_each_condition_past_its_limits_with_file_and_line(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    """3 000 nested parentheses, 20 000 '!' and a 40 000-term && are flow errors, not a
+    step that later fails on RecursionError."""
+    hostile = [
+        "(" * 3000 + "handoff.ok" + ")" * 3000,
+        "!" * 20_000 + "true",
+        " && ".join(["handoff.ok"] * 40_000),
+    ]
+    candidates = "".join(
+        f'        - {{id: move_{n}, to: last, when: "{when}"}}\n' for n, when in enumerate(hostile)
+    )
+    flows = tmp_path / "deep-flows"
+    flows.mkdir()
+    (flows / "deep.yaml").write_text(
+        "key: deep\ntitle: Deep\ndescription: Deep conditions.\nsteps:\n"
+        "  - id: first\n    agents: [worker]\n    role: Work.\n"
+        "    teaching_notes: {inputs: [i], outputs: [o], emphasizes: [e], constraints: [c]}\n"
+        "    routing:\n      kind: navigator\n      default: last\n      candidates:\n"
+        + candidates
+        + "  - id: last\n    agents: [worker]\n    role: Finish.\n"
+        "    teaching_notes: {inputs: [i], outputs: [o], emphasizes: [e], constraints: [c]}\n"
+    )
+    result = cli("flows", "validate", str(flows))
+    assert result.code == 2
+    for n, line in enumerate((13, 14, 15)):
+        assert f"deep.yaml:{line}, step 'first', field 'routing.candidates.move_{n}.when'" in (
+            result.err
+        ), result.err
+    assert result.err.count("at most") == 3
