@@ -16,8 +16,12 @@ def successors(flow: FlowSpec, step: StepSpec) -> list[tuple[str, str]]:
     return edges + bounces
 
 
-def validate_flow(flow: FlowSpec) -> list[FlowDefinitionError]:
-    """Check the cross-step rules; return every error found."""
+def validate_flow(flow: FlowSpec, *, reachability: bool = True) -> list[FlowDefinitionError]:
+    """Check the cross-step rules; return every error found.
+
+    ``reachability``: check that every step can be reached (not for a flow that read with
+    errors: a step whose routing could not be read may be the one that reaches others).
+    """
     file = str(flow.path)
     errors: list[FlowDefinitionError] = []
     seen: dict[str, StepSpec] = {}
@@ -35,8 +39,6 @@ def validate_flow(flow: FlowSpec) -> list[FlowDefinitionError]:
             )
         else:
             seen[step.id] = step
-    if errors:
-        return errors
     for step in flow.steps:
         for field_name, target in successors(flow, step):
             if field_name and not flow.has_step(target):
@@ -51,7 +53,7 @@ def validate_flow(flow: FlowSpec) -> list[FlowDefinitionError]:
                     )
                 )
     errors.extend(_detour_errors(flow))
-    if errors:
+    if errors or not reachability:
         return errors
     reached = {flow.steps[0].id}
     stack = [flow.steps[0]]

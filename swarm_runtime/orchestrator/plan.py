@@ -127,24 +127,24 @@ def plan_run(
 ) -> list[FlowSlice]:
     """Load the flows of ``spec`` and resolve its slice; raise a usage error on any mistake.
 
-    The params are checked too (:mod:`.params`), against ``credentials`` when given.
+    Also checked: the params (:mod:`.params`, against ``credentials`` when given) and the
+    whole flows dir, as ``swarm flows validate`` checks it.
     """
     check_params(spec.params, credentials)
+    flows.check()
     if not spec.flows:
         raise SwarmUsageError(f"a run needs at least one flow (none in {flows.flows_dir})")
-    repeated = sorted({key for key in spec.flows if spec.flows.count(key) > 1})
-    if repeated:
+    if repeated := sorted({key for key in spec.flows if spec.flows.count(key) > 1}):
         raise SwarmUsageError(
             f"flow(s) {', '.join(repeated)} listed more than once; a run runs each flow once"
         )
     loaded = [flows.get(key) for key in spec.flows]
-    for flow in loaded:
-        if flow.utility:
-            raise SwarmUsageError(
-                f"flow '{flow.key}' is a utility flow (utility: true in {flow.path}): it is "
-                "injected after a step whose state makes its trigger true, or taken as a "
-                "detour; it is never run on its own"
-            )
+    for flow in (flow for flow in loaded if flow.utility):
+        raise SwarmUsageError(
+            f"flow '{flow.key}' is a utility flow (utility: true in {flow.path}): it is "
+            "injected after a step whose state makes its trigger true, or taken as a "
+            "detour; it is never run on its own"
+        )
     reachable = injectable(loaded, flows)
     _check_strategy(engine_strategy, flows)
     start = _locate(spec.start_step, loaded, "--from") if spec.start_step else None
