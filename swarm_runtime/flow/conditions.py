@@ -205,23 +205,60 @@ def _booleans(handoff: Any) -> Any:
 
 
 @cache
-def _program(source: str) -> Any:
+def _program(source: str) -> tuple[Any, tuple[str, ...]]:
+    """The compiled condition, and which of the five names it reads."""
     environment = _cel().environment
-    return environment.program(environment.compile(source))
+    tree = environment.compile(source)
+    return environment.program(tree), tuple(name for name in NAMES if name in _names(tree))
 
 
-def evaluate(source: str, values: Mapping[str, Any]) -> Evaluation:
-    """Evaluate a condition over ``values`` (JSON values by name; a missing one is empty).
+class Converted(Record):
+    """A value already in CEL's types: kept by its owner across steps, never converted again."""
+
+    value: Any
+
+
+def to_cel(value: Any) -> Any:
+    """A JSON value in CEL's types (for a :class:`Converted` value a caller keeps)."""
+    return _cel().json_to_cel(value)
+
+
+class Activation:
+    """What the conditions after one step see, each name made ready once, when first read.
+
+    ``values`` maps a name to a JSON value, a :class:`Converted` one, or a function that
+    gives either: a name no condition reads costs nothing (a run's facts, say, when no
+    condition looks at them), and one read by several conditions is converted once.
+    """
+
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        self._values = values
+        self._ready: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        """The CEL value of ``name`` (a missing one is empty)."""
+        if name not in self._ready:
+            value = self._values.get(name, [] if name == "facts" else {})
+            value = value() if callable(value) else value
+            if isinstance(value, Converted):
+                value = value.value
+            else:
+                value = to_cel(_booleans(value) if name == "handoff" else value)
+            self._ready[name] = value
+        return self._ready[name]
+
+
+def evaluate(source: str, values: Mapping[str, Any] | Activation) -> Evaluation:
+    """Evaluate a condition over ``values`` (an :class:`Activation`, or what one takes).
 
     Never raises: whatever goes wrong (a missing field, a value too deep for the CEL
     implementation, memory) counts as false and is said in the evaluation's ``error``.
     """
     cel = _cel()
     try:
-        given = {name: values.get(name, [] if name == "facts" else {}) for name in NAMES}
-        given["handoff"] = _booleans(given["handoff"])
-        activation = {name: cel.json_to_cel(value) for name, value in given.items()}
-        result = _program(source).evaluate(activation)
+        program, names = _program(source)
+        ready = values if isinstance(values, Activation) else Activation(values)
+        result = program.evaluate({name: ready[name] for name in names})
     except cel.eval_error as exc:
         reason = exc.args[0] if exc.args else str(exc)
         return Evaluation(expr=source, value=False, error=_short(str(reason)))
