@@ -154,3 +154,19 @@ def test_a_utility_flow_that_does_not_load_is_refused_by_run_as_by_validate(
     assert f"fraud-check.yaml:{line}, " in result.stderr
     assert "succeeded" not in result.stdout + result.stderr
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_step_engine_typo_fails_validate_and_run_with_the_same_line(
+    swarm_process: Callable[..., subprocess.CompletedProcess[str]], tmp_path: Path
+) -> None:
+    fixed = CLAIMS.replace("flow: fraud-chek", "flow: fraud-check").replace("scren", "screen")
+    fixed = fixed.replace("default: pya", "default: pay").replace(' &&"', '"')
+    _desk(tmp_path, fixed.replace("    role: Pay.\n", "    role: Pay.\n    engine: claud-step\n"))
+    validated = swarm_process("flows", "validate")
+    assert validated.returncode == 2, validated.stdout + validated.stderr
+    ((line, reported),) = _errors_at(validated.stderr, "claims.yaml").items()
+    assert "field 'engine': no engine 'claud-step'" in reported and "claude-step" in reported
+    result = swarm_process("run", "claims", "--runs-dir", "runs")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert _errors_at(result.stderr, "claims.yaml") == {line: "swarm: error: " + reported}
+    assert not (tmp_path / "runs").exists()
