@@ -77,8 +77,12 @@ def validate_flow(flow: FlowSpec, *, reachability: bool = True) -> list[FlowDefi
 
 
 def _detour_errors(flow: FlowSpec) -> list[FlowDefinitionError]:
-    """A detour goes to another flow (its own steps are edges, not detours)."""
-    return [
+    """What is wrong with the detours of a flow's steps.
+
+    A detour goes to another flow (its own steps are edges, not detours), and its id is not
+    the id of another move of its step (the navigator names the move it takes by its id).
+    """
+    errors = [
         FlowDefinitionError(
             f"detour '{detour.id}' goes to flow '{flow.key}', the flow it leaves; a detour "
             "runs another flow (route to a step of this flow with routing instead)",
@@ -91,3 +95,20 @@ def _detour_errors(flow: FlowSpec) -> list[FlowDefinitionError]:
         for detour in step.detours
         if detour.flow == flow.key
     ]
+    for step in flow.steps:
+        navigator = step.routing.kind == "navigator"
+        own = {c.id for c in step.routing.candidates} if navigator else {"next"}
+        errors.extend(
+            FlowDefinitionError(
+                f"detour id '{detour.id}' is also the id of "
+                f"{'a candidate of this step' if navigator else 'the move its routing makes'}"
+                ": the navigator chooses a move by its id; give the detour an id of its own",
+                file=str(flow.path),
+                line=step.line_of(f"detours.{detour.id}.{'step' if detour.step else 'flow'}"),
+                step_id=step.id,
+                field=f"detours.{detour.id}",
+            )
+            for detour in step.detours
+            if detour.id in own
+        )
+    return errors

@@ -369,6 +369,7 @@ def test_a_utility_flow_is_never_run_from_the_order(tmp_path: Path) -> None:
         ('{id: x, flow: rebase, when: "handoff.a &&"}', "when"),
         ("{id: x, flow: rebase, return: 'bounce_to:nowhere'}", "'nowhere' names no step"),
         ("{id: x, flow: build}", "the flow it leaves"),
+        ("{id: next, flow: rebase}", "detour id 'next' is also the id of the move"),
     ],
 )
 def test_a_wrong_detour_is_a_flow_error_with_its_line(
