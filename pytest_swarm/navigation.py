@@ -107,6 +107,9 @@ def _facts_written(event: dict[str, Any]) -> int:
     if event.get("kind") != "facts_updated":
         return 0
     payload = event.get("payload") or {}
+    added, updated = payload.get("added_count"), payload.get("updated_count")
+    if isinstance(added, int) and isinstance(updated, int):  # the lists hold the first 100
+        return added + updated
     return len(payload.get("added") or []) + len(payload.get("updated") or [])
 
 

@@ -183,7 +183,8 @@ class FlowRunner:
         except SwarmUsageError as exc:
             # What the test asked for is wrong (flow, slice, scenario, mode): say it plainly,
             # once (failing inside the except would print the error twice, chained).
-            problem = str(exc).replace("--from ", "start_step=").replace("--to ", "end_step=")
+            problem = "\n".join([str(exc), *getattr(exc, "__notes__", ())])
+            problem = problem.replace("--from ", "start_step=").replace("--to ", "end_step=")
         if problem is not None:
             __tracebackhide__ = True
             pytest.fail(f"swarm: {problem}", pytrace=False)

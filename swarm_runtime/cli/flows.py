@@ -18,7 +18,9 @@ def add_parser(commands: Any) -> None:
     listing = sub.add_parser("list", help="list the flows of a flows dir")
     listing.add_argument("--flows-dir", type=path_arg)
     listing.set_defaults(handler=handle_list)
-    validate = sub.add_parser("validate", help="validate every flow file; exit 2 on any error")
+    validate = sub.add_parser(
+        "validate", help="check every flow file as swarm run does; exit 2 on any error"
+    )
     validate.add_argument("dir", nargs="?", type=path_arg, help="flows dir (default: ./flows)")
     validate.add_argument("--flows-dir", type=path_arg, help="same as DIR")
     validate.set_defaults(handler=handle_validate)
@@ -50,10 +52,13 @@ def handle_list(args: argparse.Namespace) -> int:
 
 def handle_validate(args: argparse.Namespace) -> int:
     """Print one line per error; exit 2 if there is any."""
+    from swarm_runtime.engines.registry import default_registry
     from swarm_runtime.flow.registry import FlowRegistry, default_flows_dir
+    from swarm_runtime.orchestrator.plan import engine_errors
 
     registry = FlowRegistry(default_flows_dir(args.dir or args.flows_dir))
-    errors = registry.validate_all()
+    errors = registry.validate_all() + engine_errors(registry, default_registry())
+    errors.sort(key=lambda error: (error.file, error.line or 0))
     for error in errors:
         print(str(error), file=sys.stderr)
     if errors:

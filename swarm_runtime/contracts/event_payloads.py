@@ -232,11 +232,21 @@ class StackOverflowPayload(Payload):
 
 
 class FactsUpdatedPayload(Payload):
-    """``facts_updated``: the facts a step's reply added and updated (SPEC §4.7)."""
+    """``facts_updated``: the facts a step's reply added and updated (SPEC §4.7).
 
-    added: list[str]
-    updated: list[str]
+    The lists hold at most the first 100 ids of each; the counts say how many there were.
+    """
+
+    added: list[str] = Field(max_length=100)
+    """The ids the reply added (the first 100)."""
+    updated: list[str] = Field(max_length=100)
+    """The ids the reply declared again, superseding their text (the first 100)."""
+    added_count: int | None = Field(default=None, ge=0)
+    """How many facts the reply added (absent in runs written before it was counted)."""
+    updated_count: int | None = Field(default=None, ge=0)
+    """How many facts the reply updated (absent in runs written before it was counted)."""
     total: int = Field(ge=0)
+    """How many facts the run holds now."""
 
 
 class FactPayload(Payload):

@@ -103,16 +103,20 @@ class EngineRegistry:
                     f"engine plugin '{entry.name}' ({entry.value}) failed to load: {exc}"
                 ) from exc
 
+    def unknown(self, engine_id: str) -> str:
+        """What is wrong with an engine id no engine is registered under."""
+        return (
+            f"no engine '{engine_id}' (registered: {', '.join(self.ids())}); "
+            "engines are added through the 'swarm_runtime.engines' entry points"
+        )
+
     def create(self, engine_id: str, options: EngineOptions) -> StepEngine:
         """Build the engine ``engine_id`` for ``options.mode``."""
         if engine_id not in self._factories:
             self._load_entry_points()
         factory = self._factories.get(engine_id)
         if factory is None:
-            raise ConfigError(
-                f"no engine '{engine_id}' (registered: {', '.join(self.ids())}); "
-                "engines are added through the 'swarm_runtime.engines' entry points"
-            )
+            raise ConfigError(self.unknown(engine_id))
         section = self._sections.get(engine_id)
         if section is not None:
             own = (options.config.get("sections") or {}).get(section) or {}

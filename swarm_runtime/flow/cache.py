@@ -46,6 +46,7 @@ _LOADER_MODULES = (
     "detour_reader.py",
     "kinds.py",
     "loader.py",
+    "references.py",
     "registry.py",
     "spec.py",
     "step_reader.py",

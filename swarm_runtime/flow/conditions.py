@@ -2,10 +2,17 @@
 
 A condition (a navigator candidate's ``when``) is a CEL expression over five names:
 ``handoff``, ``receipt``, ``params``, ``loop_state`` and ``facts``. It is checked when its
-flow loads (:func:`condition_error`: a syntax error, or a name it cannot see) and evaluated
-after a step (:func:`evaluate`): an evaluation error, or a value that is not true or false,
-counts as false and says why. The CEL implementation (``cel-python``) is imported only
-when a flow has a condition, and each expression is compiled once per process.
+flow loads (:func:`condition_error`: too big or too deep, a syntax error, or a name it
+cannot see) and evaluated after a step (:func:`evaluate`): an evaluation error of any kind,
+or a value that is not true or false, counts as false and says why. The CEL
+implementation (``cel-python``) is imported only when a flow has a condition, and each
+expression is compiled once per process.
+
+The CEL implementation evaluates recursively, about five Python frames per level of the
+parse tree, and its parse time grows with the text: a condition is bounded in length,
+bracket nesting and operators by a scan of its text before it is parsed, then in the
+depth of its parse tree (the exact measure of what evaluation needs), so a condition that
+loads always has the stack it needs.
 """
 
 from __future__ import annotations
@@ -20,6 +27,17 @@ NAMES = ("handoff", "receipt", "params", "loop_state", "facts")
 """What a condition sees."""
 _MACROS = frozenset(("all", "exists", "exists_one", "map", "filter"))
 """CEL macros whose first argument names a variable of their own."""
+MAX_CHARS = 1000
+"""The longest condition, in characters."""
+MAX_NESTING = 7
+"""How deep brackets (``(``, ``[``, ``{``) may nest in a condition (each adds ~10 levels)."""
+MAX_OPERATORS = 100
+"""How many operator characters (``&&`` is two, ``!`` one …) a condition may hold."""
+MAX_DEPTH = 80
+"""How deep a condition's parse tree may be (a plain comparison is about 14 levels)."""
+_EXCERPT = 60
+"""The widest excerpt of a condition a syntax error shows around its column."""
+_OPERATOR_CHARS = frozenset("&|!=<>+-*/%?")
 
 
 class Evaluation(Record):
@@ -64,12 +82,21 @@ def _cel() -> _Cel:
 
 def condition_error(source: str) -> str | None:
     """Why ``source`` is not a condition, or None when it is one."""
+    too_big = _size_error(source)
+    if too_big is not None:
+        return too_big
     cel = _cel()
     try:
         tree = cel.environment.compile(source)
     except cel.parse_error as exc:
-        detail = " ".join(str(exc).split())
-        return f"is not a CEL expression ({detail})"
+        return f"is not a CEL expression: {_syntax_error(source, exc)}"
+    depth = _depth(tree)
+    if depth > MAX_DEPTH:
+        return (
+            f"is nested too deeply: its parse tree is {depth} levels deep, at most "
+            f"{MAX_DEPTH} (a comparison takes about 14, a bracket about 10, each operator "
+            "of a chain 1); split it into simpler conditions"
+        )
     unknown = sorted(_names(tree) - set(NAMES) - _bound(tree))
     if unknown:
         return (
@@ -77,6 +104,64 @@ def condition_error(source: str) -> str | None:
             f"(it sees {', '.join(NAMES)})"
         )
     return None
+
+
+def _size_error(source: str) -> str | None:
+    """Why ``source`` is too big to parse, from one scan of its text (never the parser)."""
+    if len(source) > MAX_CHARS:
+        return f"is {len(source)} characters long, at most {MAX_CHARS}"
+    nesting = deepest = operators = 0
+    quote: str | None = None
+    escaped = False
+    for char in source:
+        if quote is not None:  # inside a string literal: brackets and operators are text
+            escaped = not escaped and char == "\\"
+            if char == quote and not escaped:
+                quote = None
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            nesting += 1
+            deepest = max(deepest, nesting)
+        elif char in ")]}":
+            nesting -= 1
+        elif char in _OPERATOR_CHARS:
+            operators += 1
+    if deepest > MAX_NESTING:
+        return f"nests brackets {deepest} deep, at most {MAX_NESTING}"
+    if operators > MAX_OPERATORS:
+        return f"holds {operators} operator characters (&&, ==, !, + …), at most {MAX_OPERATORS}"
+    return None
+
+
+def _syntax_error(source: str, exc: Exception) -> str:
+    """Where a syntax error is: the expression (around the column when it is long), a caret."""
+    line, column = getattr(exc, "line", None), getattr(exc, "column", None)
+    lines = source.splitlines() or [""]
+    if not isinstance(line, int) or not isinstance(column, int) or not 1 <= line <= len(lines):
+        first = str(exc).strip().splitlines()
+        return f"a syntax error ({first[0] if first else type(exc).__name__})"
+    text = lines[line - 1]
+    at = min(max(column, 1), len(text) + 1) - 1  # 0-based, at most just past the end
+    start = 0
+    if len(text) > _EXCERPT:
+        start = min(max(at - _EXCERPT // 2, 0), len(text) - _EXCERPT)
+    end = min(start + _EXCERPT, len(text))
+    shown = ("…" if start else "") + text[start:end] + ("…" if end < len(text) else "")
+    caret = " " * (at - start + (1 if start else 0)) + "^"
+    where = f"line {line}, column {column}" if len(lines) > 1 else f"column {column}"
+    return f"a syntax error at {where}:\n    {shown}\n    {caret}"
+
+
+def _depth(tree: Any) -> int:
+    """How many levels deep a parse tree is (walked without recursion)."""
+    deepest = 0
+    todo = [(tree, 1)]
+    while todo:
+        node, level = todo.pop()
+        deepest = max(deepest, level)
+        todo.extend((child, level + 1) for child in getattr(node, "children", ()))
+    return deepest
 
 
 def _names(tree: Any) -> set[str]:
@@ -120,25 +205,80 @@ def _booleans(handoff: Any) -> Any:
 
 
 @cache
-def _program(source: str) -> Any:
+def _program(source: str) -> tuple[Any, tuple[str, ...]]:
+    """The compiled condition, and which of the five names it reads."""
     environment = _cel().environment
-    return environment.program(environment.compile(source))
+    tree = environment.compile(source)
+    return environment.program(tree), tuple(name for name in NAMES if name in _names(tree))
 
 
-def evaluate(source: str, values: Mapping[str, Any]) -> Evaluation:
-    """Evaluate a condition over ``values`` (JSON values by name; a missing one is empty)."""
+class Converted(Record):
+    """A value already in CEL's types: kept by its owner across steps, never converted again."""
+
+    value: Any
+
+
+def to_cel(value: Any) -> Any:
+    """A JSON value in CEL's types (for a :class:`Converted` value a caller keeps)."""
+    return _cel().json_to_cel(value)
+
+
+class Activation:
+    """What the conditions after one step see, each name made ready once, when first read.
+
+    ``values`` maps a name to a JSON value, a :class:`Converted` one, or a function that
+    gives either: a name no condition reads costs nothing (a run's facts, say, when no
+    condition looks at them), and one read by several conditions is converted once.
+    """
+
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        self._values = values
+        self._ready: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        """The CEL value of ``name`` (a missing one is empty)."""
+        if name not in self._ready:
+            value = self._values.get(name, [] if name == "facts" else {})
+            value = value() if callable(value) else value
+            if isinstance(value, Converted):
+                value = value.value
+            else:
+                value = to_cel(_booleans(value) if name == "handoff" else value)
+            self._ready[name] = value
+        return self._ready[name]
+
+
+def evaluate(source: str, values: Mapping[str, Any] | Activation) -> Evaluation:
+    """Evaluate a condition over ``values`` (an :class:`Activation`, or what one takes).
+
+    Never raises: whatever goes wrong (a missing field, a value too deep for the CEL
+    implementation, memory) counts as false and is said in the evaluation's ``error``.
+    """
     cel = _cel()
-    given = {name: values.get(name, [] if name == "facts" else {}) for name in NAMES}
-    given["handoff"] = _booleans(given["handoff"])
-    activation = {name: cel.json_to_cel(value) for name, value in given.items()}
     try:
-        result = _program(source).evaluate(activation)
+        program, names = _program(source)
+        ready = values if isinstance(values, Activation) else Activation(values)
+        result = program.evaluate({name: ready[name] for name in names})
     except cel.eval_error as exc:
         reason = exc.args[0] if exc.args else str(exc)
-        return Evaluation(expr=source, value=False, error=str(reason))
+        return Evaluation(expr=source, value=False, error=_short(str(reason)))
+    except RecursionError:
+        why = "it, or a value it reads, nests too deeply for the CEL evaluator"
+        return Evaluation(expr=source, value=False, error=f"could not be evaluated: {why}")
+    except MemoryError:
+        return Evaluation(expr=source, value=False, error="could not be evaluated: out of memory")
+    except Exception as exc:  # the CEL implementation's own failures count as false too
+        return Evaluation(expr=source, value=False, error=_short(f"{type(exc).__name__}: {exc}"))
     if isinstance(result, cel.eval_error):
-        return Evaluation(expr=source, value=False, error=str(result.args[0]))
+        return Evaluation(expr=source, value=False, error=_short(str(result.args[0])))
     if not isinstance(result, cel.boolean):
         shown = type(result).__name__.removesuffix("Type").lower()
         return Evaluation(expr=source, value=False, error=f"gave a {shown}, not true or false")
     return Evaluation(expr=source, value=bool(result))
+
+
+def _short(reason: str, limit: int = 500) -> str:
+    """An evaluation error's reason, cut visibly past ``limit`` characters (it is logged)."""
+    if len(reason) <= limit:
+        return reason
+    return f"{reason[:limit]}[… {len(reason) - limit} more characters cut]"

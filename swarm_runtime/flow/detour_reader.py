@@ -55,12 +55,15 @@ class DetourReader(NodeReader):
         read: Callable[[yaml.Node, str, str], Item | None],
         each: str,
     ) -> tuple[Item, ...] | None:
-        """A non-empty list of ``read`` items whose ids are distinct; None after errors."""
+        """A non-empty list of ``read`` items whose ids are distinct.
+
+        None when it is no list; the items that read well when some did not (their errors
+        are recorded).
+        """
         if not isinstance(node, yaml.SequenceNode) or not node.value:
             self.error(f"must be {shape}", node, step=step, field=field)
             return None
         found: list[Item] = []
-        ok = True
         for position, entry in enumerate(node.value, start=1):
             item = read(entry, step, f"{field}.#{position}")
             if item is not None and any(other.id == item.id for other in found):
@@ -72,10 +75,9 @@ class DetourReader(NodeReader):
                     field=f"{field}.{item.id}",
                 )
                 item = None
-            ok = ok and item is not None
             if item is not None:
                 found.append(item)
-        return tuple(found) if ok else None
+        return tuple(found)
 
     def _detour(self, node: yaml.Node, step: str, label: str) -> Detour | None:
         fields = self.mapping(node, DETOUR_KEYS, what="a detour", step=step, field=label)
@@ -87,11 +89,15 @@ class DetourReader(NodeReader):
         move = self.identifier(fields["id"], STEP_ID_RE, step=step, field=label, what="id")
         field = f"detours.{move or label}"
         target = self._target(fields, node, step, field)
-        when, valid = self.condition(fields.get("when"), step, f"{field}.when")
+        when, _ = self.condition(fields.get("when"), step, f"{field}.when")
         returns = self._returns(fields.get("return"), step, f"{field}.return")
-        if move is None or target is None or not valid or returns is None:
+        if move is None or target is None:
             return None
-        return Detour(id=move, flow=target[0], step=target[1], when=when, returns=returns)
+        # A wrong condition or return is recorded; the detour is still read, so that where
+        # it goes is checked too.
+        return Detour(
+            id=move, flow=target[0], step=target[1], when=when, returns=returns or "resume"
+        )
 
     def _target(
         self, fields: dict[str, yaml.Node], node: yaml.Node, step: str, field: str

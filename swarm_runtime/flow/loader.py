@@ -9,7 +9,6 @@ All errors of a file are collected, so ``swarm flows validate`` can print every 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -38,7 +37,11 @@ class _FlowReader(StepReader):
     """Reads the parts of a flow file into a :class:`FlowSpec`."""
 
     def flow(self, root: yaml.Node | None) -> FlowSpec | None:
-        """The whole file, or None after recording every error in it."""
+        """The whole file as far as it reads; None when its steps cannot be read.
+
+        After an error (in :attr:`errors`) the flow holds what read well, for the checks
+        across steps and flows to run on it too: it is never a flow to run.
+        """
         if root is None or not isinstance(root, yaml.MappingNode):
             self.error(
                 "a flow file must be a YAML mapping with key, title, description, steps", root
@@ -61,12 +64,12 @@ class _FlowReader(StepReader):
         utility, trigger, on_complete = self.utility(fields, root)
         budget = self.budget(fields["budget"], None) if "budget" in fields else None
         steps = self._steps(root, fields)
-        if steps is None or None in values.values() or self.errors:
+        if steps is None:
             return None
         return FlowSpec(
-            key=str(key),
-            title=str(values["title"]),
-            description=str(values["description"]),
+            key=self.path.stem if key is None or self.errors else key,
+            title=values["title"] or "",
+            description=values["description"] or "",
             steps=steps,
             path=self.path,
             charter=charter,
@@ -120,25 +123,27 @@ class _FlowReader(StepReader):
             self.error("'steps' must be a non-empty list", fields["steps"], field="steps")
             return None
         steps: list[StepSpec] = []
-        steps_ok = True
+        complete = True
         for position, step_node in enumerate(fields["steps"].value, start=1):
             built = self.step(step_node, position)
-            if built is None:
-                steps_ok = False
+            if built is None:  # no id: a step naming it could not be told from a typo
+                complete = False
             else:
                 steps.append(built)
-        return tuple(steps) if steps_ok else None
+        return tuple(steps) if complete else None
 
 
 def check_flow_file(
     path: Path,
     *,
-    validate: Callable[[FlowSpec], list[FlowDefinitionError]] | None = None,
     raw: bytes | None = None,
+    partial: bool = False,
 ) -> tuple[FlowSpec | None, list[FlowDefinitionError]]:
     """Load one flow file and return it with every error found (none means it is valid).
 
-    ``raw``: the file's bytes, when the caller has read them already.
+    ``raw``: the file's bytes, when the caller has read them already. ``partial``: after an
+    error, return the flow as far as it reads (to check what it names in other flows)
+    rather than None.
     """
     from swarm_runtime.flow.validate import validate_flow
     from swarm_runtime.inputs.files import decode_utf8, read_bytes_limited
@@ -160,8 +165,8 @@ def check_flow_file(
     flow = reader.flow(root)
     errors = list(reader.errors)
     if flow is not None:
-        errors.extend((validate or validate_flow)(flow))
-    return (flow if not errors else None), errors
+        errors.extend(validate_flow(flow, reachability=not errors))
+    return (flow if not errors or partial else None), errors
 
 
 def load_flow(path: Path | str) -> FlowSpec:

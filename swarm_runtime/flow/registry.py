@@ -73,6 +73,9 @@ class FlowRegistry:
         self._flows: dict[str, FlowSpec] = {}
         self._utilities: list[FlowSpec] | None = None
         self._resolved: Path | None = None
+        self._errors: dict[str, list[FlowDefinitionError]] = {}
+        self._problems: list[FlowDefinitionError] | None = None
+        self._partial: dict[str, FlowSpec] = {}
         self._personas: dict[str, str | None] = {}
         self.system_prompts: dict[tuple[str, str], str] = {}
         """Each step's system prompt, made from these flows and
@@ -254,10 +257,7 @@ class FlowRegistry:
 
     def get(self, key: str) -> FlowSpec:
         """The validated flow ``key``; raise FlowDefinitionError or SwarmUsageError."""
-        if key in self._flows:
-            return self._flows[key]
-        path = self._paths.get(key)
-        if path is None:
+        if key not in self._paths:
             import difflib
 
             close = difflib.get_close_matches(key, self.keys(), n=1)
@@ -266,22 +266,35 @@ class FlowRegistry:
                 f"no flow '{key}' in {self.flows_dir} "
                 f"(flows: {', '.join(self.keys()) or 'none'}){hint}"
             )
+        flow, errors = self._load(key)
+        if errors:
+            raise _first(errors, "run 'swarm flows validate'")
+        assert flow is not None
+        return flow
+
+    def _load(self, key: str) -> tuple[FlowSpec | None, list[FlowDefinitionError]]:
+        """The flow of file ``key`` (from the cache when its bytes are unchanged), or its errors."""
+        if key in self._flows:
+            return self._flows[key], []
+        if key in self._errors:
+            return None, self._errors[key]
+        path = self._paths[key]
         raw = self._raw(path)
         flow = self.cache.flow(path, raw) if raw is not None else None
         if flow is None:
             from swarm_runtime.flow.loader import check_flow_file
 
-            flow, errors = check_flow_file(path, raw=raw)
+            flow, errors = check_flow_file(path, raw=raw, partial=True)
             if errors:
-                first = errors[0]
-                if len(errors) > 1:
-                    first.add_note(f"{len(errors) - 1} more error(s); run 'swarm flows validate'")
-                raise first
+                self._errors[key] = errors
+                if flow is not None:  # read with errors: what it names is checked too
+                    self._partial[key] = flow
+                return None, errors
             assert flow is not None
             if raw is not None:
                 self.cache.keep_flow(path, raw, flow)
         self._flows[key] = flow
-        return flow
+        return flow, []
 
     def persona(self, agent_key: str) -> str | None:
         """The persona text of ``agents/<agent_key>.md``, or None when there is none."""
@@ -295,24 +308,61 @@ class FlowRegistry:
                 self._personas[agent_key] = None
         return self._personas[agent_key]
 
-    def validate_all(self) -> list[FlowDefinitionError]:
-        """Every error in every flow file and in the order file."""
-        from swarm_runtime.flow.loader import check_flow_file
+    def problems(self) -> list[FlowDefinitionError]:
+        """Every error of the directory, each with its file and line (worked out once).
 
-        errors: list[FlowDefinitionError] = []
-        for key, path in self._paths.items():
-            flow, found = check_flow_file(path)
-            errors.extend(found)
-            if flow is not None:
-                self._flows[key] = flow
-        order_path = self.flows_dir / ORDER_FILE
-        if order_path.is_file():
-            self._read_order(order_path, errors)
-        if not self._paths:
-            errors.append(
-                FlowDefinitionError("no flow files (*.yaml) found", file=str(self.flows_dir))
-            )
-        return errors
+        The errors of each flow file, the detours that name no flow or no step of one
+        (:mod:`~swarm_runtime.flow.references`), and those of the order file: what
+        ``swarm flows validate`` prints, and what :meth:`check` refuses before a run.
+        """
+        if self._problems is None:
+            from swarm_runtime.flow.references import reference_errors
+
+            errors: list[FlowDefinitionError] = []
+            for key in self.keys():
+                errors.extend(self._load(key)[1])
+            read = {**self._partial, **self._flows}
+            errors.extend(reference_errors(read, self._flows, self.keys(), self.flows_dir))
+            order_path = self.flows_dir / ORDER_FILE
+            if order_path.is_file():
+                raw = self._raw(order_path)
+                if raw is None or self.cache.order(order_path, raw, self.keys()) is None:
+                    self._read_order(order_path, errors, raw)
+            if not self._paths:
+                errors.append(
+                    FlowDefinitionError("no flow files (*.yaml) found", file=str(self.flows_dir))
+                )
+            errors.sort(key=lambda error: (error.file, error.line or 0))
+            self._problems = errors
+        return self._problems
+
+    def validate_all(self) -> list[FlowDefinitionError]:
+        """Every error in every flow file and in the order file (:meth:`problems`)."""
+        return self.problems()
+
+    def check(self) -> None:
+        """Refuse a directory with any error: raise the first, the others as its notes.
+
+        A run checks the whole directory before it starts, as ``swarm flows validate``
+        does: a utility flow that does not load, or a detour that goes nowhere, would
+        otherwise be found (or silently left out) in the middle of it.
+        """
+        errors = self.problems()
+        if errors:
+            raise _first(errors, f"'swarm flows validate {self.flows_dir}' lists them")
+
+
+def _first(errors: list[FlowDefinitionError], then: str) -> FlowDefinitionError:
+    """A copy of the first of ``errors``, with every other one and ``then`` as its notes."""
+    first = errors[0]
+    raised = FlowDefinitionError(
+        first.reason, file=first.file, line=first.line, step_id=first.step_id, field=first.field
+    )
+    for other in errors[1:]:
+        raised.add_note(str(other))
+    if len(errors) > 1:
+        raised.add_note(f"{len(errors)} errors in all; {then}")
+    return raised
 
 
 def _is_utility(flow: FlowSpec | None) -> bool:

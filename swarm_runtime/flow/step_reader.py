@@ -12,7 +12,6 @@ from typing import Any
 
 import yaml
 
-from swarm_runtime.flow.conditions import condition_error
 from swarm_runtime.flow.detour_reader import DetourReader
 from swarm_runtime.flow.kinds import KINDS, ROUTING_KEYS, RoutingKind
 from swarm_runtime.flow.spec import Budget, Candidate, RoutingSpec, StepSpec, TeachingNotes
@@ -179,14 +178,7 @@ class StepReader(DetourReader):
         target = self.identifier(
             fields["to"], STEP_ID_RE, step=step, field=f"{field}.to", what="step id"
         )
-        when = None
-        if "when" in fields:
-            when = self.string(fields["when"], step=step, field=f"{field}.when")
-            why = condition_error(when) if when is not None else None
-            if why is not None:
-                self.error(f"when {why}", fields["when"], step=step, field=f"{field}.when")
-            if when is None or why is not None:
-                return None
+        when, _ = self.condition(fields.get("when"), step, f"{field}.when")
         if move is None or target is None:
             return None
         return Candidate(id=move, to=target, when=when)
@@ -341,23 +333,18 @@ class StepReader(DetourReader):
             routing = self.routing(fields["routing"], name)
         options = self.options(fields, name)
         detours = self.detours(fields["detours"], name) if "detours" in fields else ()
-        if (
-            step_id is None
-            or agents is None
-            or role is None
-            or notes is None
-            or routing is None
-            or detours is None
-        ):
+        if step_id is None:
             return None
+        # What read well, even after an error: the checks across steps and flows still run
+        # on it (every error of a file at once), and the flow is not returned anyway.
         return StepSpec(
             id=step_id,
-            agents=agents,
-            role=role,
-            teaching_notes=notes,
-            routing=routing,
+            agents=agents or (),
+            role=role or "",
+            teaching_notes=notes or TeachingNotes((), (), (), ()),
+            routing=routing or RoutingSpec(),
             line=line_of(node),
             **options,
-            detours=detours,
+            detours=detours or (),
             field_lines=dict(self.lines),
         )

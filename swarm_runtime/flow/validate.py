@@ -16,8 +16,12 @@ def successors(flow: FlowSpec, step: StepSpec) -> list[tuple[str, str]]:
     return edges + bounces
 
 
-def validate_flow(flow: FlowSpec) -> list[FlowDefinitionError]:
-    """Check the cross-step rules; return every error found."""
+def validate_flow(flow: FlowSpec, *, reachability: bool = True) -> list[FlowDefinitionError]:
+    """Check the cross-step rules; return every error found.
+
+    ``reachability``: check that every step can be reached (not for a flow that read with
+    errors: a step whose routing could not be read may be the one that reaches others).
+    """
     file = str(flow.path)
     errors: list[FlowDefinitionError] = []
     seen: dict[str, StepSpec] = {}
@@ -35,8 +39,6 @@ def validate_flow(flow: FlowSpec) -> list[FlowDefinitionError]:
             )
         else:
             seen[step.id] = step
-    if errors:
-        return errors
     for step in flow.steps:
         for field_name, target in successors(flow, step):
             if field_name and not flow.has_step(target):
@@ -51,7 +53,7 @@ def validate_flow(flow: FlowSpec) -> list[FlowDefinitionError]:
                     )
                 )
     errors.extend(_detour_errors(flow))
-    if errors:
+    if errors or not reachability:
         return errors
     reached = {flow.steps[0].id}
     stack = [flow.steps[0]]
@@ -75,8 +77,12 @@ def validate_flow(flow: FlowSpec) -> list[FlowDefinitionError]:
 
 
 def _detour_errors(flow: FlowSpec) -> list[FlowDefinitionError]:
-    """A detour goes to another flow (its own steps are edges, not detours)."""
-    return [
+    """What is wrong with the detours of a flow's steps.
+
+    A detour goes to another flow (its own steps are edges, not detours), and its id is not
+    the id of another move of its step (the navigator names the move it takes by its id).
+    """
+    errors = [
         FlowDefinitionError(
             f"detour '{detour.id}' goes to flow '{flow.key}', the flow it leaves; a detour "
             "runs another flow (route to a step of this flow with routing instead)",
@@ -89,3 +95,20 @@ def _detour_errors(flow: FlowSpec) -> list[FlowDefinitionError]:
         for detour in step.detours
         if detour.flow == flow.key
     ]
+    for step in flow.steps:
+        navigator = step.routing.kind == "navigator"
+        own = {c.id for c in step.routing.candidates} if navigator else {"next"}
+        errors.extend(
+            FlowDefinitionError(
+                f"detour id '{detour.id}' is also the id of "
+                f"{'a candidate of this step' if navigator else 'the move its routing makes'}"
+                ": the navigator chooses a move by its id; give the detour an id of its own",
+                file=str(flow.path),
+                line=step.line_of(f"detours.{detour.id}.{'step' if detour.step else 'flow'}"),
+                step_id=step.id,
+                field=f"detours.{detour.id}",
+            )
+            for detour in step.detours
+            if detour.id in own
+        )
+    return errors

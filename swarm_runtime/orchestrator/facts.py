@@ -6,7 +6,11 @@ appended to ``facts.jsonl`` (``{id, kind, text, flow, step, iteration, seq}``), 
 the step whose reply held it; a later fact with the same id supersedes. The checkpoint
 counts the journal's lines, so a resume cuts what a killed step had appended and reads the
 rest back. Later prompts carry the current facts (:meth:`Facts.prompt_section`), and
-conditions see them (:meth:`Facts.values`).
+conditions see them (:meth:`Facts.cel`).
+
+Neither costs a step more as the facts pile up: the prompt's section is made from its
+newest facts back until the budget is spent, and conditions see a list kept in CEL's
+types that each fact is converted into once, when a condition first reads the facts.
 """
 
 from __future__ import annotations
@@ -16,11 +20,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from swarm_runtime.orchestrator import payloads
+from swarm_runtime.orchestrator.bounded import cut
 
 FACT_ID_RE = re.compile(r"(REQ|SOL|TRC|ASM|DEC)-[0-9]{1,9}")
 MARKER_RE = re.compile(r"^\[((?:REQ|SOL|TRC|ASM|DEC)-[0-9]{1,9})\][ \t]+(\S[^\n]*)$", re.MULTILINE)
 MAX_FACT_CHARS = 2_000
-"""A fact's text is cut to this many characters."""
+"""A fact's text is cut to this many characters (a marker says how many more it had)."""
 
 
 def declared(text: str, handoff: Mapping[str, Any] | None) -> list[tuple[str, str]]:
@@ -34,19 +39,25 @@ def declared(text: str, handoff: Mapping[str, Any] | None) -> list[tuple[str, st
         good_id = isinstance(fact_id, str) and FACT_ID_RE.fullmatch(fact_id)
         if good_id and isinstance(fact_text, str) and fact_text.strip():
             found.append((str(fact_id), fact_text.strip()))
-    return [(fact_id, fact_text[:MAX_FACT_CHARS]) for fact_id, fact_text in found]
+    return [(fact_id, cut(fact_text, MAX_FACT_CHARS)) for fact_id, fact_text in found]
 
 
 class Facts:
     """The facts of a run: the journal's entries, and the current one of each id."""
 
-    __slots__ = ("current", "entries")
+    __slots__ = ("_cel", "_cel_at", "_changed", "current", "entries")
 
     def __init__(self) -> None:
         self.entries: list[dict[str, Any]] = []
         """Every ``facts.jsonl`` line so far, in order."""
         self.current: dict[str, dict[str, Any]] = {}
         """The latest entry of each id, in the order ids first appeared."""
+        self._cel: Any = None
+        """:attr:`current` in CEL's types, brought up to date when a condition reads it."""
+        self._cel_at: dict[str, int] = {}
+        """Where each id is in :attr:`_cel`."""
+        self._changed: list[str] = []
+        """Ids kept since :attr:`_cel` was last brought up to date."""
 
     def restore(self, entries: list[dict[str, Any]]) -> None:
         """Take the journal's first entries back (a resume)."""
@@ -56,6 +67,7 @@ class Facts:
     def _keep(self, entry: dict[str, Any]) -> None:
         self.entries.append(entry)
         self.current[str(entry["id"])] = entry
+        self._changed.append(str(entry["id"]))
 
     def add(
         self, found: list[tuple[str, str]], flow: str, step: str, iteration: int
@@ -96,29 +108,66 @@ class Facts:
         """
         current = dict(self.current)
         for fact_id, text in found:
-            kind = fact_id.split("-", 1)[0]
-            current[fact_id] = {
-                "id": fact_id,
-                "kind": kind,
-                "text": text,
-                "flow": flow,
-                "step": step,
-            }
+            current[fact_id] = _seen(fact_id, text, flow, step)
         return list(current.values())
+
+    def cel(self, found: Sequence[tuple[str, str]] = (), flow: str = "", step: str = "") -> Any:
+        """:meth:`values` in CEL's types, converting only the facts kept since last asked.
+
+        With nothing ``found``, the list kept is given as it is; else a copy of it (of its
+        references: nothing is converted again) with the step's own facts on top.
+        """
+        from swarm_runtime.flow.conditions import Converted, to_cel
+
+        if self._cel is None:
+            self._cel = to_cel([])
+        for fact_id in dict.fromkeys(self._changed):
+            _put(self._cel, self._cel_at, fact_id, to_cel(self.current[fact_id]))
+        self._changed.clear()
+        if not found:
+            return Converted(self._cel)
+        view = to_cel([])
+        view.extend(self._cel)
+        added: dict[str, int] = {}  # the step's new ids: where they are in the view
+        for fact_id, text in found:
+            value = to_cel(_seen(fact_id, text, flow, step))
+            where = self._cel_at.get(fact_id, added.get(fact_id))
+            if where is None:
+                added[fact_id] = len(view)
+                view.append(value)
+            else:
+                view[where] = value
+        return Converted(view)
 
     def prompt_section(self, max_chars: int) -> str:
         """The current facts for a prompt, at most ``max_chars`` (the newest kept whole)."""
         if not self.current:
             return ""
-        lines = [f"[{entry['id']}] {entry['text']}" for entry in self.current.values()]
         kept: list[str] = []
         used = 0
-        for line in reversed(lines):
+        for entry in reversed(self.current.values()):  # the newest back: never all of them
+            line = f"[{entry['id']}] {entry['text']}"
             if used + len(line) + 1 > max_chars:
                 break
             kept.append(line)
             used += len(line) + 1
         kept.reverse()
-        dropped = len(lines) - len(kept)
+        dropped = len(self.current) - len(kept)
         head = f"[{dropped} older fact(s) not shown]\n" if dropped else ""
         return head + "\n".join(kept)
+
+
+def _seen(fact_id: str, text: str, flow: str, step: str) -> dict[str, Any]:
+    """A fact of the step being routed, as its conditions see it (not yet in the journal)."""
+    kind = fact_id.split("-", 1)[0]
+    return {"id": fact_id, "kind": kind, "text": text, "flow": flow, "step": step}
+
+
+def _put(facts: list[Any], at: dict[str, int], fact_id: str, value: Any) -> None:
+    """Put a fact in a list of facts: where its id is (it supersedes), else at the end."""
+    where = at.get(fact_id)
+    if where is None:
+        at[fact_id] = len(facts)
+        facts.append(value)
+    else:
+        facts[where] = value

@@ -55,6 +55,7 @@ class RunLifecycle:
         self.flows = [part.flow.key for part in plan]
         """The flows this run runs: those of the spec, less what a slice leaves out."""
         self.budget = RunBudget.of(limits, plan)
+        recorder.dir_size.limit = self.budget.size  # no write may take the run dir past it
         choice = context.engine
         self.book = RunBook(
             recorder,

@@ -19,9 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from swarm_runtime.flow.conditions import Evaluation, evaluate
+from swarm_runtime.flow.conditions import Activation, Evaluation, evaluate
 from swarm_runtime.flow.spec import Detour, FlowSpec, StepSpec
 from swarm_runtime.orchestrator import payloads
+from swarm_runtime.orchestrator.bounded import cut
 from swarm_runtime.orchestrator.routing import Decision
 from swarm_runtime.record import Record, replace
 
@@ -123,7 +124,8 @@ def route(
     ask: Ask,
 ) -> NavigatorRoute:
     """Choose the move after ``step`` from the ``moves`` whose conditions hold over ``values``."""
-    evaluated = [(m, evaluate(m.when, values)) for m in moves if m.when]
+    ready = Activation(values)  # each name made ready once for all the conditions
+    evaluated = [(m, evaluate(m.when, ready)) for m in moves if m.when]
     failed = {id(m) for m, e in evaluated if not e.value}
     held = tuple(m for m in moves if id(m) not in failed)
     conditions = [e for _, e in evaluated]
@@ -141,7 +143,7 @@ def route(
     answer = ask(held, golden.to_step)
     picked = next((m for m in held if m.id == answer.choice), None)
     if picked is None:
-        why = answer.error or f"invalid_choice:{answer.choice}"
+        why = answer.error or f"invalid_choice:{cut(str(answer.choice), 200)}"
         decision = replace(golden, reason=f"navigator_fallback:{why}", source="navigator")
         decision = replace(
             decision, receipt_routing={**golden.receipt_routing, "reason": decision.reason}

@@ -16,6 +16,7 @@ from typing import Any
 
 from swarm_runtime.engines.base import Prompt, StepContext, StepEngine, StepOutcome
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
+from swarm_runtime.orchestrator.bounded import cut
 from swarm_runtime.orchestrator.control import RunControl
 from swarm_runtime.orchestrator.navigator import Move, NavigatorAnswer
 from swarm_runtime.orchestrator.recorder import RunRecorder, TranscriptLine
@@ -148,7 +149,7 @@ def answer_of(handoff: dict[str, Any] | None) -> NavigatorAnswer:
     return NavigatorAnswer(
         proposal=_proposal(values.get("proposed_edge")),
         choice=str(choice) if isinstance(choice, str | int) and str(choice) else None,
-        rationale=str(rationale) if isinstance(rationale, str) else None,
+        rationale=cut(rationale) if isinstance(rationale, str) else None,
         confidence=confidence,
         error=None if isinstance(choice, str | int) and str(choice) else "no_choice",
     )
@@ -159,8 +160,8 @@ def _proposal(raw: Any) -> tuple[str, str | None] | None:
     if isinstance(raw, dict):
         to_step, why = raw.get("to"), raw.get("rationale")
         if isinstance(to_step, str) and to_step.strip():
-            return to_step.strip()[:200], why[:2_000] if isinstance(why, str) else None
+            return cut(to_step.strip(), 200), cut(why) if isinstance(why, str) else None
         return None
     if isinstance(raw, str) and raw.strip():
-        return raw.strip()[:200], None
+        return cut(raw.strip(), 200), None
     return None

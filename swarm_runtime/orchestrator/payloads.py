@@ -287,7 +287,13 @@ def stack_overflow(
 class FactsUpdatedPayload(TypedDict):
     added: list[str]
     updated: list[str]
+    added_count: int
+    updated_count: int
     total: int
+
+
+MAX_FACT_IDS = 100
+"""How many ids ``facts_updated`` lists of each kind; its counts say how many there were."""
 
 
 class FactPayload(TypedDict):
@@ -296,8 +302,17 @@ class FactPayload(TypedDict):
 
 
 def facts_updated(added: list[str], updated: list[str], total: int) -> FactsUpdatedPayload:
-    """``facts_updated``: the ids a step's reply added and updated, and how many there are."""
-    return {"added": added, "updated": updated, "total": total}
+    """``facts_updated``: what a step's reply added and updated, and the run's fact count.
+
+    Counts of both, and the first :data:`MAX_FACT_IDS` ids of each: a line stays short.
+    """
+    return {
+        "added": added[:MAX_FACT_IDS],
+        "updated": updated[:MAX_FACT_IDS],
+        "added_count": len(added),
+        "updated_count": len(updated),
+        "total": total,
+    }
 
 
 def fact(fact_id: str, text: str) -> FactPayload:

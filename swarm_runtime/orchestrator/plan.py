@@ -23,6 +23,7 @@ from swarm_runtime.versions import SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from swarm_runtime.documents import RunSpecDoc
+    from swarm_runtime.engines.registry import EngineRegistry
 
 DEFAULT_MAX_RUN_MB = 1024
 """How big a run dir may grow by default (MiB): past it the run ends, failed, at a step
@@ -127,24 +128,24 @@ def plan_run(
 ) -> list[FlowSlice]:
     """Load the flows of ``spec`` and resolve its slice; raise a usage error on any mistake.
 
-    The params are checked too (:mod:`.params`), against ``credentials`` when given.
+    Also checked: the params (:mod:`.params`, against ``credentials`` when given) and the
+    whole flows dir, as ``swarm flows validate`` checks it.
     """
     check_params(spec.params, credentials)
+    flows.check()
     if not spec.flows:
         raise SwarmUsageError(f"a run needs at least one flow (none in {flows.flows_dir})")
-    repeated = sorted({key for key in spec.flows if spec.flows.count(key) > 1})
-    if repeated:
+    if repeated := sorted({key for key in spec.flows if spec.flows.count(key) > 1}):
         raise SwarmUsageError(
             f"flow(s) {', '.join(repeated)} listed more than once; a run runs each flow once"
         )
     loaded = [flows.get(key) for key in spec.flows]
-    for flow in loaded:
-        if flow.utility:
-            raise SwarmUsageError(
-                f"flow '{flow.key}' is a utility flow (utility: true in {flow.path}): it is "
-                "injected after a step whose state makes its trigger true, or taken as a "
-                "detour; it is never run on its own"
-            )
+    for flow in (flow for flow in loaded if flow.utility):
+        raise SwarmUsageError(
+            f"flow '{flow.key}' is a utility flow (utility: true in {flow.path}): it is "
+            "injected after a step whose state makes its trigger true, or taken as a "
+            "detour; it is never run on its own"
+        )
     reachable = injectable(loaded, flows)
     _check_strategy(engine_strategy, flows)
     start = _locate(spec.start_step, loaded, "--from") if spec.start_step else None
@@ -164,9 +165,7 @@ def plan_run(
         scenario.check_steps((f.key, [s.id for s in f.steps]) for f in (*loaded, *reachable))
     if faults is not None:
         faults.check_steps((f.key, [s.id for s in f.steps]) for f in (*loaded, *reachable))
-    for flow in (*loaded, *reachable):
-        for step in flow.steps:
-            check_engine(flow, step)  # unknown engine or mode: fail before any write
+    _check_engines((*loaded, *reachable), check_engine)  # before any write
     return [
         FlowSlice(
             loaded[position],
@@ -203,6 +202,53 @@ def injectable(loaded: Sequence[FlowSpec], flows: FlowRegistry) -> list[FlowSpec
                     found[target.key] = target
                     todo.append(target)
     return sorted(found.values(), key=lambda flow: flow.key)
+
+
+def _check_engines(
+    flows: Iterable[FlowSpec], check_engine: Callable[[FlowSpec, StepSpec], object]
+) -> None:
+    """Each step's engine exists and takes the run's mode.
+
+    A step's own ``engine:`` that does not is a flow error at its line, as ``swarm flows
+    validate`` reports it.
+    """
+    for flow in flows:
+        for step in flow.steps:
+            try:
+                check_engine(flow, step)
+            except FlowDefinitionError:
+                raise
+            except SwarmUsageError as exc:
+                if step.engine is None:
+                    raise
+                raise _engine_error(flow, step, str(exc)) from None
+
+
+def engine_errors(flows: FlowRegistry, engines: EngineRegistry) -> list[FlowDefinitionError]:
+    """Every step of the flows that load whose ``engine:`` names no registered engine."""
+    found: list[FlowDefinitionError] = []
+    ids = set(engines.ids())
+    for key in flows.keys():  # noqa: SIM118 - a registry, not a dict
+        try:
+            flow = flows.get(key)
+        except SwarmUsageError:
+            continue  # its own errors are reported
+        found.extend(
+            _engine_error(flow, step, engines.unknown(step.engine))
+            for step in flow.steps
+            if step.engine is not None and step.engine not in ids
+        )
+    return found
+
+
+def _engine_error(flow: FlowSpec, step: StepSpec, message: str) -> FlowDefinitionError:
+    return FlowDefinitionError(
+        message,
+        file=str(flow.path),
+        line=step.line_of("engine"),
+        step_id=step.id,
+        field="engine",
+    )
 
 
 def default_max_steps(plan: Iterable[FlowSlice]) -> int:

@@ -8,8 +8,6 @@ the file and the variable and shows only a masked value.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -19,6 +17,8 @@ from swarm_runtime.credentials import Credentials
 from swarm_runtime.digest import sha256
 from swarm_runtime.engines.base import HistoryItem
 from swarm_runtime.errors import StorageError
+from swarm_runtime.orchestrator.bounded import MAX_EVENT_LINE, bounded_event
+from swarm_runtime.orchestrator.dir_size import DirSize, byte_size
 from swarm_runtime.orchestrator.rundir import claim_run_dir, remove_run_dir
 from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.storage.layout import RunLayout
@@ -71,15 +71,11 @@ class RunRecorder:
         self._history_items = 0
         self._history_hash = sha256()
         self._checkpoint_path = str(layout.checkpoint)
-        self._rewritten = (self._checkpoint_path, str(layout.meta))
-        """The documents rewritten in place, counted once in :attr:`size`."""
+        self.dir_size = DirSize((self._checkpoint_path, str(layout.meta)))
+        """What the run dir holds; past its ``limit``, a write is refused before it is made."""
         self._events_path = str(layout.events)
         self._history_path = str(layout.history)
         self._journals: dict[str, EventLog] = {}
-        self._grown = 0
-        """Characters written to files that stay (events, history, step files, artifacts)."""
-        self._documents: dict[str, int] = {}
-        """The size of each document that is rewritten in place (meta, checkpoint)."""
 
     @classmethod
     def create(
@@ -102,7 +98,7 @@ class RunRecorder:
             write_text_atomic(layout.spec, spec_text, durable=durable)  # checked above
 
         layout, lock = claim_run_dir(runs_dir, clock=clock, rand=rand, first_file=write_spec)
-        return cls(
+        recorder = cls(
             layout,
             state,
             lock=lock,
@@ -111,6 +107,8 @@ class RunRecorder:
             credentials=credentials,
             observer=observer,
         )
+        recorder.dir_size.wrote(str(layout.spec), byte_size(spec_text))
+        return recorder
 
     @classmethod
     def reopen(
@@ -135,7 +133,7 @@ class RunRecorder:
             credentials=credentials,
             observer=observer,
         )
-        recorder.count_existing()
+        recorder.dir_size.count_existing(layout.root)
         return recorder
 
     @property
@@ -194,6 +192,8 @@ class RunRecorder:
         Encoded once, it can go into a checkpoint's pending events and then the log.
         """
         line = encode_line(event)
+        if len(line) > MAX_EVENT_LINE:  # text from outside, cut visibly to fit a line
+            event, line = bounded_event(event, line, encode_line)
         if self.credentials:  # the message is made only when there is something to find
             self.credentials.check(line, f"a {event['kind']} event to {self._events_path}")
         return line
@@ -218,8 +218,10 @@ class RunRecorder:
                 )
         text = lines[0] if len(lines) == 1 else "".join(lines)
         self.lock.check()  # a lease taken over: the run is another process's now
+        size = byte_size(text)
+        self.dir_size.make_room(self._events_path, size)
         self.log.append_line(text)
-        self._grown += len(text)
+        self.dir_size.wrote(self._events_path, size)
         state.seq += len(events)
         observer = self.observer
         if observer is None:
@@ -250,8 +252,10 @@ class RunRecorder:
         if self._history is None:
             self._history = EventLog(self._history_path, durable=self.durable)
         self.credentials.check(line, self._history_path)
+        size = byte_size(line)
+        self.dir_size.make_room(self._history_path, size)
         self._history.append_line(line)
-        self._grown += len(line)
+        self.dir_size.wrote(self._history_path, size)
         self._history_items += 1
         self._history_hash.update(line.encode("utf-8"))
 
@@ -260,11 +264,13 @@ class RunRecorder:
         path = str(self.layout.journal(name))
         text = "".join(encode_line(entry) for entry in entries)
         self.credentials.check(text, path)
+        size = byte_size(text)
+        self.dir_size.make_room(path, size)
         journal = self._journals.get(name)
         if journal is None:
             journal = self._journals[name] = EventLog(path, durable=self.durable)
         journal.append_line(text)
-        self._grown += len(text)
+        self.dir_size.wrote(path, size)
         self.state.journals[name] = self.state.journals.get(name, 0) + len(entries)
 
     def continue_history(self, lines: list[str]) -> None:
@@ -356,26 +362,15 @@ class RunRecorder:
         if not checked:
             self.credentials.check(text, str(path))
         self.lock.check()
+        where, size = str(path), byte_size(text)
+        self.dir_size.make_room(where, size)
         write_text_atomic(path, text, durable=self.durable)
-        where = str(path)
-        if where in self._rewritten:
-            self._documents[where] = len(text)
-        else:
-            self._grown += len(text)
+        self.dir_size.wrote(where, size)
 
     @property
     def size(self) -> int:
-        """About how big the run dir is (characters written, rewritten documents once)."""
-        return self._grown + sum(self._documents.values())
-
-    def count_existing(self) -> None:
-        """Start the tally from what a run dir being resumed holds already."""
-        total = 0
-        for directory, _, files in os.walk(self.layout.root):
-            for name in files:
-                with contextlib.suppress(OSError):
-                    total += os.lstat(os.path.join(directory, name)).st_size
-        self._grown = total
+        """How many bytes the run dir holds (rewritten documents counted once)."""
+        return self.dir_size.total
 
     def discard(self) -> None:
         """Remove a run dir that never got its first event (nothing in it is a run yet)."""

@@ -105,12 +105,14 @@ class StepRouter:
         own: Decision | None,
     ) -> NavigatorRoute:
         """The move chosen from the candidate set, over what the step left (SPEC §4.5)."""
+        facts = self.state.facts
         values = {
             "handoff": outcome.handoff or {},
             "receipt": receipt,
             "params": self.spec.get("params") or {},
             "loop_state": self.state.loops.of_flow(flow.key),
-            "facts": self.state.facts.values(
+            # Made only when a condition reads them, from what earlier steps made ready.
+            "facts": lambda: facts.cel(
                 declared(outcome.text or outcome.result.output, outcome.handoff), flow.key, step.id
             ),
         }

@@ -51,7 +51,10 @@ class FlowCatalog:
         return flow
 
     def listing(self) -> dict[str, Any]:
-        """Every flow of the flows dir in run order: key, title, steps, or its error."""
+        """Every flow of the flows dir in run order: key, title, steps, or its error.
+
+        A utility flow is marked ``utility: true``.
+        """
         from swarm_runtime.errors import SwarmError
 
         registry = self._registry()
@@ -68,7 +71,9 @@ class FlowCatalog:
             except SwarmError as exc:
                 flows.append({"key": key, "error": str(exc)})
                 continue
-            flows.append({"key": key, "title": flow.title, "steps": len(flow.steps)})
+            entry = {"key": key, "title": flow.title, "steps": len(flow.steps)}
+            # A utility flow is only ever injected: the page does not offer it to start.
+            flows.append({**entry, "utility": True} if flow.utility else entry)
         return {"flows_dir": str(self.flows_dir), "flows": flows, "default": order}
 
     def graph(self, key: str) -> dict[str, Any]:

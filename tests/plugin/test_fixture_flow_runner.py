@@ -166,3 +166,27 @@ def test_a_plain_status_assert_on_a_failed_run_shows_its_cause(
         ],
         consecutive=False,
     )
+
+
+def test_a_utility_flow_that_does_not_load_fails_the_run_with_its_line(
+    swarm_pytester: pytest.Pytester,
+) -> None:
+    """As ``swarm run`` refuses it: the run does not go on without the utility flow."""
+    (swarm_pytester.path / "flows" / "audit.yaml").write_text(
+        "key: audit\ntitle: Audit\ndescription: An audit.\nutility: true\n"
+        'injection_trigger: "handoff.status =="\nsteps:\n'
+        "  - id: audit\n    agents: [auditor]\n    role: Audit.\n"
+        "    teaching_notes: {inputs: [i], outputs: [o], emphasizes: [e], constraints: [c]}\n"
+    )
+    swarm_pytester.makepyfile(
+        """
+        def test_run(flow_runner):
+            flow_runner("signal")
+        """
+    )
+    result = swarm_pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*swarm: *audit.yaml:5, field 'injection_trigger': injection_trigger is not a CEL*"]
+    )
+    assert "Traceback" not in result.stdout.str()

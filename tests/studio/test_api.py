@@ -160,6 +160,8 @@ def test_flows_and_their_graphs(client: Any) -> None:
     listing = client.get("/api/flows").json()
     assert listing["default"][:2] == ["signal", "plan"]
     assert {f["key"] for f in listing["flows"]} >= {"signal", "stepwise-demo"}
+    utility = {f["key"] for f in listing["flows"] if f.get("utility")}
+    assert utility == {"security-scan"}  # listed, marked: the page does not offer it to start
     graph = client.get("/api/flows/stepwise-demo/graph").json()
     assert any(e["kind"] == "loop" for e in graph["edges"])
     assert client.get("/api/flows/nope/graph").status_code == 404

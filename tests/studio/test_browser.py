@@ -283,6 +283,18 @@ def test_start_pause_stop_and_resume_from_the_page(
     )
 
 
+def test_the_start_form_offers_no_utility_flow(
+    tmp_path: Path, live_studio: Callable[..., LiveStudio], page: Any
+) -> None:
+    """A utility flow is only injected: ``swarm run`` refuses it, the page does not offer it."""
+    server = live_studio(Project(tmp_path).config())
+    page.goto(server.url + "/")
+    form = page.locator("#start-form")
+    expect(form.locator('input[value="stepwise-demo"]')).to_be_visible()
+    expect(form.locator('input[value="review"]')).to_be_visible()
+    expect(form.locator('input[value="security-scan"]')).to_have_count(0)
+
+
 def test_the_compare_page_shows_changed_steps_and_diffs(
     tmp_path: Path, live_studio: Callable[..., LiveStudio], page: Any
 ) -> None:

@@ -169,7 +169,7 @@ async function startForm() {
   const defaults = new Set(flows.default);
   const form = el("form", { class: "start", id: "start-form" },
     el("fieldset", {}, el("legend", { text: "flows" }),
-      flows.flows.filter((f) => !f.error).map((f) => el("label", {},
+      flows.flows.filter((f) => !f.error && !f.utility).map((f) => el("label", {},
         el("input", { type: "checkbox", name: "flow", value: f.key, checked: defaults.has(f.key) }),
         ` ${f.key}`))),
     el("label", {}, "backend ", el("select", { name: "backend", id: "backend" },

@@ -341,7 +341,9 @@ def test_a_detour_into_a_flow_that_does_not_exist_is_refused_before_the_run(
     flows = _flows(tmp_path / "flows")
     (flows / "rebase.yaml").unlink()
     with pytest.raises(
-        SwarmUsageError, match=r"step 'write_code', detour 'rebase': no flow 'rebase'"
+        SwarmUsageError,
+        match=r"build.yaml:\d+, step 'write_code', field 'detours.rebase.flow': "
+        r"detour 'rebase': no flow 'rebase'",
     ):
         _run(flows, tmp_path / "runs", EVERY_DETOUR)
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
@@ -367,6 +369,7 @@ def test_a_utility_flow_is_never_run_from_the_order(tmp_path: Path) -> None:
         ('{id: x, flow: rebase, when: "handoff.a &&"}', "when"),
         ("{id: x, flow: rebase, return: 'bounce_to:nowhere'}", "'nowhere' names no step"),
         ("{id: x, flow: build}", "the flow it leaves"),
+        ("{id: next, flow: rebase}", "detour id 'next' is also the id of the move"),
     ],
 )
 def test_a_wrong_detour_is_a_flow_error_with_its_line(

@@ -30,7 +30,7 @@ def test_marker_lines_and_the_handoff_declare_facts_and_nothing_else_does() -> N
         ("REQ-001", "UTF-8 only."),
         ("SOL-7", "padded"),
         ("DEC-001", "Stream it."),
-        ("TRC-002", "x" * MAX_FACT_CHARS),
+        ("TRC-002", "x" * MAX_FACT_CHARS + "[TRUNCATED: 10 of 2010 chars cut]"),  # visibly
     ]
     assert declared("no facts", {"facts": "REQ-001 not a list"}) == []
 
@@ -59,9 +59,23 @@ def test_facts_are_journalled_superseded_announced_and_prompted(tmp_path: Path) 
         if e["kind"] in ("facts_updated", "assumption_recorded")
     ]
     assert noted == [
-        ("facts_updated", "a", {"added": ["REQ-001", "ASM-001"], "updated": [], "total": 2}),
+        (
+            "facts_updated",
+            "a",
+            {
+                "added": ["REQ-001", "ASM-001"],
+                "updated": [],
+                "added_count": 2,
+                "updated_count": 0,
+                "total": 2,
+            },
+        ),
         ("assumption_recorded", "a", {"id": "ASM-001", "text": "assumed"}),
-        ("facts_updated", "b", {"added": [], "updated": ["REQ-001"], "total": 2}),
+        (
+            "facts_updated",
+            "b",
+            {"added": [], "updated": ["REQ-001"], "added_count": 0, "updated_count": 1, "total": 2},
+        ),
     ]
 
     def user_prompt(step: str) -> str:

@@ -224,6 +224,10 @@ def test_a_bad_condition_is_a_flow_error_at_its_line(tmp_path: Path, when: str, 
         (NAVIGATOR.replace("id: forward", "id: back_to_author"), "given twice"),
         (NAVIGATOR.replace("  default: run_tests\n", ""), "needs 'default'"),
         ("routing:\n  kind: navigator\n  default: ship\n  candidates: []\n", "non-empty list"),
+        (
+            NAVIGATOR + "detours:\n  - {id: forward, flow: other}\n",
+            "detour id 'forward' is also the id of a candidate",
+        ),
     ],
 )
 def test_a_navigator_step_is_checked_when_its_flow_loads(
