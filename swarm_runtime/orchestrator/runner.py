@@ -165,6 +165,8 @@ class Orchestrator:
             observer=self.deps.observer,
             external_input=external_input,
             injectable=injectable([part.flow for part in plan], self.flows),
+            sleep=self.deps.sleep,
+            notice=self.deps.notice,
         )
         run = RunLifecycle(self._context(), reopened.spec, plan, reopened.recorder, reopened.state)
         return PreparedRun(
