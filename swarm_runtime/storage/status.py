@@ -14,8 +14,8 @@ for at that instant wait for it instead of failing.
 
 from __future__ import annotations
 
-import json
 import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -43,32 +43,41 @@ def read_meta(run_dir: Path) -> dict[str, Any] | None:
 
 
 def last_event_kind(run_dir: Path) -> str | None:
-    """The kind of the last whole event of ``events.jsonl`` (None: none, or unreadable)."""
+    """The kind of the last whole event of ``events.jsonl`` (None: none, or unreadable).
+
+    Only the end of the log is read; never through a symlink, never from a FIFO.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        fd = os.open(run_dir / "events.jsonl", os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(run_dir / "events.jsonl", flags)
     except OSError:
         return None
     try:
-        size = os.fstat(fd).st_size
-        os.lseek(fd, max(0, size - TAIL_BYTES), os.SEEK_SET)
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        os.lseek(fd, max(0, info.st_size - TAIL_BYTES), os.SEEK_SET)
         tail = os.read(fd, TAIL_BYTES)
     except OSError:
         return None
     finally:
         os.close(fd)
-    whole = tail.split(b"\n")[:-1]  # what follows the last newline is a torn line
-    for line in reversed(whole):
-        if line.strip():
-            try:
-                kind = json.loads(line).get("kind")
-            except (ValueError, AttributeError):
-                return None
-            return kind if isinstance(kind, str) else None
-    return None
+    # What follows the last newline is a torn line, if anything.
+    whole = [line for line in tail.split(b"\n")[:-1] if line.strip()]
+    if not whole:
+        return None
+    try:
+        kind = load_json(whole[-1]).get("kind")
+    except (ValueError, AttributeError):
+        return None
+    return kind if isinstance(kind, str) else None
 
 
 def observed_status(run_dir: Path, meta: dict[str, Any] | None = None) -> str:
-    """``meta.json``'s status, or ``crashed`` when it claims a live run nobody runs."""
+    """``meta.json``'s status, or what a run nobody runs that it claims live really is.
+
+    ``crashed``, or ``paused`` when its log ends with ``run_paused``.
+    """
     meta = read_meta(run_dir) if meta is None else meta
     status = str(meta.get("status", "?")) if meta is not None else "?"
     if status in ("succeeded", "failed") or live_holder(run_dir) is not None:

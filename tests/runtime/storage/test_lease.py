@@ -262,3 +262,23 @@ def test_a_resume_waits_for_the_process_that_paused_the_run_and_only_so_long(
         assert len(naps) == looked  # a holder that runs it: no wait, the lock refuses it
     finally:
         lock.release()
+
+
+def test_the_last_event_comes_from_the_end_of_a_regular_log_only(tmp_path: Path) -> None:
+    from swarm_runtime.storage.status import TAIL_BYTES, last_event_kind
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    assert last_event_kind(run_dir) is None  # no log yet
+    long = json.dumps({"kind": "log", "payload": {"text": "x" * (2 * TAIL_BYTES)}})
+    torn = '{"kind": "run_res'  # a kill mid-append: not an event
+    (run_dir / "events.jsonl").write_text(f'{long}\n{{"kind": "run_paused"}}\n{torn}')
+    assert last_event_kind(run_dir) == "run_paused"
+    fifo = tmp_path / "fifo"
+    fifo.mkdir()
+    os.mkfifo(fifo / "events.jsonl")
+    assert last_event_kind(fifo) is None  # answered at once: a FIFO is never read
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / "events.jsonl").symlink_to(run_dir / "events.jsonl")
+    assert last_event_kind(linked) is None  # never through a symlink
