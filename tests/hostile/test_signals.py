@@ -14,9 +14,12 @@ import pytest
 from tests.e2e.processes import wait_for_line
 
 # Sends this process a Ctrl-C the moment the named module starts importing: a
-# deterministic "Ctrl-C during imports", with no timer.
+# deterministic "Ctrl-C during imports", with no timer. Ctrl-C in a terminal reaches a
+# process that does not ignore SIGINT; a test run started in the background of a script
+# would hand its children an ignored SIGINT, so the hook restores Python's own handler.
 HOOK = """
 import os, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
 class _CtrlC:
     def find_spec(self, name, path=None, target=None):
         if name == os.environ["CTRL_C_AT"]:
