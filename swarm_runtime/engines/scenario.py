@@ -3,6 +3,11 @@
 A scenario is a mapping from a step id (or ``flow/step`` where ids repeat across flows) to
 one outcome (used for every execution) or a list of outcomes (one per execution, the last
 repeating). It comes from a YAML file or a dict; anything unknown is an error naming it.
+
+``wait_for: PATH`` holds an execution until the file PATH exists: a gate a test opens by
+creating it, so a pause, a stop or a kill lands inside a chosen step however slow the
+machine is. It does nothing unless a scenario scripts it (the stub alone reads it), and it
+waits no longer than the step's deadline.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ OUTCOME_KEYS = (
     "delay_ms",
     "failing_attempts",
     "artifacts",
+    "wait_for",
 )
 TOOL_KEYS = ("tool", "input", "output", "success")
 
@@ -56,6 +62,9 @@ class Outcome(Record):
     failing_attempts: int | None = None
     """With ``retryable``: the attempts that answer it before the call succeeds (None:
     every attempt, so the step runs out of attempts and fails)."""
+    wait_for: str | None = None
+    """An absolute path: the execution waits until that file exists (at most the step's
+    deadline) before it answers; a test opens the gate by creating the file."""
 
     def code_for(self, attempt: int, external_input: bool) -> str:
         """The result code of one call: ``attempt`` (1-based) of its execution."""
@@ -157,6 +166,20 @@ def _parse_artifacts(raw: Any, where: str) -> tuple[dict[str, Any], ...]:
     return tuple(found)
 
 
+def _parse_gate(raw: Any, where: str) -> str | None:
+    """``wait_for``: an absolute path, the file whose creation lets the execution go on."""
+    if raw is None:
+        return None
+    import os
+
+    if not isinstance(raw, str) or not os.path.isabs(raw) or "\0" in raw:
+        raise ScenarioError(
+            f"{where}.wait_for: must be an absolute path (the file whose creation lets the "
+            f"step go on), got {_preview(raw)}"
+        )
+    return raw
+
+
 def _check_outcome_keys(raw: Any, where: str) -> None:
     """Refuse an outcome that is not a mapping, or that has a key no outcome knows."""
     if not isinstance(raw, Mapping):
@@ -235,6 +258,7 @@ def _parse_outcome(raw: Any, where: str) -> Outcome:
         delay_ms=ints["delay_ms"] or 0,
         failing_attempts=ints["failing_attempts"],
         artifacts=artifacts,
+        wait_for=_parse_gate(raw.get("wait_for"), where),
     )
 
 

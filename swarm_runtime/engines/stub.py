@@ -3,6 +3,12 @@
 By default a microloop's condition step declares a failing value on its first execution
 and a success value on its second, and a branch step declares its first branch key, so
 every routing kind is exercised. A :class:`Scenario` overrides that per step and execution.
+
+An execution scripted ``wait_for: PATH`` answers only once the file PATH exists, looking
+for it every :data:`GATE_POLL_S` through the injected sleep (so a cancel or Ctrl-C cuts the
+wait short) and no longer than the step's deadline. Tests use it as a gate: a kill, pause
+or stop lands inside the chosen step, whatever the load of the machine. Without the key
+nothing waits.
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ from swarm_runtime.timeutil import interruptible_sleep
 STUB_MODEL = "claude-stub"
 ECHO_CHARS = 2000
 """How much of the prompt a reply with ``echo_prompt`` repeats."""
+GATE_POLL_S = 0.02
+"""How often an execution scripted ``wait_for`` looks for its gate file."""
 
 
 def estimate_tokens(text: str) -> int:
@@ -94,12 +102,32 @@ class StubEngine(StepEngine):
         text = body + "\n\n" + format_handoff(handoff) if handoff else body
         return text, handoff
 
-    def _timed_out(self, ctx: StepContext, delay_ms: int, limit: float) -> StepOutcome:
+    def _timed_out(self, ctx: StepContext, what: str, limit: float) -> StepOutcome:
         error = (
-            f"the stub's scripted delay of {delay_ms} ms is past the step's deadline of "
-            f"{limit:g} s (its timeout_s); the call was cut off"
+            f"{what} is past the step's deadline of {limit:g} s (its timeout_s); the call "
+            "was cut off"
         )
         return stub_failure(ctx, "retryable", error)
+
+    def _wait(self, ctx: StepContext, outcome: Outcome) -> StepOutcome | None:
+        """The scripted gate, then the scripted delay; a timed-out call when they overrun."""
+        limit = ctx.timeout_s or self.timeout_s  # the deadline every engine keeps
+        waited = 0.0
+        if outcome.wait_for is not None:
+            import os
+
+            while not os.path.exists(outcome.wait_for):
+                if waited >= limit:
+                    return self._timed_out(ctx, f"the stub's gate {outcome.wait_for}", limit)
+                self._sleep(GATE_POLL_S)
+                waited += GATE_POLL_S
+        if outcome.delay_ms:
+            if waited + outcome.delay_ms / 1000.0 > limit:
+                self._sleep(max(0.0, limit - waited))
+                delay = f"the stub's scripted delay of {outcome.delay_ms} ms"
+                return self._timed_out(ctx, delay, limit)
+            self._sleep(outcome.delay_ms / 1000.0)
+        return None
 
     def _navigate(self, ctx: StepContext) -> StepOutcome:
         """The navigator's answer: the scenario's choice, else the first candidate."""
@@ -134,12 +162,10 @@ class StubEngine(StepEngine):
         if ctx.call == "navigator":
             return self._navigate(ctx)
         outcome = self.scenario.outcome_for(ctx.flow_key, ctx.step_id, ctx.iteration)
-        if outcome is not None and outcome.delay_ms:
-            limit = ctx.timeout_s or self.timeout_s
-            if outcome.delay_ms / 1000.0 > limit:  # the deadline every engine keeps
-                self._sleep(limit)
-                return self._timed_out(ctx, outcome.delay_ms, limit)
-            self._sleep(outcome.delay_ms / 1000.0)
+        if outcome is not None and (outcome.delay_ms or outcome.wait_for is not None):
+            timed_out = self._wait(ctx, outcome)
+            if timed_out is not None:
+                return timed_out
         text, _ = self._reply(ctx, outcome)
         handoff = parse_handoff(text)
         events, lines = _tool_calls(outcome)

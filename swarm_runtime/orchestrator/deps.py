@@ -53,6 +53,9 @@ class RunDeps(Record):
     """Sees every event as it is appended (a progress display, a live page)."""
     result_observer: Callable[[str, StepResult], None] | None = None
     """Sees every engine result, by the engine's id (the plugin counts calls with it)."""
+    notice: Callable[[str], None] | None = None
+    """Told what a run waits for before it goes on (a resume waiting for the process that
+    paused the run to let go of it)."""
 
 
 class EngineChoice(Record):

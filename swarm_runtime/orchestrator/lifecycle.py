@@ -2,7 +2,7 @@
 
 SPEC §3.3 and §8: ``run_created``/``run_started`` (or, for a resumed run, the events that
 close what a crash left open and ``run_resumed``); the flows from where the run stands;
-then a pause (a request or a ``blocked`` step: ``run_pausing``, ``run_paused``, status
+then a pause (a request or a ``blocked`` step: ``run_pausing``, ``run_paused``, then status
 ``paused``) or the end (a stop adds ``run_stopping`` and ``run_stopped``; every end has
 exactly one ``run_completed``). A checkpoint is written after every completed step.
 """
@@ -243,11 +243,16 @@ class RunLifecycle:
         return None
 
     def _pause(self, reason: str) -> None:
-        """At a step boundary: ``run_pausing``, status paused, ``run_paused``."""
+        """At a step boundary: ``run_pausing``, ``run_paused``, then status paused.
+
+        The log comes first: ``meta.json`` never says paused before the log does, so a
+        resume asked for on seeing "paused" finds ``run_paused`` (and waits for this
+        process to let go of the run, SPEC §8.2).
+        """
         self.recorder.emit("run_pausing", payloads.reason(reason))
+        self.recorder.emit("run_paused", payloads.reason(reason))
         self.state.error = None
         self.book.set_status("paused")
-        self.recorder.emit("run_paused", payloads.reason(reason))
 
     def _pause_blocked(self, step: BlockedStep) -> None:
         """A blocked step: checkpoint it (still open), then pause the run."""
@@ -276,10 +281,9 @@ class RunLifecycle:
             )
         )
         self.steps.log.leave_open()  # it stays open in the log, on purpose
-        recorder.append(pending[0])
+        recorder.append_all(pending)  # the log says paused before meta.json does
         self.state.error = reason
         self.book.set_status("paused")
-        recorder.append(pending[1])
 
     def _complete(self, interrupted: Interrupted | None) -> str:
         """Append ``run_completed`` and write the final ``meta.json``."""

@@ -15,7 +15,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,7 @@ from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.record import Record, field
 from swarm_runtime.storage.layout import JOURNALS, RunLayout
 from swarm_runtime.storage.queued import clear_handed_over
+from swarm_runtime.storage.status import wait_for_pauser
 from swarm_runtime.storage.store import read_event_log
 from swarm_runtime.timeutil import Clock
 
@@ -123,17 +125,22 @@ def reopen_run(
     external_input: str | None,
     injectable: Sequence[FlowSpec] = (),
     max_depth: int = DEFAULT_MAX_DEPTH,
+    sleep: Callable[[float], None] = time.sleep,
+    notice: Callable[[str], None] | None = None,
 ) -> Reopened:
     """Lock ``run_dir`` and mend it for the run loop; RunControlError if it cannot go on.
 
     ``plan`` is the run's flows as they are now, ``injectable`` the flows its steps may
-    enter and ``max_depth`` how deep (SPEC §4.6): the checkpoint must agree with them.
+    enter and ``max_depth`` how deep (SPEC §4.6): the checkpoint must agree with them. A run
+    that has just paused is waited for (``sleep``) while the process that paused it lets go,
+    said to ``notice``.
     """
     run_dir = Path(os.path.abspath(run_dir))
     if not RUN_ID_RE.fullmatch(run_dir.name) or not run_dir.is_dir():
         raise RunControlError(f"{run_dir} is not a run directory (run-YYYYMMDD-HHMMSS-xxxxxx)")
     spec, _ = read_run_spec(run_dir)
     _refuse_finished(run_dir, read_json(run_dir / "meta.json"))  # before taking the lock
+    wait_for_pauser(run_dir, sleep=sleep, notice=notice or (lambda _message: None))
     state = RunState(budget)
     layout = RunLayout(run_dir.parent, run_dir.name)
     recorder = RunRecorder.reopen(
@@ -200,6 +207,8 @@ def _mend(
     if open_step is not None and blocked is None:
         closing.append(interrupted_error(open_step, events[-1]))
         repairs.extend(move_orphans(layout, open_step, state))
+    if status not in ("paused", "stopped") and events and events[-1].get("kind") == "run_paused":
+        status = "paused"  # killed after its run_paused, before meta.json said so
     previous = "crashed" if status not in ("paused", "stopped") else str(status)
     if queued and not events:
         previous = "queued"  # handed to a worker and begun by it: a new run, not a resume

@@ -81,7 +81,7 @@ def orchestrator_for_run(
         FlowRegistry(Path(flows_dir)),
         env=env,
         runs_dir=run_dir.parent,
-        deps=RunDeps(observer=observer, sleep=sleep or interruptible_sleep),
+        deps=RunDeps(observer=observer, sleep=sleep or interruptible_sleep, notice=notice),
         engine=EngineChoice(
             engine_id=str(doc.get("engine") or "claude-step"),
             mode=settings.mode,

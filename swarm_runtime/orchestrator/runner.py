@@ -197,6 +197,8 @@ class Orchestrator:
             external_input=external_input,
             injectable=injectable([part.flow for part in plan], self.flows),
             max_depth=self.limits.max_depth,
+            sleep=self.deps.sleep,
+            notice=self.deps.notice,
         )
         run = RunLifecycle(self._context(), reopened.spec, plan, reopened.recorder, reopened.state)
         return PreparedRun(

@@ -317,8 +317,15 @@ class RunLock:
         self._heartbeat.start()
 
     def release(self) -> None:
-        """Give the lock up (only if this process holds it, and still does)."""
+        """Give the lock up (only if this process holds it, and still does).
+
+        A renewal under way ends first: it would write the lock back once it is gone, or
+        leave its temporary file behind when the process exits right after.
+        """
         self._stop.set()
+        beat = self._heartbeat
+        if beat is not None and beat is not threading.current_thread():
+            beat.join()
         if self.held:
             self.held = False
             if self.lost:

@@ -211,6 +211,17 @@ class Workers:
         assert line is not None
         return line
 
+    def holding(self, run_dir: Path) -> subprocess.Popen[str]:
+        """The worker whose process (its own, or a pool process in its group) holds the
+        run's lease now."""
+        from swarm_runtime.storage.lock import read_holder
+
+        holder = read_holder(run_dir)
+        assert holder is not None, f"nothing holds {run_dir.name}"
+        group = os.getpgid(holder.pid)
+        (worker,) = [proc for proc in self.procs if proc.pid == group]
+        return worker
+
     def kill(self, proc: subprocess.Popen[str]) -> None:
         """SIGKILL a worker (its whole process group), as a lost machine would go."""
         os.killpg(proc.pid, signal.SIGKILL)

@@ -3,7 +3,8 @@
 SPEC §8.3: ``swarm pause|stop|resume RUN`` work the same for a run a worker runs: a
 request goes through the run dir to whoever holds the run's lease, and a paused run is
 resumed from another shell (here, in that shell's process) or handed to the workers again
-through the run service.
+through the run service. The run's first step is held by a gate (the stub's ``wait_for``)
+until the pause has been asked for, so the pause lands mid-run however slow the machine is.
 """
 
 from __future__ import annotations
@@ -19,18 +20,16 @@ from swarm_runtime.service import new_backend
 from swarm_runtime.storage.store import read_event_log
 from tests.conftest import REPO
 from tests.distributed.conftest import Workers, swarm, swarm_env
+from tests.e2e.processes import step_started, wait_for_event
 
 pytestmark = pytest.mark.swarm_modes("stub")
 
 
-def _slow_scenario(path: Path) -> Path:
-    """Every step of the signal flow waits a little, so a pause lands mid-run."""
-    from swarm_runtime.flow.registry import FlowRegistry
-
-    flow = FlowRegistry(REPO / "flows").get("signal")
-    path.write_text(
-        yaml.safe_dump({f"signal/{step.id}": {"delay_ms": 150} for step in flow.steps}), "utf-8"
-    )
+def _held_scenario(tmp_path: Path) -> Path:
+    """The signal flow's first step held until the test creates ``tmp_path / "gate"``."""
+    path = tmp_path / "held.yaml"
+    held = {"signal/normalize_request": {"wait_for": str(tmp_path / "gate")}}
+    path.write_text(yaml.safe_dump(held), "utf-8")
     return path
 
 
@@ -54,30 +53,21 @@ def _detach(workers: Workers, scenario: Path) -> str:
     return run_id
 
 
-class _StepBegun(Exception):
-    pass
-
-
 def _first_step_started(run_dir: Path) -> None:
-    """Follow the run's events (as ``swarm run`` does) until a worker has begun a step."""
-
-    def stop_at_a_step(event: dict[str, object]) -> None:
-        if event["kind"] == "step_start":
-            raise _StepBegun
-
-    with pytest.raises(_StepBegun):
-        follow(run_dir, observer=stop_at_a_step, timeout=120)
+    """Follow the run's events (as ``swarm run`` does) until a worker is in the held step."""
+    wait_for_event(run_dir, step_started("signal/normalize_request"))
 
 
 def test_detached_run_paused_and_resumed_from_other_shells_finishes(
     workers: Workers, tmp_path: Path
 ) -> None:
     workers.start()
-    run_id = _detach(workers, _slow_scenario(tmp_path / "slow.yaml"))
+    run_id = _detach(workers, _held_scenario(tmp_path))
     run_dir = workers.runs_dir / run_id
     _first_step_started(run_dir)
 
     paused = _sh("pause", run_id, "--runs-dir", str(workers.runs_dir))
+    (tmp_path / "gate").touch()
     assert paused.returncode == 0, paused.stderr
     assert f"asked run {run_id}" in paused.stdout
     assert follow(run_dir, timeout=120).status == "paused"
@@ -104,11 +94,12 @@ def test_the_run_service_pauses_and_hands_a_run_to_the_workers_again(
         env={"SWARM_BROKER_URL": workers.broker},
         scenario=None,
     )
-    run_id = _detach(workers, _slow_scenario(tmp_path / "slow.yaml"))
+    run_id = _detach(workers, _held_scenario(tmp_path))
     run_dir = workers.runs_dir / run_id
     _first_step_started(run_dir)
     assert backend.is_running(run_id)
     backend.pause(run_id, "a pause from the service")
+    (tmp_path / "gate").touch()
     assert backend.wait(run_id, timeout=120)["status"] == "paused"
 
     backend.resume(run_id)  # wait() must not take the paused meta.json for the end
@@ -127,7 +118,7 @@ def test_flow_studio_lists_pauses_and_resumes_a_run_of_the_workers(
 
     local = "http://127.0.0.1:5000"
     workers.start()
-    run_id = _detach(workers, _slow_scenario(tmp_path / "slow.yaml"))
+    run_id = _detach(workers, _held_scenario(tmp_path))
     run_dir = workers.runs_dir / run_id
     _first_step_started(run_dir)
     app = create_app(StudioConfig(runs_dir=workers.runs_dir, flows_dir=REPO / "flows"))
@@ -136,6 +127,7 @@ def test_flow_studio_lists_pauses_and_resumes_a_run_of_the_workers(
         listed = client.get("/api/runs").json()["runs"]
         assert [(r["run_id"], r["status"]) for r in listed] == [(run_id, "running")]
         paused = client.post(f"/api/runs/{run_id}/pause", headers={"Origin": local})
+        (tmp_path / "gate").touch()
         assert paused.status_code == 200, paused.text
         assert follow(run_dir, timeout=120).status == "paused"
         resumed = client.post(f"/api/runs/{run_id}/resume", headers={"Origin": local})

@@ -13,10 +13,8 @@ import pytest
 import yaml
 
 from swarm_runtime.contracts.check import validate_run_dir
-from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.storage.store import read_event_log
-from tests.conftest import REPO
-from tests.e2e.processes import wait_for_line
+from tests.e2e.processes import wait_for_step
 
 pytestmark = pytest.mark.swarm_modes("stub")  # real processes of the stub; nothing to replay
 
@@ -29,10 +27,11 @@ def _env() -> dict[str, str]:
 
 
 def _crashed_run(workdir: Path) -> Path:
-    """A stepwise-demo run SIGKILLed a few steps in: a stale lock, likely an open step."""
-    steps = FlowRegistry(REPO / "flows").get("stepwise-demo").steps
-    scenario = workdir / "slow.yaml"
-    scenario.write_text(yaml.safe_dump({s.id: {"delay_ms": 30} for s in steps}), encoding="utf-8")
+    """A stepwise-demo run SIGKILLed inside its step ``write_spec``: a stale lock, an open
+    step (the step is held by a gate until the kill; then the gate is opened)."""
+    gate = workdir / "gate"
+    scenario = workdir / "held.yaml"
+    scenario.write_text(yaml.safe_dump({"write_spec": {"wait_for": str(gate)}}), "utf-8")
     runs = workdir / "runs"
     args = ["run", "stepwise-demo", "--runs-dir", str(runs), "--scenario", str(scenario)]
     proc = subprocess.Popen(
@@ -45,10 +44,11 @@ def _crashed_run(workdir: Path) -> Path:
         start_new_session=True,
     )
     try:
-        wait_for_line(proc, "write_spec")
+        wait_for_step(proc, "stepwise-demo/write_spec")
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
+    gate.touch()
     (run_dir,) = runs.iterdir()
     assert (run_dir / "run.lock").exists()
     return run_dir

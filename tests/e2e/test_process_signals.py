@@ -15,10 +15,12 @@ from tests.conftest import REPO
 from tests.e2e.processes import wait_for_line
 
 
-def _start(tmp_path: Path, delayed_step: str, delay_ms: int = 600_000) -> subprocess.Popen[str]:
+def _start(tmp_path: Path, delayed_step: str, *, gate: Path | None = None) -> subprocess.Popen[str]:
     scenario = tmp_path / "scenario.yaml"
-    # By default long enough that the process is certainly inside this step when signalled.
-    scenario.write_text(f"{delayed_step}:\n  delay_ms: {delay_ms}\n")
+    # By default long enough that the process is certainly inside this step when signalled;
+    # with a gate, the step ends once the test creates the gate file.
+    held = f"wait_for: {gate}" if gate is not None else "delay_ms: 600000"
+    scenario.write_text(f"{delayed_step}:\n  {held}\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("SWARM_")}
     return subprocess.Popen(
         [
@@ -133,14 +135,16 @@ def test_ctrl_c_twice_aborts_the_step_exits_130_with_run_completed(tmp_path: Pat
 
 
 def test_ctrl_c_once_stops_at_the_next_step_boundary(tmp_path: Path) -> None:
-    proc = _start(tmp_path, "plan/compare_design_options", delay_ms=1500)
+    gate = tmp_path / "gate"
+    proc = _start(tmp_path, "plan/compare_design_options", gate=gate)
     try:
-        wait_for_line(proc, "[ ok ] plan/load_signal_context")
+        wait_for_line(proc, "[ .. ] plan/compare_design_options")  # held in the step
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
+        assert proc.stderr is not None
+        assert "stopping after the current step" in proc.stderr.readline()
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        gate.touch()  # the step under way may finish now
+        _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     # A clean stop is not an error: the user is told where the run stopped.
     assert "error:" not in err and "interrupted" not in err
@@ -148,10 +152,10 @@ def test_ctrl_c_once_stops_at_the_next_step_boundary(tmp_path: Path) -> None:
     events = read_event_log(_run_dir(tmp_path) / "events.jsonl").events
     assert events[-1]["kind"] == "run_completed"
     assert events[-1]["payload"]["status"] == "stopped"
-    # Whichever step was under way finished normally; no step was aborted, none started after.
+    # The step under way finished normally; no step was aborted, none started after.
     assert not [e for e in events if e["kind"] == "step_error"]
     ended = [e["step_id"] for e in events if e["kind"] == "step_end" and e["flow_key"] == "plan"]
-    assert ended in (["load_signal_context"], ["load_signal_context", "compare_design_options"])
+    assert ended == ["load_signal_context", "compare_design_options"]
     # SPEC §8.2: a stop says so in the log, then completes the run.
     assert [e["kind"] for e in events][-4:] == [
         "route_decision",

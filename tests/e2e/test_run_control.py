@@ -1,4 +1,9 @@
-"""Run control as a user drives it: ``swarm pause|stop|resume`` from another process."""
+"""Run control as a user drives it: ``swarm pause|stop|resume`` from another process.
+
+The run is held by a gate in ``plan/compare_design_options`` (the stub's ``wait_for``)
+until the request has been made, so it lands at the boundary after that step however
+slow the machine is.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ import pytest
 from swarm_runtime.contracts.check import validate_run_dir
 from swarm_runtime.storage.store import read_event_log
 from tests.conftest import REPO
-from tests.e2e.processes import wait_for_line
+from tests.e2e.processes import wait_for_step
 
 pytestmark = pytest.mark.swarm_modes("stub")  # real processes of the stub
 
@@ -34,6 +39,7 @@ def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _start(tmp_path: Path, scenario: str, *flows: str) -> subprocess.Popen[str]:
+    scenario = scenario.replace("GATE", str(tmp_path / "gate"))
     (tmp_path / "scenario.yaml").write_text(scenario, encoding="utf-8")
     return subprocess.Popen(
         _swarm(
@@ -70,21 +76,31 @@ def _meta(run_dir: Path) -> dict[str, Any]:
     return value
 
 
-SLOW_PLAN = "plan/compare_design_options:\n  delay_ms: 1500\n"
+HELD_PLAN = "plan/compare_design_options:\n  wait_for: GATE\n"
+"""The step answers once the test creates ``tmp_path / "gate"``."""
+
+
+def _let_go(tmp_path: Path, proc: subprocess.Popen[str]) -> tuple[str, str]:
+    """Open the gate and read the run's output to its end (its pipes closed)."""
+    (tmp_path / "gate").touch()
+    try:
+        return proc.communicate(timeout=300)
+    except subprocess.TimeoutExpired:  # a hang: end it, then fail
+        proc.kill()
+        proc.communicate()
+        raise
 
 
 def test_pause_from_another_process_then_resume(tmp_path: Path) -> None:
-    proc = _start(tmp_path, SLOW_PLAN, "plan")
+    proc = _start(tmp_path, HELD_PLAN, "plan")
     try:
-        wait_for_line(proc, "[ .. ] plan/compare_design_options")
+        wait_for_step(proc, "plan/compare_design_options")
         run_dir = _run_dir(tmp_path)
         asked = _cli(tmp_path, "pause", str(run_dir), "--reason", "lunch")
         assert asked.returncode == 0, asked.stderr
         assert f"asked run {run_dir.name} (pid {proc.pid}" in asked.stdout
-        _, err = proc.communicate(timeout=120)
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        _, err = _let_go(tmp_path, proc)
     assert proc.returncode == 130, err
     assert f"paused at a step boundary; resume with: swarm resume {run_dir.name}" in err
     kinds = [e["kind"] for e in _events(run_dir)]
@@ -104,15 +120,13 @@ def test_pause_from_another_process_then_resume(tmp_path: Path) -> None:
 
 
 def test_stop_from_another_process(tmp_path: Path) -> None:
-    proc = _start(tmp_path, SLOW_PLAN, "plan")
+    proc = _start(tmp_path, HELD_PLAN, "plan")
     try:
-        wait_for_line(proc, "[ .. ] plan/compare_design_options")
+        wait_for_step(proc, "plan/compare_design_options")
         run_dir = _run_dir(tmp_path)
         assert _cli(tmp_path, "stop", run_dir.name, "--runs-dir", "runs").returncode == 0
-        _, err = proc.communicate(timeout=120)
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        _, err = _let_go(tmp_path, proc)
     assert proc.returncode == 130, err
     events = _events(run_dir)
     assert [e["kind"] for e in events][-3:] == ["run_stopping", "run_stopped", "run_completed"]
@@ -129,18 +143,16 @@ def test_stop_from_another_process(tmp_path: Path) -> None:
 
 
 def test_a_second_process_cannot_run_a_live_run(tmp_path: Path) -> None:
-    proc = _start(tmp_path, SLOW_PLAN, "plan")
+    proc = _start(tmp_path, HELD_PLAN, "plan")
     try:
-        wait_for_line(proc, "[ .. ] plan/compare_design_options")
+        wait_for_step(proc, "plan/compare_design_options")
         run_dir = _run_dir(tmp_path)
         second = _cli(tmp_path, "resume", str(run_dir))
         assert second.returncode == 2
         assert f"is being run by pid {proc.pid}" in second.stderr
         assert "Traceback" not in second.stderr
-        proc.communicate(timeout=120)
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        _let_go(tmp_path, proc)
     assert proc.returncode == 0
     assert validate_run_dir(run_dir) == []
 

@@ -15,9 +15,12 @@ from tests.e2e.processes import wait_for_line
 
 # Sends this process a Ctrl-C the moment the named module starts importing, or the moment
 # a function (``module:qualname``) returns (``@call``: is called): a deterministic "Ctrl-C
-# at this point of start-up", with no timer.
+# at this point of start-up", with no timer. Ctrl-C in a terminal reaches a process that
+# does not ignore SIGINT; a test run started in the background of a script would hand its
+# children an ignored SIGINT, so the hook restores Python's own handler.
 HOOK = """
 import os, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
 point = os.environ["CTRL_C_AT"]
 def _ctrl_c():
     open("ctrl-c-sent", "w").close()  # the test knows the point was reached

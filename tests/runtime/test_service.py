@@ -91,10 +91,16 @@ def test_wait_times_out_then_cancel_cuts_the_step_short(tmp_path: Path) -> None:
     assert validate_run_dir(tmp_path / "runs" / run_id) == []
 
 
+def _held(tmp_path: Path) -> dict[str, Any]:
+    """``signal/frame_problem`` held until the test creates ``tmp_path / "gate"``."""
+    return {"signal/frame_problem": {"wait_for": str(tmp_path / "gate")}}
+
+
 def test_pause_and_resume_through_the_backend(tmp_path: Path) -> None:
-    backend = _backend(tmp_path, {"signal/frame_problem": {"delay_ms": 300}})
+    backend = _backend(tmp_path, _held(tmp_path))
     run_id = backend.start(RunSpec(flows=("signal",)))
     backend.pause(run_id, "maintenance")  # taken at the next step boundary
+    (tmp_path / "gate").touch()  # the run may go on: the request is made
     assert backend.wait(run_id, timeout=120)["status"] == "paused"
     assert [e["kind"] for e in backend.get_events(run_id)][-2:] == ["run_pausing", "run_paused"]
     with pytest.raises(RunControlError, match="paused, not running"):
@@ -119,9 +125,10 @@ def test_a_resume_right_after_a_pause_waits_for_the_worker_to_let_go(
         close(recorder)
 
     monkeypatch.setattr(RunRecorder, "close", held_close)
-    backend = _backend(tmp_path, {"signal/frame_problem": {"delay_ms": 300}})
+    backend = _backend(tmp_path, _held(tmp_path))
     run_id = backend.start(RunSpec(flows=("signal",)))
     backend.pause(run_id)
+    (tmp_path / "gate").touch()
     assert closing.wait(120)
     worker = backend._workers[run_id]
 

@@ -49,6 +49,8 @@ def test_scenario_shapes_and_per_execution_lists() -> None:
         ({"s": {"tools": [{"tool": "Read", "colour": 1}]}}, "s.tools[0]: unknown key 'colour'"),
         ({"s": []}, "must not be empty"),
         ({"s": [{"handoff": "VERIFIED"}]}, "s[0].handoff: must be a mapping"),
+        ({"s": {"wait_for": "gate"}}, "s.wait_for: must be an absolute path"),
+        ({"s": {"wait_for": 3}}, "s.wait_for: must be an absolute path"),
     ],
 )
 def test_scenario_errors_name_the_place(raw: Any, message: str) -> None:

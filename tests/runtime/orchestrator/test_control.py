@@ -14,6 +14,7 @@ from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.orchestrator.deps import RunDeps
 from swarm_runtime.orchestrator.plan import RunSpec
 from swarm_runtime.orchestrator.runner import Orchestrator
+from swarm_runtime.storage.store import read_event_log
 from tests.runtime.helpers import (
     events_of,
     kinds,
@@ -94,3 +95,83 @@ def test_the_first_request_stops_and_the_second_aborts_only_an_open_call() -> No
         assert control.interrupt() is False
         assert control.interrupt() is True  # the handler raises KeyboardInterrupt here
     assert not control.in_engine
+
+
+@pytest.mark.parametrize("why", ["requested", "blocked"])
+def test_meta_json_says_paused_only_once_the_log_says_run_paused(
+    loop_flows: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, why: str
+) -> None:
+    from swarm_runtime.engines.scenario import Scenario
+    from swarm_runtime.orchestrator.deps import EngineChoice
+    from swarm_runtime.orchestrator.recorder import RunRecorder
+    from swarm_runtime.storage.status import observed_status
+
+    seen: list[tuple[str, str]] = []
+    write_meta = RunRecorder.write_meta
+
+    def watched(recorder: RunRecorder, summary: Any) -> None:
+        write_meta(recorder, summary)
+        # What a user reads at this instant: the status, and the log's last event.
+        root = recorder.layout.root
+        events = read_event_log(root / "events.jsonl").events
+        seen.append((observed_status(root), events[-1]["kind"] if events else ""))
+
+    monkeypatch.setattr(RunRecorder, "write_meta", watched)
+    holder: dict[str, Orchestrator] = {}
+
+    def observer(event: dict[str, Any]) -> None:
+        if why == "requested" and event["kind"] == "step_end" and event["step_id"] == "author":
+            holder["o"].control.request("pause", "lunch")
+
+    blocked = {"critic": {"result_code": "blocked"}} if why == "blocked" else None
+    orchestrator = Orchestrator(
+        FlowRegistry(loop_flows),
+        runs_dir=tmp_path / "runs",
+        deps=RunDeps(observer=observer),
+        engine=EngineChoice(scenario=Scenario.from_mapping(blocked) if blocked else None),
+    )
+    holder["o"] = orchestrator
+    outcome = orchestrator.run(RunSpec(flows=("loopy",)))
+    assert outcome.paused
+    paused = [last for status, last in seen if status == "paused"]
+    assert paused == ["run_paused"]  # never "paused" while the log has not said so
+    assert validate_run_dir(outcome.path) == []
+
+
+def test_a_run_killed_between_run_paused_and_meta_json_is_seen_and_resumed_as_paused(
+    loop_flows: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from swarm_runtime.orchestrator.recorder import RunRecorder
+    from swarm_runtime.orchestrator.resumer import orchestrator_for_run
+    from swarm_runtime.storage.status import observed_status
+    from tests.runtime.helpers import Crash
+
+    write_meta = RunRecorder.write_meta
+
+    def killed_at_paused(recorder: RunRecorder, summary: Any) -> None:
+        if summary["status"] == "paused":
+            raise Crash  # the log says run_paused; meta.json still says running
+        write_meta(recorder, summary)
+
+    monkeypatch.setattr(RunRecorder, "write_meta", killed_at_paused)
+    holder: dict[str, Orchestrator] = {}
+
+    def observer(event: dict[str, Any]) -> None:
+        if event["kind"] == "step_end" and event["step_id"] == "author":
+            holder["o"].control.request("pause", "lunch")
+
+    orchestrator = Orchestrator(
+        FlowRegistry(loop_flows), runs_dir=tmp_path / "runs", deps=RunDeps(observer=observer)
+    )
+    holder["o"] = orchestrator
+    with pytest.raises(Crash):
+        orchestrator.run(RunSpec(flows=("loopy",)))
+    monkeypatch.undo()
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert observed_status(run_dir) == "paused"  # as its log says, not "crashed"
+    resumed = orchestrator_for_run(run_dir, env={}).resume(run_dir)
+    assert resumed.status == "succeeded"
+    events = read_event_log(run_dir / "events.jsonl").events
+    (again,) = [e for e in events if e["kind"] == "run_resumed"]
+    assert again["payload"]["previous_status"] == "paused"
+    assert validate_run_dir(run_dir) == []

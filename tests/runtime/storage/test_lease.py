@@ -224,3 +224,61 @@ def test_a_lease_must_last(monkeypatch: pytest.MonkeyPatch) -> None:
     lock_module.set_lease_seconds(7)
     assert lock_module.lease_seconds() == 7
     assert RunLock(Path(".")).lease_s == 7
+
+
+def test_a_resume_waits_for_the_process_that_paused_the_run_and_only_so_long(
+    tmp_path: Path,
+) -> None:
+    from swarm_runtime.errors import RunControlError
+    from swarm_runtime.storage.status import wait_for_pauser
+
+    run_dir = tmp_path / "run-20270115-080000-paused"
+    run_dir.mkdir()
+    events = run_dir / "events.jsonl"
+    events.write_text(json.dumps({"kind": "run_pausing"}) + "\n" + '{"kind": "run_paused"}\n')
+    lock = RunLock(run_dir)
+    lock.acquire("2027-01-15T08:00:00Z")  # the pausing process, still closing the run
+    said: list[str] = []
+    naps: list[float] = []
+
+    def lets_go_at_the_third_look(seconds: float) -> None:
+        naps.append(seconds)
+        if len(naps) == 3:
+            lock.release()
+
+    try:
+        wait_for_pauser(run_dir, sleep=lets_go_at_the_third_look, notice=said.append)
+        assert len(naps) == 3  # waited until it let go, not a look longer
+        assert said == [
+            f"run {run_dir.name} has just paused; waiting for pid {os.getpid()} on "
+            f"{os.uname().nodename}, which paused it, to let go of it"
+        ]
+        lock.acquire("2027-01-15T08:00:01Z")
+        with pytest.raises(RunControlError, match=r"which paused it, still holds it after 0.5 s"):
+            wait_for_pauser(run_dir, sleep=naps.append, notice=said.append, patience_s=0.5)
+        events.write_text(events.read_text() + '{"kind": "run_resumed"}\n')
+        looked = len(naps)
+        wait_for_pauser(run_dir, sleep=naps.append, notice=said.append)
+        assert len(naps) == looked  # a holder that runs it: no wait, the lock refuses it
+    finally:
+        lock.release()
+
+
+def test_the_last_event_comes_from_the_end_of_a_regular_log_only(tmp_path: Path) -> None:
+    from swarm_runtime.storage.status import TAIL_BYTES, last_event_kind
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    assert last_event_kind(run_dir) is None  # no log yet
+    long = json.dumps({"kind": "log", "payload": {"text": "x" * (2 * TAIL_BYTES)}})
+    torn = '{"kind": "run_res'  # a kill mid-append: not an event
+    (run_dir / "events.jsonl").write_text(f'{long}\n{{"kind": "run_paused"}}\n{torn}')
+    assert last_event_kind(run_dir) == "run_paused"
+    fifo = tmp_path / "fifo"
+    fifo.mkdir()
+    os.mkfifo(fifo / "events.jsonl")
+    assert last_event_kind(fifo) is None  # answered at once: a FIFO is never read
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / "events.jsonl").symlink_to(run_dir / "events.jsonl")
+    assert last_event_kind(linked) is None  # never through a symlink

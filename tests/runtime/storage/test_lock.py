@@ -8,6 +8,7 @@ import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -97,3 +98,48 @@ def test_a_live_holder_is_named_and_kept(tmp_path: Path) -> None:
         RunLock(tmp_path).acquire("now", take_over_stale=True)
     assert read_holder(tmp_path) is not None
     first.release()
+
+
+def test_letting_go_of_a_lock_waits_for_a_renewal_under_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process that lets go of a run while its heartbeat renews the lease must neither
+    find the lock written back after it is gone nor leave the renewal's temporary file
+    (the process may exit at once: ``swarm resume`` does)."""
+    from swarm_runtime.storage import store
+
+    monkeypatch.setattr(lock_module, "_lease_s", 0.3)  # a heartbeat every 0.1 s
+    in_renewal, go_on = threading.Event(), threading.Event()
+    write = store.write_text_atomic
+
+    def held_write(path: Any, text: str, **options: Any) -> None:
+        if threading.current_thread().name.startswith("lease-") and not in_renewal.is_set():
+            in_renewal.set()
+            go_on.wait()  # the renewal is under way: its write waits until release acts
+        write(path, text, **options)
+
+    monkeypatch.setattr(store, "write_text_atomic", held_write)
+    unlink = os.unlink
+
+    def watched_unlink(path: Any, *args: Any, **kwargs: Any) -> None:
+        if os.fspath(path) == str(tmp_path / LOCK_NAME):
+            go_on.set()  # the lock is let go of while the renewal is under way
+        unlink(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "unlink", watched_unlink)
+    lock = RunLock(tmp_path)
+    lock.acquire("now")
+    heartbeat = lock._heartbeat
+    assert heartbeat is not None
+    join = heartbeat.join
+
+    def watched_join(timeout: float | None = None) -> None:
+        go_on.set()  # release waits for the renewal: let the renewal finish
+        join(timeout)
+
+    monkeypatch.setattr(heartbeat, "join", watched_join)
+    in_renewal.wait()
+    lock.release()
+    join()  # whatever the renewal still had to do is done
+    assert not (tmp_path / LOCK_NAME).exists()
+    assert list(tmp_path.glob("*.tmp")) == []
