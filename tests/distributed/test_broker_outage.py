@@ -21,17 +21,17 @@ from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.storage.status import observed_status
 from tests.conftest import REPO
 from tests.distributed.conftest import RedisServer, Workers, swarm, swarm_env
+from tests.e2e.processes import held_at, wait_for_event
 
 pytestmark = pytest.mark.swarm_modes("stub")
 
-STEP_MS = 2000
-"""Each step's scripted time: the run cannot end before the test has killed Redis."""
 
-
-def _slow_signal(path: Path) -> Path:
-    flow = FlowRegistry(REPO / "flows").get("signal")
-    entries = {f"signal/{step.id}": {"delay_ms": STEP_MS} for step in flow.steps}
-    path.write_text(yaml.safe_dump(entries), "utf-8")
+def _gated_signal(path: Path, gate: Path) -> Path:
+    """The signal flow with its first step held until ``gate`` exists: the run cannot end
+    before the test has killed Redis, however slow the machine."""
+    first = FlowRegistry(REPO / "flows").get("signal").steps[0].id
+    scenario = held_at({}, f"signal/{first}", 0, gate)
+    path.write_text(yaml.safe_dump(scenario), "utf-8")
     return path
 
 
@@ -40,24 +40,12 @@ def _run_args(workers: Workers, *more: str) -> list[str]:
     return ["run", "signal", *flows, "--backend", "celery", "--broker", workers.broker, *more]
 
 
-class _StepBegun(Exception):
-    pass
-
-
-def _until_a_step_begins(run_dir: Path) -> None:
-    def stop_at_a_step(event: dict[str, object]) -> None:
-        if event["kind"] == "step_start":
-            raise _StepBegun
-
-    with pytest.raises(_StepBegun):
-        follow(run_dir, observer=stop_at_a_step, timeout=120)
-
-
 def test_a_worker_takes_runs_again_after_redis_was_lost_mid_run(
     redis_server: RedisServer, workers: Workers, tmp_path: Path
 ) -> None:
     worker = workers.start()
-    scenario = str(_slow_signal(tmp_path / "slow.yaml"))
+    gate = tmp_path / "gate"
+    scenario = str(_gated_signal(tmp_path / "gated.yaml", gate))
     done = subprocess.run(
         swarm(*_run_args(workers, "--scenario", scenario, "--detach")),
         env=swarm_env(),
@@ -67,11 +55,12 @@ def test_a_worker_takes_runs_again_after_redis_was_lost_mid_run(
     assert done.returncode == 0, done.stderr
     run_id = done.stdout.strip()
     run_dir = workers.runs_dir / run_id
-    _until_a_step_begins(run_dir)
+    wait_for_event(run_dir, lambda event: event["kind"] == "step_start")
 
     redis_server.kill()
-    assert observed_status(run_dir) == "running"  # its steps are long: it outlives Redis
+    assert observed_status(run_dir) == "running"  # held at its gate: it outlives Redis
     assert main(["pause", run_id, "--runs-dir", str(workers.runs_dir)]) == 0
+    gate.touch()  # the step ends, and the run pauses at its boundary
     assert follow(run_dir, timeout=120).status == "paused"
     # Its task ended while Redis was down: the acknowledgement failed.
     workers.wait_said(worker, "lost the broker")
