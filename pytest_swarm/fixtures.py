@@ -20,6 +20,7 @@ from pytest_swarm.runner import (
     skip_stub_only,
 )
 from pytest_swarm.summary import TOTALS_KEY
+from swarm_runtime.install import install_command
 
 if TYPE_CHECKING:
     from swarm_runtime.config import Settings
@@ -247,7 +248,7 @@ def swarm_golden(request: pytest.FixtureRequest, swarm_options: SwarmOptions) ->
         from pytest_swarm.golden import SwarmGolden
     except ImportError as exc:  # syrupy is an optional dependency
         pytest.fail(
-            f"swarm_golden needs syrupy ({exc}); pip install 'swarm-stepwise[pytest]'",
+            f"swarm_golden needs syrupy ({exc}); {install_command('pytest')}",
             pytrace=False,
         )
     from pytest_swarm.commands import pytest_command

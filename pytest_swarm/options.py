@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from swarm_runtime.config import MODES, NAVIGATOR_MODES
+from swarm_runtime.install import install_command
 
 
 class Option:
@@ -297,8 +298,8 @@ def check_credentials(options: SwarmOptions, rootpath: Path) -> None:
     if missing:
         names = " and ".join("vcrpy" if name == "vcr" else name for name in missing)
         raise pytest.UsageError(
-            f"swarm: mode {mode} (from {options.sources['mode']}) needs {names}: pip install "
-            "'swarm-stepwise[pytest]' (everything the plugin needs to record, replay and "
+            f"swarm: mode {mode} (from {options.sources['mode']}) needs {names}: "
+            f"{install_command('pytest')} (everything the plugin needs to record, replay and "
             "compare goldens)"
         )
     if mode in ("sdk", "record", "cli") and not claude_step_runs(options, rootpath):

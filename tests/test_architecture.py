@@ -24,7 +24,7 @@ MAX_CONSTRUCTOR_PARAMETERS = 8
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     # What every room uses: errors, value types, ids, time, versions.
-    ("errors", "versions", "record", "lazy", "ids", "timeutil", "digest", "documents"),
+    ("errors", "versions", "record", "lazy", "ids", "timeutil", "digest", "documents", "install"),
     ("inputs",),  # reading what users give: YAML, JSON, sizes, depths
     ("storage", "artifacts", "golden"),  # files of a run
     ("credentials", "config", "config_file", "flow"),  # settings and flow definitions

@@ -9,6 +9,7 @@ from typing import Any
 
 from swarm_runtime.cli.common import EXIT_OK, path_arg
 from swarm_runtime.errors import SwarmUsageError
+from swarm_runtime.install import install_command
 
 
 def add_parser(commands: Any) -> None:
@@ -47,7 +48,7 @@ def handle_studio(args: argparse.Namespace) -> int:
         from swarm_runtime.studio.server import serve
     except ImportError:
         raise SwarmUsageError(
-            "swarm studio needs the studio extra: pip install 'swarm-stepwise[studio]'"
+            f"swarm studio needs the studio extra: {install_command('studio')}"
         ) from None
     from swarm_runtime.studio.app import StudioConfig
 

@@ -13,6 +13,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.errors import ConfigError
+from swarm_runtime.install import install_command
 
 if TYPE_CHECKING:
     from celery import Celery
@@ -28,7 +29,7 @@ def import_celery() -> Any:
         import celery
     except ImportError:
         raise ConfigError(
-            "running on workers needs Celery and Redis: pip install 'swarm-stepwise[celery]'"
+            f"running on workers needs Celery and Redis: {install_command('celery')}"
         ) from None
     return celery
 

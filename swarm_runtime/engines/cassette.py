@@ -31,6 +31,7 @@ from swarm_runtime.engines.base import StepContext
 from swarm_runtime.engines.request_parts import changed_line, changed_parts
 from swarm_runtime.engines.sdk import SdkEngine
 from swarm_runtime.errors import ConfigError, CredentialLeak, ReplayDivergence
+from swarm_runtime.install import install_command
 from swarm_runtime.storage.store import write_text_atomic
 
 DROPPED_HEADERS = re.compile(
@@ -163,8 +164,8 @@ def require_vcrpy() -> Any:
         import vcr  # type: ignore[import-untyped]
     except ImportError:
         raise ConfigError(
-            "record and replay modes need vcrpy: pip install 'swarm-stepwise[replay]' (under "
-            "pytest: 'swarm-stepwise[pytest]', which brings pytest and syrupy too) "
+            f"record and replay modes need vcrpy: {install_command('replay')} (under pytest: "
+            "the 'pytest' extra, which brings pytest and syrupy too) "
             "(or use --swarm-mode=stub / --mode stub, which needs nothing)"
         ) from None
     return vcr

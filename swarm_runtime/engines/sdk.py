@@ -26,6 +26,7 @@ from swarm_runtime.engines.deadline import CallDeadline, call_deadline, deadline
 from swarm_runtime.engines.prices import estimate_cost, load_prices
 from swarm_runtime.engines.status import code_for_status
 from swarm_runtime.errors import ConfigError
+from swarm_runtime.install import install_command
 from swarm_runtime.record import Record
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
@@ -291,7 +292,7 @@ def build_sdk_engine(
         import anthropic
     except ImportError:
         raise ConfigError(
-            "sdk mode needs the anthropic package: pip install 'swarm-stepwise[sdk]'"
+            f"sdk mode needs the anthropic package: {install_command('sdk')}"
         ) from None
     api_key = config.get("api_key")
     base_url = config.get("base_url")

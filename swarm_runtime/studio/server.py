@@ -12,6 +12,7 @@ import sys
 from typing import Any, TextIO
 
 from swarm_runtime.errors import SwarmUsageError
+from swarm_runtime.install import install_command
 from swarm_runtime.record import replace
 from swarm_runtime.studio.app import StudioConfig, create_app
 
@@ -66,7 +67,7 @@ def serve(config: StudioConfig, *, host: str, port: int, out: TextIO = sys.stdou
         import uvicorn
     except ImportError:
         raise SwarmUsageError(
-            "swarm studio needs the studio extra: pip install 'swarm-stepwise[studio]'"
+            f"swarm studio needs the studio extra: {install_command('studio')}"
         ) from None
     if not is_loopback(host):
         print(

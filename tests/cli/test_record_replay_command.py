@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from swarm_runtime.install import install_command
 from tests.conftest import CliResult
 from tests.fakes.anthropic_server import AnthropicServer
 
@@ -169,9 +170,7 @@ def test_replay_without_vcrpy_says_what_to_install(
     monkeypatch.setitem(sys.modules, "vcr", None)  # as if vcrpy were not installed
     result = cli("run", "stepwise-demo", "--mode", "replay", "--cassette-dir", "cas")
     assert result.code == 2
-    assert "record and replay modes need vcrpy: pip install 'swarm-stepwise[replay]'" in (
-        result.err
-    )
+    assert f"record and replay modes need vcrpy: {install_command('replay')}" in result.err
     assert "Traceback" not in result.err and "ModuleNotFoundError" not in result.err
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from swarm_runtime.install import install_command
 from tests.conftest import SHIPPED_FLOWS
 from tests.studio.conftest import SWARM, swarm, swarm_env
 
@@ -99,5 +100,5 @@ def test_without_the_studio_extra_it_says_what_to_install(tmp_path: Path) -> Non
         [sys.executable, "-c", hide], cwd=tmp_path, env=swarm_env(), capture_output=True, text=True
     )
     assert done.returncode == 2
-    assert "pip install 'swarm-stepwise[studio]'" in done.stderr
+    assert install_command("studio") in done.stderr
     assert "Traceback" not in done.stderr

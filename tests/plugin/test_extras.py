@@ -1,5 +1,5 @@
-"""``pip install 'swarm-stepwise[pytest]'`` brings what the plugin needs, and every message
-that asks for a package names that extra."""
+"""The ``pytest`` extra brings what the plugin needs, and every message that asks for a
+package names that extra, installed from where this copy came from (no index has us)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import tomllib
 
 import pytest
 
+from swarm_runtime.install import install_command
 from tests.conftest import REPO
 
 
@@ -47,7 +48,7 @@ def test_record_and_replay_without_vcrpy_stop_at_start_naming_the_extra(
     result = swarm_pytester.runpytest_subprocess("--swarm-mode=replay")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.re_match_lines(
-        [r".*mode replay .*needs vcrpy: pip install 'swarm-stepwise\[pytest\]'"]
+        [rf".*mode replay .*needs vcrpy: {re.escape(install_command('pytest'))}"]
     )
 
 
@@ -58,4 +59,6 @@ def test_swarm_golden_without_syrupy_names_the_extra(swarm_pytester: pytest.Pyte
     )
     result = swarm_pytester.runpytest_subprocess("-p", "no:syrupy")
     result.assert_outcomes(errors=1)  # at setup, where the fixture is made
-    result.stdout.re_match_lines([r".*swarm_golden needs syrupy.*'swarm-stepwise\[pytest\]'"])
+    result.stdout.re_match_lines(
+        [rf".*swarm_golden needs syrupy.*{re.escape(install_command('pytest'))}"]
+    )
