@@ -161,8 +161,12 @@ class SwarmCoverage:
             )
             for line in untaken(self.report):
                 write(f"  {line}")
+            # The last line of the session says it too, rather than a green "N passed".
+            terminalreporter.stats.setdefault(BELOW_STAT, []).append(self)
 
 
+BELOW_STAT = "route coverage below its minimum (session failed)"
+"""How the last line of a session failed by the coverage gate says so."""
 COVERAGE_KEY = pytest.StashKey[SwarmCoverage]()
 """The session's coverage on ``config.stash`` (absent when coverage is off)."""
 

@@ -79,6 +79,10 @@ def test_the_gate_fails_listing_the_untaken_branch_value_then_passes(
             "  triage/rework: next -> reply never taken",
         ]
     )
+    # The session's last line says it failed, not a green "1 passed".
+    failed.stdout.re_match_lines(
+        [r"=+ 1 passed, 1 route coverage below its minimum \(session failed\).*"]
+    )
     report = _report(project)
     assert report["percent"] == 50.0
     assert {e["label"]: e["taken"] for e in report["flows"]["triage"]["edges"]} == {
@@ -92,6 +96,7 @@ def test_the_gate_fails_listing_the_untaken_branch_value_then_passes(
     assert passed.ret == pytest.ExitCode.OK
     passed.stdout.fnmatch_lines(["triage * 3/3 * 3/3 * 100.0%"])
     assert "never taken" not in passed.stdout.str()
+    assert "session failed" not in passed.stdout.str()
     assert _report(project)["runs"] == 2
 
 
