@@ -17,7 +17,8 @@ from swarm_runtime.errors import RunControlError, SwarmUsageError
 from swarm_runtime.orchestrator.recorder import EventObserver
 from swarm_runtime.orchestrator.resume import read_run_spec
 from swarm_runtime.orchestrator.runner import Orchestrator
-from swarm_runtime.record import Record
+from swarm_runtime.orchestrator.stack import DEFAULT_MAX_DEPTH
+from swarm_runtime.record import Record, replace
 
 if TYPE_CHECKING:
     from swarm_runtime.orchestrator.deps import RunLimits
@@ -76,6 +77,9 @@ def orchestrator_for_run(
         config_path=config,
         navigator=str(origin.get("navigator") or "llm"),  # as the run began
     )
+    # The stack depth the run began with (its checkpoint's stack was pushed under it), not
+    # what runtime.yaml says now.
+    settings = replace(settings, max_depth=int(origin.get("max_depth") or DEFAULT_MAX_DEPTH))
     return build_orchestrator(
         settings,
         FlowRegistry(Path(flows_dir)),
@@ -99,7 +103,7 @@ def _limits(run_dir: Path, origin: dict[str, Any]) -> RunLimits:
     return RunLimits(
         max_steps=origin.get("max_steps"),
         max_run_mb=origin.get("max_run_mb"),
-        max_depth=int(origin.get("max_depth") or 4),
+        max_depth=int(origin.get("max_depth") or DEFAULT_MAX_DEPTH),
         budget=_budget(run_dir, origin),
     )
 

@@ -19,6 +19,7 @@ import pytest
 
 from swarm_runtime.contracts.check import validate_run_dir
 from swarm_runtime.flow.registry import FlowRegistry
+from swarm_runtime.orchestrator.deps import RunLimits
 from swarm_runtime.orchestrator.plan import RunSpec
 from swarm_runtime.orchestrator.recorder import RunRecorder
 from swarm_runtime.orchestrator.runner import Orchestrator
@@ -265,3 +266,38 @@ def test_a_forged_stack_is_refused_by_the_kernels_own_push_rule(
     resumed = swarm("resume", str(crashed), "--progress", "never")
     assert resumed.code == 0, resumed.err
     assert validate_run_dir(crashed) == []
+
+
+def test_a_run_keeps_its_own_max_depth_when_resumed(
+    swarm: Callable[..., Outcome], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stack as deep as the run's own ``max_depth`` allowed is no forgery, whatever
+    runtime.yaml says when it is resumed."""
+    project = swarm("--help").cwd
+    flows = project / "flows"
+    write_flow(flows, "demo", [step_yaml(step) for step in STEPS])
+    for key in UTILITIES:
+        write_flow(flows, key, [step_yaml("go")], 'utility: true\ninjection_trigger: "false"\n')
+    real = RunRecorder.write_checkpoint
+
+    def crashing(self: RunRecorder, document: Any) -> None:
+        real(self, document)
+        raise _Crash
+
+    monkeypatch.setattr(RunRecorder, "write_checkpoint", crashing)
+    runs = project / "runs"
+    deep = Orchestrator(FlowRegistry(flows), runs_dir=runs, limits=RunLimits(max_depth=5))
+    with pytest.raises(_Crash):
+        deep.run(RunSpec(flows=("demo",)))
+    monkeypatch.undo()
+    (run_dir,) = runs.iterdir()
+    (run_dir / "run.lock").unlink(missing_ok=True)
+    # Five flows on the stack, as a run with max_depth 5 may hold them.
+    frames = [_frame("demo", "s1", "u1", "s2")]
+    frames += [_frame(a, "go", b, None) for a, b in itertools.pairwise(UTILITIES)]
+    _edit(run_dir, _stack(frames, "go"))
+    (project / "swarm" / "config").mkdir(parents=True)
+    (project / "swarm" / "config" / "runtime.yaml").write_text("navigator:\n  max_depth: 2\n")
+    resumed = swarm("resume", str(run_dir), "--progress", "never")
+    assert resumed.code == 0, resumed.err  # (its log has no stack_push: the stack was set here)
+    assert json.loads((run_dir / "meta.json").read_text("utf-8"))["status"] == "succeeded"
