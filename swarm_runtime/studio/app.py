@@ -19,6 +19,8 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse as _StarletteJSON
 from starlette.responses import Response
@@ -31,7 +33,7 @@ from swarm_runtime.record import Record
 from swarm_runtime.studio.actions import MODES, RunActions
 from swarm_runtime.studio.files import LIVE_STATUSES, NotFound, run_row
 from swarm_runtime.studio.flows import FlowCatalog
-from swarm_runtime.studio.guard import GuardMiddleware
+from swarm_runtime.studio.guard import LOOPBACK_HOSTS, GuardMiddleware
 from swarm_runtime.studio.index import RunIndex
 from swarm_runtime.studio.openapi import openapi_document
 from swarm_runtime.studio.sse import StreamLimits, StreamSlots, event_stream
@@ -53,8 +55,9 @@ class StudioConfig(Record):
     runs_dir: Path
     flows_dir: Path | None = None
     golden_dir: Path | None = None
-    allowed_hosts: tuple[str, ...] = ("localhost",)
-    """Host names (besides IP addresses) the studio answers to: see the guard."""
+    allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
+    """The names and addresses the studio answers to, as a ``Host`` header gives them
+    (an IPv6 address in brackets): see the guard."""
     streams: StreamLimits = StreamLimits()
     """How often event streams look for events, and what they may hold (see :mod:`.sse`)."""
     on_stream_dropped: Callable[[str], None] | None = None
@@ -284,8 +287,16 @@ def create_app(config: StudioConfig) -> Starlette:
         ("/api/compare", studio.compare, ["GET"]),
     ]
     routes = [Route(path, _guarded(h), methods=methods) for path, h, methods in table]
-    app = Starlette(routes=routes, exception_handlers={404: _not_found, 405: _not_allowed})
-    app.add_middleware(GuardMiddleware, allowed_hosts=config.allowed_hosts)
+    app = Starlette(
+        routes=routes,
+        exception_handlers={404: _not_found, 405: _not_allowed},
+        middleware=[  # the first wraps the rest
+            Middleware(GuardMiddleware),
+            Middleware(
+                TrustedHostMiddleware, allowed_hosts=config.allowed_hosts, www_redirect=False
+            ),
+        ],
+    )
     app.state.studio = studio
     return app
 
