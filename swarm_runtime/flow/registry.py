@@ -134,7 +134,8 @@ class FlowRegistry:
                 return cached
         errors: list[FlowDefinitionError] = []
         order = self._read_order(order_path, errors, raw)
-        if errors:
+        if errors:  # with every other error of the directory: one does not hide the next
+            self.check()
             raise errors[0]
         if raw is not None:
             self.cache.keep_order(order_path, raw, keys, order)
@@ -232,7 +233,7 @@ class FlowRegistry:
                 )
                 continue
             key = str(item.value)
-            if key in self._paths and _is_utility(self._loaded(key)):
+            if key in self._paths and _is_utility(self._loaded(key) or self._partial.get(key)):
                 errors.append(
                     FlowDefinitionError(
                         f"'{key}' is a utility flow (utility: true): it is injected after a "

@@ -210,3 +210,25 @@ def test_an_engine_typo_in_a_flow_the_run_does_not_name_is_refused_as_validate_d
     assert result.returncode == 2, result.stdout + result.stderr
     assert _errors_at(result.stderr, "archive.yaml") == {line: "swarm: error: " + reported}
     assert not (tmp_path / "runs").exists()
+
+
+def test_run_of_the_order_refuses_a_broken_flows_yaml_with_every_other_error(
+    swarm_process: Callable[..., subprocess.CompletedProcess[str]], tmp_path: Path
+) -> None:
+    """``swarm run`` with no flow named reads flows.yaml first: its error does not hide the
+    flow files' (nor does a broken utility flow hide that the order names it)."""
+    flows = _desk(tmp_path, fraud_check=FRAUD_CHECK.replace("> 1000", "> "))
+    (flows / "flows.yaml").write_text("order: [claims, fraud-check, clams]\n")
+    validated = swarm_process("flows", "validate")
+    result = swarm_process("run", "--runs-dir", "runs")
+    for outcome in (validated, result):
+        assert outcome.returncode == 2, outcome.stdout + outcome.stderr
+        assert "Traceback" not in outcome.stderr
+        # (line 11's detour names a step of fraud-check.yaml, whose own error is reported)
+        claims = sorted(_errors_at(outcome.stderr, "claims.yaml"))
+        assert claims == sorted(set(TYPOS) - {11}), outcome.stderr
+        order = [line for line in outcome.stderr.splitlines() if "flows.yaml:1, " in line]
+        assert len(order) == 2, outcome.stderr
+        assert "'fraud-check' is a utility flow" in order[0] and "'clams'" in order[1]
+        assert len(_errors_at(outcome.stderr, "fraud-check.yaml")) == 1, outcome.stderr
+    assert not (tmp_path / "runs").exists()
