@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from swarm_runtime.config_file import ENGINE_KEYS, GEMINI_MODES, RECORD_VIA, read_config
 from swarm_runtime.errors import ConfigError
@@ -100,7 +100,7 @@ def _seconds(raw: Any) -> float:
     return value
 
 
-class Setting(NamedTuple):
+class Setting(Record):
     """One setting a flag, a variable or ``runtime.yaml`` may give, and how it is read."""
 
     flag: str
