@@ -187,8 +187,8 @@ class PlanRuntime:
         document = plan.model_dump(mode="json") if hasattr(plan, "model_dump") else plan
         origin = {
             "plan": copy.deepcopy(document),
-            "store": str(self.store_path),
-            "repo": str(self.repo_root),
+            "store": str(self.store_path.resolve()),  # a resume may start elsewhere
+            "repo": str(self.repo_root.resolve()),
             **self.origin,
         }
         params = {"input": input, "session": session}
