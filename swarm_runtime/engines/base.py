@@ -194,6 +194,9 @@ class StepOutcome(Record):
     request_sha256: str | None = None
     """The sha256 of the normalised request the engine sent (SPEC §10.7); the
     orchestrator fills it from :meth:`StepEngine.request_sha256` when an engine does not."""
+    prompt: Prompt | None = None
+    """What the step's transcript shows as its system and user lines, when not the prompt
+    of its context (a plan step's handler asks the model its own prompt)."""
 
     def envelope(
         self,

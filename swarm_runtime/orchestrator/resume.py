@@ -101,11 +101,6 @@ def read_run_spec(run_dir: Path) -> tuple[RunSpec, dict[str, Any]]:
             f"{run_dir / 'spec.json'}: missing or unreadable; this is not a run directory "
             "that can be resumed"
         )
-    if doc.get("backend") == "plan-executor":
-        raise RunControlError(
-            f"{run_dir.name} is a cycle of an execution plan; a cycle is not resumed - run "
-            "the plan again with 'swarm plan run'"
-        )
     try:
         spec = RunSpec.from_document(doc)
     except (KeyError, TypeError, ValueError) as exc:

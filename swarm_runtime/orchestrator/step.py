@@ -289,9 +289,11 @@ class StepRunner:
             flow.key, step.id, step.primary_agent, engine.engine_short
         )
         started_ts, completed_ts = receipt["started_at"], receipt["completed_at"]
+        asked = outcome.prompt
+        system = asked.system if asked is not None else self.prompts.system(flow, step)
         lines: list[TranscriptLine] = [
-            {"content": self.prompts.system(flow, step), "role": "system", "timestamp": started_ts},
-            {"content": user, "role": "user", "timestamp": started_ts},
+            {"content": system, "role": "system", "timestamp": started_ts},
+            {"content": asked.user if asked else user, "role": "user", "timestamp": started_ts},
         ]
         lines.extend({"timestamp": completed_ts, **line} for line in outcome.transcript)
         self.recorder.write_step(
