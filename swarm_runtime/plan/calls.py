@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.config import MAX_RETRY_AFTER_S
+from swarm_runtime.documents.run_events import Log, ToolEnd, ToolStart
 from swarm_runtime.engines.base import Prompt, StepContext, StepEngine, StepOutcome
 from swarm_runtime.orchestrator.verdict import backoff_delay, retry_after_refused
 from swarm_runtime.plan.handlers import HandlerError, LLMReply
@@ -76,7 +77,7 @@ class ModelCalls:
         self.max_attempts = max_attempts
         self.sleep = sleep
         self.outcomes: list[tuple[StepEngine, StepOutcome, Prompt]] = []
-        self.events: list[tuple[str, dict[str, Any]]] = []
+        self.events: list[ToolStart | ToolEnd | Log] = []
         """Events of the calls (tools, retries), for the cycle to write after the handler."""
         self.attempts = 0
 
@@ -100,7 +101,7 @@ class ModelCalls:
             outcome = built.run_step(asked)
             if outcome.request_sha256 is None:
                 outcome = replace(outcome, request_sha256=built.request_sha256(asked))
-            self.events.extend((event.kind, dict(event.payload)) for event in outcome.events)
+            self.events.extend(event.payload for event in outcome.events)
             code = outcome.result_code
             retry = code == "retryable" and attempt < self.max_attempts
             cap = self.max_retry_after_s
@@ -108,13 +109,10 @@ class ModelCalls:
             if retry and refused is None:
                 wait = backoff_delay(attempt, outcome.retry_after_ms, 1.0)
                 self.events.append(
-                    (
-                        "log",
-                        {
-                            "message": f"retryable answer, attempt {attempt} of "
-                            f"{self.max_attempts}; retrying in {wait:.1f} s",
-                            "error": outcome.result.error,
-                        },
+                    Log(
+                        message=f"retryable answer, attempt {attempt} of "
+                        f"{self.max_attempts}; retrying in {wait:.1f} s",
+                        error=outcome.result.error,
                     )
                 )
                 self.sleep(wait)

@@ -11,26 +11,24 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, cast
+
+from msgspec import UNSET
 
 from swarm_runtime.credentials import Credentials
+from swarm_runtime.documents.payload import Payload
+from swarm_runtime.documents.receipt import Cost, Mode, Receipt, ReceiptRouting
+from swarm_runtime.documents.run import RunSpecDocument
+from swarm_runtime.documents.run_events import Ended, RouteDecision
 from swarm_runtime.engines.base import TokenUsage
-from swarm_runtime.orchestrator import payloads
 from swarm_runtime.orchestrator.history import HistoryBudget
-from swarm_runtime.orchestrator.receipt import ReceiptHead, base_receipt, settle
+from swarm_runtime.orchestrator.receipt import tokens_of
 from swarm_runtime.orchestrator.recorder import EventObserver, RunRecorder, TranscriptLine
 from swarm_runtime.orchestrator.run_book import RunBook, RunHeader
 from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.orchestrator.step_log import OpenStep, StepLog
 from swarm_runtime.record import Record
 from swarm_runtime.timeutil import Clock, format_ts, ms_between
-
-if TYPE_CHECKING:
-    from swarm_runtime.documents import (
-        CostDoc,
-        RoutingDoc,
-        RunSpecDoc,
-    )
 
 CYCLE_FLOW = "cycle"
 """The flow key of a cycle's steps in its run (``<run>/cycle/receipts/…``)."""
@@ -41,7 +39,10 @@ LOCAL_ENGINE = "plan-handler"
 
 
 class StepRecord(Record):
-    """What a finished step execution leaves behind, for its receipt and transcript."""
+    """What a finished step execution leaves behind, for its receipt and transcript.
+
+    (What plan steps are stays the plan's own until plan cycles run on the run kernel.)
+    """
 
     step_id: str
     agent: str
@@ -61,8 +62,8 @@ class StepRecord(Record):
     cost_usd: float | None = 0.0
     cassette: str | None = None
     request_sha256: str | None = None
-    routing: RoutingDoc | None = None
-    cost: CostDoc | None = None
+    routing: ReceiptRouting | None = None
+    cost: Cost | None = None
     """The receipt's ``cost`` (SPEC §7.2) when a provider was called."""
     attempt: int = 1
     max_attempts: int = 1
@@ -74,7 +75,7 @@ class CycleRecord:
     def __init__(
         self,
         runs_dir: Path,
-        spec: RunSpecDoc,
+        spec: RunSpecDocument,
         *,
         clock: Clock,
         rand: Any,
@@ -99,7 +100,7 @@ class CycleRecord:
         self.book = RunBook(
             self.recorder,
             self.state,
-            RunHeader([CYCLE_FLOW], PLAN_BACKEND, spec["mode"], spec["engine"], spec["initiator"]),
+            RunHeader([CYCLE_FLOW], PLAN_BACKEND, spec.mode, spec.engine, spec.initiator),
             clock,
         )
         self.steps = StepLog(self.recorder, self.state, clock)
@@ -131,9 +132,9 @@ class CycleRecord:
         )
         return started
 
-    def emit_in_step(self, kind: str, payload: dict[str, Any]) -> None:
+    def emit_in_step(self, payload: Payload) -> None:
         """A ``tool_start``/``tool_end``/``log`` event of the step under way."""
-        self.steps.emit_in_step(kind, payload)
+        self.steps.emit_in_step(payload)
 
     def finish_step(self, record: StepRecord, next_step: str | None) -> None:
         """Receipt, transcript, ``step_end`` or ``step_error``, and the route on success."""
@@ -148,11 +149,11 @@ class CycleRecord:
             return
         for totals in (self.state.totals, self.state.flow(CYCLE_FLOW)):
             totals.steps_completed += 1
-        route = payloads.route_decision(
-            record.step_id,
-            next_step,
-            "advance" if next_step else "terminate",
-            "plan_order" if next_step else "end_of_plan",
+        route = RouteDecision(
+            from_step=record.step_id,
+            to_step=next_step,
+            decision="advance" if next_step else "terminate",
+            reason="plan_order" if next_step else "end_of_plan",
             loop_state={},
             routing_source="fast_path",
         )
@@ -169,41 +170,38 @@ class CycleRecord:
             {"timestamp": started, "role": "user", "content": record.user},
         ]
         lines.extend({"timestamp": completed, **line} for line in record.lines)
-        receipt = base_receipt(
-            ReceiptHead(
-                run_id=self.run_id,
-                flow_key=CYCLE_FLOW,
-                step_id=record.step_id,
-                agent_key=record.agent,
-                engine=record.engine,
-                engine_short=record.engine_short,
-                mode=record.mode,
-                provider=record.provider,
-                model=record.model,
-                tokens=record.tokens,
-                started_at=started,
-                completed_at=completed,
-                duration_ms=ms_between(record.started, record.completed),
-                iteration=0,
-                result_code="fatal" if record.error is not None else "ok",
-                attempt=record.attempt,
-                max_attempts=record.max_attempts,
-            )
+        receipt = Receipt(
+            engine=record.engine,
+            mode=cast(Mode, record.mode),  # an engine's mode, or local
+            provider=record.provider,
+            model=record.model,
+            step_id=record.step_id,
+            flow_key=CYCLE_FLOW,
+            run_id=self.run_id,
+            agent_key=record.agent,
+            started_at=started,
+            completed_at=completed,
+            duration_ms=ms_between(record.started, record.completed),
+            status="succeeded" if record.error is None else "failed",
+            tokens=tokens_of(record.tokens),
+            transcript_path=f"llm/{record.step_id}-{record.agent}-{record.engine_short}.jsonl",
+            iteration=0,
+            result_code="fatal" if record.error is not None else "ok",
+            attempt=record.attempt,
+            max_attempts=record.max_attempts,
+            error=UNSET if record.error is None else record.error,
+            routing=UNSET if record.routing is None else record.routing,
+            cost=UNSET if record.cost is None else record.cost,
+            cassette=UNSET if record.cassette is None else record.cassette,
+            request_sha256=UNSET if record.request_sha256 is None else record.request_sha256,
         )
-        if record.cassette is not None:
-            receipt["cassette"] = record.cassette
-        if record.request_sha256 is not None:
-            receipt["request_sha256"] = record.request_sha256
-        if record.cost is not None:
-            receipt["cost"] = record.cost
-        settle(receipt, error=record.error, routing=record.routing)
         self.recorder.write_step(receipt_path, transcript_path, receipt, lines, iteration=0)
 
     def close_open_step(self, error: str) -> None:
         """A step cut short (Ctrl-C, a write error): its ``step_error``, no files."""
         self.steps.close_open(error)
 
-    def complete(self, status: str, error: str | None) -> str:
+    def complete(self, status: Ended, error: str | None) -> str:
         """``run_completed`` and the final ``meta.json``; when the cycle ended."""
         self.state.status, self.state.error = status, error
         self.book.emit_completed(status)

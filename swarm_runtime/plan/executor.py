@@ -18,7 +18,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
+import msgspec
+
 from swarm_runtime.credentials import Credentials
+from swarm_runtime.documents.run import RunSpecDocument
 from swarm_runtime.engines.base import Prompt, StepContext, StepEngine
 from swarm_runtime.errors import FailFast, PlanError, StorageError, SwarmError
 from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps, RunLimits, StepEngines
@@ -30,11 +33,9 @@ from swarm_runtime.plan.kinds import KINDS
 from swarm_runtime.plan.outcome import step_record
 from swarm_runtime.plan.validate import checked_plan
 from swarm_runtime.record import Record
-from swarm_runtime.versions import SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from swarm_runtime.contracts.plan import ExecutionPlan, PlanMetadata, StepDefinition
-    from swarm_runtime.documents import RunSpecDoc
     from swarm_runtime.plan.memory_store import MemoryStore
 
 
@@ -158,24 +159,17 @@ class PlanRuntime:
         finally:
             cycle.close()
 
-    def _spec(self, plan: Any, input: str, session: str) -> RunSpecDoc:
+    def _spec(self, plan: Any, input: str, session: str) -> RunSpecDocument:
         document = plan.model_dump(mode="json") if hasattr(plan, "model_dump") else plan
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "flows": [CYCLE_FLOW],
-            "params": {"input": input, "session": session},
-            "backend": PLAN_BACKEND,
-            "initiator": self.initiator,
-            "mode": self.mode,
-            "engine": self.engine_id,
-            "start_step": None,
-            "end_step": None,
-            "origin": {
-                "plan": copy.deepcopy(document),
-                "store": str(self.store_path),
-                **self.origin,
-            },
-        }
+        return RunSpecDocument(
+            flows=[CYCLE_FLOW],
+            params={"input": input, "session": session},
+            backend=PLAN_BACKEND,
+            initiator=self.initiator,
+            mode=self.mode,
+            engine=self.engine_id,
+            origin={"plan": copy.deepcopy(document), "store": str(self.store_path), **self.origin},
+        )
 
     def _execute(
         self,
@@ -250,8 +244,8 @@ class PlanRuntime:
         timeouts = plan.metadata.timeouts
         limit = getattr(timeouts, kind.limit) if timeouts and kind.limit else None
         result, error = self._handle(call, limit, kind.limit)
-        for kind_name, payload in calls.events if not call.cancelled.is_set() else ():
-            cycle.emit_in_step(kind_name, payload)
+        for payload in calls.events if not call.cancelled.is_set() else ():
+            cycle.emit_in_step(payload)
         record = step_record(
             step, kind, started, self.clock(), error, result, calls, next_id=next_id
         )
@@ -337,7 +331,7 @@ class PlanRuntime:
             step_id=step.id,
             step_index=index,
             total_steps=total,
-            spec=dict(cycle.spec),
+            spec=msgspec.to_builtins(cycle.spec),
             flow_title="execution plan",
             step_role=KINDS[step.type].role,
             step_agents=(KINDS[step.type].agent,),

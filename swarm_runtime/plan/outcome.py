@@ -12,13 +12,13 @@ import json
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from swarm_runtime.documents.receipt import ReceiptRouting
 from swarm_runtime.engines.base import TokenUsage
+from swarm_runtime.orchestrator.receipt import cost_of
 from swarm_runtime.plan.cycle import StepRecord
 
 if TYPE_CHECKING:
     from swarm_runtime.contracts.plan import StepDefinition
-    from swarm_runtime.documents import CostDoc, RoutingDoc
-    from swarm_runtime.engines.base import StepOutcome
     from swarm_runtime.plan.calls import ModelCalls
     from swarm_runtime.plan.kinds import StepKind
 
@@ -56,13 +56,13 @@ def step_record(
     )
 
 
-def _routing(error: str | None, next_id: str | None) -> RoutingDoc | None:
+def _routing(error: str | None, next_id: str | None) -> ReceiptRouting | None:
     """Where a plan step goes: on in plan order, the end of the plan, or nowhere (failed)."""
     if error is not None:
         return None
     if next_id:
-        return {"decision": "advance", "reason": "plan_order"}
-    return {"decision": "terminate", "reason": "end_of_plan"}
+        return ReceiptRouting(decision="advance", reason="plan_order")
+    return ReceiptRouting(decision="terminate", reason="end_of_plan")
 
 
 def _model_record(
@@ -72,7 +72,7 @@ def _model_record(
     completed: datetime,
     error: str | None,
     calls: ModelCalls,
-    routing: RoutingDoc | None,
+    routing: ReceiptRouting | None,
 ) -> StepRecord:
     """The record of a step whose handler called a model: its calls, summed."""
     engine, outcome, prompt = calls.outcomes[-1]
@@ -100,7 +100,8 @@ def _model_record(
         cassette=outcome.cassette,
         request_sha256=outcome.request_sha256,
         routing=routing,
-        cost=_cost(outcome, tokens, cost_usd),
+        # A provider was called: the receipt's cost (SPEC §7.2) of the step's calls.
+        cost=None if outcome.provider == "none" else cost_of(outcome, tokens, cost_usd),
         attempt=calls.attempts,
         max_attempts=calls.max_attempts,
     )
@@ -114,19 +115,3 @@ def _call_lines(calls: ModelCalls) -> tuple[dict[str, Any], ...]:
             lines.append({"role": "user", "content": asked.user})
         lines.extend(made.transcript)
     return tuple(lines)
-
-
-def _cost(outcome: StepOutcome, tokens: TokenUsage, cost_usd: float | None) -> CostDoc | None:
-    """The receipt's ``cost`` (SPEC §7.2) of the step's calls; None when no provider was."""
-    if outcome.provider == "none":
-        return None
-    return {
-        "model": outcome.model,
-        "provider": outcome.provider,
-        "tokens": {
-            "input": tokens.prompt,
-            "output": tokens.completion,
-            "total": tokens.total,
-        },
-        "estimatedCostUsd": cost_usd,
-    }

@@ -120,7 +120,7 @@ class _Studio:
         return _JSONResponse({"run_id": run_id, "events": events})
 
     async def event_kinds(self, request: Request) -> Response:
-        from swarm_runtime.contracts.events import kind_table
+        from swarm_runtime.documents.events import kind_table
 
         return _JSONResponse(await run_in_threadpool(kind_table))
 

@@ -106,8 +106,9 @@ API_PATHS: dict[str, dict[str, Any]] = {
         }
     },
     "/api/event-kinds": _get(
-        "Every event kind: its payload fields in order, the required ones, whether others may"
-        " come, whether runs write it yet (the timeline shows each event's fields in this order)"
+        "Every event kind: what it is, where it may stand in the log, its payload fields in"
+        " order, the required ones, whether others may come (the timeline shows each event's"
+        " fields in this order)"
     ),
     "/api/flows": _get("The flows of the flows dir in run order"),
     "/api/flows/{flow_key}/graph": _get(
