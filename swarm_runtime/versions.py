@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Final
-
 PACKAGE_VERSION = "0.1.0"
 """The version of swarm-stepwise (``pyproject.toml`` says the same; a test holds them)."""
 
-SCHEMA_VERSION: Final = "1"
+SCHEMA_VERSION = "1"
 """The version of the run-file contracts written by this runtime."""

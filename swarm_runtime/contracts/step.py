@@ -21,11 +21,19 @@ def _paths(kind: type) -> dict[str, Any]:
     raise NotImplementedError(kind)
 
 
+def _closed(schema: dict[str, Any]) -> dict[str, Any]:
+    """Each object closed: a record is built from its fields and no others."""
+    for part in (schema, *schema.get("$defs", {}).values()):
+        if "properties" in part:
+            part["additionalProperties"] = False
+    return schema
+
+
 def step_result_schema() -> dict[str, Any]:
     """JSON Schema of StepResult."""
-    return json_schema(StepResult)
+    return _closed(json_schema(StepResult))
 
 
 def step_context_schema() -> dict[str, Any]:
     """JSON Schema of StepContext (paths as strings)."""
-    return json_schema(StepContext, schema_hook=_paths)
+    return _closed(json_schema(StepContext, schema_hook=_paths))

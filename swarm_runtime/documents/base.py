@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from functools import cache
-from typing import Annotated, Any, TypeVar, dataclass_transform
+from typing import Annotated, Any, Literal, TypeVar, cast, dataclass_transform
 
 import msgspec
 import msgspec.json
@@ -25,6 +25,12 @@ import msgspec.structs
 from msgspec import UNSET, Meta
 
 from swarm_runtime.timeutil import TIMESTAMP_RE, parse_ts
+from swarm_runtime.versions import SCHEMA_VERSION
+
+SchemaVersion = Literal["1"]
+"""The contract version a document follows (``schema_version``)."""
+CURRENT_VERSION = cast(SchemaVersion, SCHEMA_VERSION)
+"""The version this runtime writes (:data:`~swarm_runtime.versions.SCHEMA_VERSION`)."""
 
 Timestamp = Annotated[
     str,

@@ -14,15 +14,16 @@ from typing import Annotated, Any, Literal
 from msgspec import UNSET, Meta, UnsetType
 
 from swarm_runtime.documents.base import (
+    CURRENT_VERSION,
     Document,
     Location,
     Problem,
+    SchemaVersion,
     Timestamp,
     elapsed_problems,
     timestamp_problems,
 )
 from swarm_runtime.documents.run_events import RouteMove
-from swarm_runtime.versions import SCHEMA_VERSION
 
 NonNegative = Annotated[int, Meta(ge=0)]
 Mode = Literal["stub", "sdk", "cli", "local"]
@@ -182,7 +183,7 @@ Artifact = InlineArtifact | PointerArtifact
 class Receipt(Document, kw_only=True):
     """``<flow>/receipts/<step>-<agent>.json``: one step execution and its verdict."""
 
-    schema_version: Literal["1"] = SCHEMA_VERSION
+    schema_version: SchemaVersion = CURRENT_VERSION
     """The contract version the receipt follows."""
     engine: Annotated[str, Meta(min_length=1)]
     """``claude-step``, ``gemini-step`` or a registered engine id."""

@@ -7,9 +7,15 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-from swarm_runtime.documents.base import Document, Problem, Timestamp, timestamp_problems
+from swarm_runtime.documents.base import (
+    CURRENT_VERSION,
+    Document,
+    Problem,
+    SchemaVersion,
+    Timestamp,
+    timestamp_problems,
+)
 from swarm_runtime.documents.receipt import Tokens
-from swarm_runtime.versions import SCHEMA_VERSION
 
 NonNegative = Annotated[int, Meta(ge=0)]
 RunStatus = Literal["pending", "running", "paused", "succeeded", "failed", "stopped"]
@@ -19,7 +25,7 @@ RunStatus = Literal["pending", "running", "paused", "succeeded", "failed", "stop
 class RunSpecDocument(Document, kw_only=True):
     """``spec.json``: what was asked for, written once when the run is created."""
 
-    schema_version: Literal["1"] = SCHEMA_VERSION
+    schema_version: SchemaVersion = CURRENT_VERSION
     """The contract version the document follows."""
     flows: Annotated[list[str], Meta(min_length=1)]
     """The flows asked for, in order."""
@@ -62,7 +68,7 @@ class FlowTotals(Document, kw_only=True):
 class RunSummary(Document, kw_only=True):
     """``meta.json``: the run's status and totals, rewritten on every status change."""
 
-    schema_version: Literal["1"] = SCHEMA_VERSION
+    schema_version: SchemaVersion = CURRENT_VERSION
     """The contract version the document follows."""
     run_id: str
     """The run."""
