@@ -10,10 +10,19 @@ exactly one ``run_completed``). A checkpoint is written after every completed st
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+import msgspec
+
+from swarm_runtime.documents.run_events import (
+    Ended,
+    RunPaused,
+    RunPausing,
+    RunStarted,
+    RunStopped,
+    RunStopping,
+)
 from swarm_runtime.errors import StorageError
-from swarm_runtime.orchestrator import payloads
 from swarm_runtime.orchestrator.checkpoint import BlockedStep, Checkpoint, Position
 from swarm_runtime.orchestrator.control import Blocked, Interrupted
 from swarm_runtime.orchestrator.deps import RunContext
@@ -91,7 +100,9 @@ class RunLifecycle:
             ),
             prompts=PromptParts(context.flows, spec.params, context.flows.system_prompts),
             engine_for=context.engines.engine_for,
-            spec=spec.as_document(mode=context.engine.mode, engine=context.engine.engine_id),
+            spec=msgspec.to_builtins(
+                spec.as_document(mode=context.engine.mode, engine=context.engine.engine_id)
+            ),
             completed=self._checkpoint,
         )
 
@@ -145,7 +156,7 @@ class RunLifecycle:
             status=self.state.status,
             error=self.state.error,
             path=self.recorder.layout.root,
-            summary=dict(self.book.summary(completed)),
+            summary=msgspec.to_builtins(self.book.summary(completed)),
             interrupted=interrupted is not None,
             aborted=interrupted is not None and interrupted.aborted,
             paused=interrupted is not None and interrupted.pause,
@@ -157,7 +168,7 @@ class RunLifecycle:
     def _finish_bookkeeping(self, completed: dict[str, Any]) -> RunOutcome:
         """A run killed after its ``run_completed``: write the ``meta.json`` it missed."""
         payload = completed["payload"]
-        self.state.status = str(payload["status"])
+        self.state.status = cast(Ended, payload["status"])  # the log's, as resume read it
         self.state.error = payload.get("error")
         self.book.set_status(self.state.status, str(completed["ts"]))
         return RunOutcome(
@@ -165,7 +176,7 @@ class RunLifecycle:
             status=self.state.status,
             error=self.state.error,
             path=self.recorder.layout.root,
-            summary=dict(self.book.summary(str(completed["ts"]))),
+            summary=msgspec.to_builtins(self.book.summary(str(completed["ts"]))),
         )
 
     def _begin(self, reopened: Reopened | None) -> Position:
@@ -180,9 +191,9 @@ class RunLifecycle:
             recorder.emit(**event)
         self.state.error = None
         self.book.set_status("running")
-        recorder.emit("run_resumed", reopened.resumed_payload())
+        recorder.emit(reopened.resumed_payload())
         if reopened.needs_started:
-            recorder.emit("run_started", payloads.run_started())
+            recorder.emit(RunStarted(mode="stepwise", routing_enabled=True))
         return reopened.position
 
     def _count_time(self) -> None:
@@ -260,8 +271,8 @@ class RunLifecycle:
         resume asked for on seeing "paused" finds ``run_paused`` (and waits for this
         process to let go of the run, SPEC §8.2).
         """
-        self.recorder.emit("run_pausing", payloads.reason(reason))
-        self.recorder.emit("run_paused", payloads.reason(reason))
+        self.recorder.emit(RunPausing(reason=reason))
+        self.recorder.emit(RunPaused(reason=reason))
         self.state.error = None
         self.book.set_status("paused")
 
@@ -269,17 +280,18 @@ class RunLifecycle:
         """A blocked step: checkpoint it (still open), then pause the run."""
         recorder = self.recorder
         reason = f"blocked: {step.reason}"
-        payload = {"reason": reason, "step": f"{step.flow_key}/{step.step_id}"}
+        where = f"{step.flow_key}/{step.step_id}"
         pending = [
             recorder.event(
-                kind,
                 payload,
                 flow_key=step.flow_key,
                 step_id=step.step_id,
                 agent_key=step.agent_key,
                 ahead=ahead,
             )
-            for ahead, kind in enumerate(("run_pausing", "run_paused"))
+            for ahead, payload in enumerate(
+                (RunPausing(reason=reason, step=where), RunPaused(reason=reason, step=where))
+            )
         ]
         recorder.write_checkpoint(
             Checkpoint.capture(
@@ -299,7 +311,10 @@ class RunLifecycle:
     def _complete(self, interrupted: Interrupted | None) -> str:
         """Append ``run_completed`` and write the final ``meta.json``."""
         state = self.state
-        final = state.status if state.status != "running" else "succeeded"
+        status = state.status
+        final: Ended = (
+            "failed" if status == "failed" else "stopped" if status == "stopped" else "succeeded"
+        )
         if state.seq == 0:
             # Not even run_created could be written (a full disk): leave no run behind.
             self.recorder.discard()
@@ -308,8 +323,8 @@ class RunLifecycle:
             raise StorageError(state.error or "the run could not be started")
         try:
             if interrupted is not None:
-                self.recorder.emit("run_stopping", payloads.reason(interrupted.reason))
-                self.recorder.emit("run_stopped", payloads.reason(interrupted.reason))
+                self.recorder.emit(RunStopping(reason=interrupted.reason))
+                self.recorder.emit(RunStopped(reason=interrupted.reason))
             self.book.emit_completed(final)
         except StorageError as exc:
             # The log cannot be written (disk full, …): meta.json says why it ends open.

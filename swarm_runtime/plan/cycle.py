@@ -20,7 +20,7 @@ from swarm_runtime.record import Record
 from swarm_runtime.timeutil import Clock
 
 if TYPE_CHECKING:
-    from swarm_runtime.documents import RunSpecDoc
+    from swarm_runtime.documents.run import RunSpecDocument
 
 CYCLE_FLOW = "cycle"
 """The flow key of a cycle's steps in its run (``<run>/cycle/receipts/…``)."""
@@ -41,7 +41,7 @@ class RefusedRun(Record):
     observer: EventObserver | None
 
 
-def refused_cycle(where: RefusedRun, spec: RunSpecDoc, why: str) -> tuple[str, Path]:
+def refused_cycle(where: RefusedRun, spec: RunSpecDocument, why: str) -> tuple[str, Path]:
     """The run of a cycle whose plan was refused: opened and failed; its id and directory."""
     state = RunState(HistoryBudget())
     state.flow(CYCLE_FLOW)  # meta.json lists the cycle's totals, as a cycle that ran does
@@ -59,7 +59,7 @@ def refused_cycle(where: RefusedRun, spec: RunSpecDoc, why: str) -> tuple[str, P
         book = RunBook(
             recorder,
             state,
-            RunHeader([CYCLE_FLOW], PLAN_BACKEND, spec["mode"], spec["engine"], spec["initiator"]),
+            RunHeader([CYCLE_FLOW], PLAN_BACKEND, spec.mode, spec.engine, spec.initiator),
             where.clock,
         )
         book.open()
