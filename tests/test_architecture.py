@@ -1,8 +1,8 @@
-"""The shape of the code: small rooms, imports one way, no circles.
+"""The shape of the code: a room per concept, imports one way, no circles.
 
-Measured from the source with ``ast``, in both packages: files of at most 400 lines,
-functions of at most 60, constructors of at most 8 parameters; no import cycle between
-modules, counting every import (under ``TYPE_CHECKING``, inside a function, of a
+Measured from the source with ``ast``, in both packages: files of at most 800 lines (a room
+holds a whole concept), functions of at most 60, constructors of at most 8 parameters; no
+import cycle between modules, counting every import (under ``TYPE_CHECKING``, inside a function, of a
 package's ``__init__``); every import goes to the same layer or a lower one (``LAYERS``);
 ``flow/`` does not reach into ``storage/``.
 """
@@ -18,7 +18,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("swarm_runtime", "pytest_swarm")
-MAX_FILE_LINES = 400
+MAX_FILE_LINES = 800
 MAX_FUNCTION_LINES = 60
 MAX_CONSTRUCTOR_PARAMETERS = 8
 

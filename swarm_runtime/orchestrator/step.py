@@ -29,7 +29,7 @@ from swarm_runtime.engines.base import (
 )
 from swarm_runtime.errors import RoutingError
 from swarm_runtime.flow.spec import Budget, FlowSpec, StepSpec
-from swarm_runtime.orchestrator import stack
+from swarm_runtime.orchestrator.stack import Next
 from swarm_runtime.orchestrator.attempts import EngineCaller
 from swarm_runtime.orchestrator.budgets import BudgetCheck, Spent
 from swarm_runtime.orchestrator.checkpoint import BlockedStep
@@ -59,7 +59,7 @@ from swarm_runtime.orchestrator.verdict import outcome_error
 from swarm_runtime.record import Record, replace
 from swarm_runtime.timeutil import Clock, format_ts, ms_between, parse_ts
 
-Completed = Callable[[list[Event], stack.Next], list[str]]
+Completed = Callable[[list[Event], Next], list[str]]
 """Called once a step is complete, with its ``step_end``, ``route_decision`` and the events
 around them (not yet written) and where the run goes next: the run checkpoints there and
 gives back the events' encoded lines, which are then appended."""
@@ -138,7 +138,7 @@ class StepRunner:
         *,
         blocked: BlockedStep | None = None,
         external_input: str | None = None,
-    ) -> stack.Next | None:
+    ) -> Next | None:
         """Run ``step`` once; where the run goes next, or None when the step failed the run.
 
         ``blocked`` re-invokes a step that answered ``blocked``: it is still open (no new
@@ -321,7 +321,7 @@ class StepRunner:
         outcome: StepOutcome,
         iteration: int,
         moved: NavigatorRoute,
-    ) -> stack.Next:
+    ) -> Next:
         state, decision = self.state, moved.decision
         skipped = outcome.result_code == "skipped"
         state.totals.steps_completed += 1

@@ -14,7 +14,7 @@ from typing import Any
 from swarm_runtime.documents.route_events import RoutingOffroad
 from swarm_runtime.engines.base import StepContext, StepEngine, StepOutcome
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
-from swarm_runtime.orchestrator import stack
+from swarm_runtime.orchestrator.stack import Events, Next, enter, leave, refused
 from swarm_runtime.orchestrator.facts import declared
 from swarm_runtime.orchestrator.navigator import (
     Injections,
@@ -127,7 +127,7 @@ class StepRouter:
         )
         if moved.detour is None or moved.detour.detour is None:
             return moved
-        overflow = stack.refused(
+        overflow = refused(
             self.state.stack, (flow.key, step.id), moved.detour.detour.flow, injections.max_depth
         )
         if not overflow:
@@ -139,12 +139,12 @@ class StepRouter:
 
     def next(
         self, flow: FlowSpec, step: StepSpec, moved: NavigatorRoute
-    ) -> tuple[stack.Events, stack.Next]:
+    ) -> tuple[Events, Next]:
         """Where the run goes after the step, and the stack events of getting there."""
         frames, detour = self.state.stack, moved.detour
         if detour is not None and detour.detour is not None and detour.to is not None:
             target_flow, _, target_step = detour.to.partition("/")
-            return stack.enter(
+            return enter(
                 frames,
                 (flow.key, step.id),
                 (target_flow, target_step),
@@ -153,5 +153,5 @@ class StepRouter:
                 trigger=detour.when or f"detour:{detour.id}",
             )
         if moved.decision.to_step is None and frames:
-            return stack.leave(frames)
-        return [], stack.Next(flow.key, moved.decision.to_step)
+            return leave(frames)
+        return [], Next(flow.key, moved.decision.to_step)
