@@ -14,8 +14,8 @@ if TYPE_CHECKING:
     from pytest_swarm.run_record import RunRecord
     from swarm_runtime.flow.registry import FlowRegistry
     from swarm_runtime.flow.spec import StepSpec
-    from swarm_runtime.orchestrator.loops import LoopCounters
     from swarm_runtime.orchestrator.routing import Decision
+    from swarm_runtime.orchestrator.state import LoopCounters
 
 MAX_OUTPUT_BYTES = 50 * 1024
 
@@ -121,7 +121,7 @@ def assert_routing(record: RunRecord) -> None:
     The decision is recomputed from the flow definition, the receipt of that execution
     and the loop counters replayed from the event log (§4).
     """
-    from swarm_runtime.orchestrator.loops import LoopCounters
+    from swarm_runtime.orchestrator.state import LoopCounters
 
     flows = _registry(record)
     problems: list[str] = []

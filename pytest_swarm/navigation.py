@@ -15,8 +15,8 @@ if TYPE_CHECKING:
     from pytest_swarm.run_record import RunRecord
     from swarm_runtime.flow.registry import FlowRegistry
     from swarm_runtime.flow.spec import FlowSpec, StepSpec
-    from swarm_runtime.orchestrator.loops import LoopCounters
     from swarm_runtime.orchestrator.routing import Decision
+    from swarm_runtime.orchestrator.state import LoopCounters
 
 
 def may_choose(flows: FlowRegistry, flow: FlowSpec, step: StepSpec) -> bool:

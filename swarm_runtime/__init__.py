@@ -41,8 +41,8 @@ if TYPE_CHECKING:
     )
     from swarm_runtime.flow.loader import load_flow
     from swarm_runtime.flow.registry import FlowRegistry
+    from swarm_runtime.orchestrator.context import HistoryBudget
     from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps, RunLimits
-    from swarm_runtime.orchestrator.history import HistoryBudget
     from swarm_runtime.orchestrator.plan import RunOutcome, RunSpec
     from swarm_runtime.orchestrator.runner import Orchestrator
     from swarm_runtime.service import Backend, get_backend, register_backend
@@ -98,7 +98,7 @@ _LAZY = {
     "EngineError": "swarm_runtime.errors",
     "FlowDefinitionError": "swarm_runtime.errors",
     "FlowRegistry": "swarm_runtime.flow.registry",
-    "HistoryBudget": "swarm_runtime.orchestrator.history",
+    "HistoryBudget": "swarm_runtime.orchestrator.context",
     "Orchestrator": "swarm_runtime.orchestrator.runner",
     "RoutingError": "swarm_runtime.errors",
     "RunOutcome": "swarm_runtime.orchestrator.plan",

@@ -55,7 +55,7 @@ def add_parser(commands: Any) -> None:
 def handle_request(args: argparse.Namespace) -> int:
     """Ask the process running RUN to pause or stop; refuse when nothing runs it."""
     from swarm_runtime.cli.runs import resolve_run_dir
-    from swarm_runtime.orchestrator.control import ask_running_process
+    from swarm_runtime.orchestrator.checkpoint import ask_running_process
 
     run_dir = resolve_run_dir(args.run, args.runs_dir)
     reason = args.reason or f"{args.request} requested from the command line"

@@ -64,7 +64,7 @@ class CeleryBackend(BackendBase):
         self._ask(run_id, "stop", reason or "cancelled")
 
     def _ask(self, run_id: str, request: str, reason: str) -> None:
-        from swarm_runtime.orchestrator.control import ask_running_process
+        from swarm_runtime.orchestrator.checkpoint import ask_running_process
 
         ask_running_process(self._run_dir(run_id), request, reason or f"{request} requested")
 

@@ -1,6 +1,6 @@
 """The receipt of one step execution (SPEC §3.1), declared once: written, read, schema.
 
-A receipt is built once, when its verdict is known (:mod:`swarm_runtime.orchestrator.receipt`
+A receipt is built once, when its verdict is known (:mod:`swarm_runtime.orchestrator.context`
 for flow steps, :mod:`swarm_runtime.plan.cycle` for plan steps), written as it is, and read
 back by ``swarm runs validate`` with :func:`~swarm_runtime.documents.base.read`. Fields a
 receipt may leave out are ``UNSET`` (absent from its JSON); its ``timing``, ``cost`` and

@@ -16,8 +16,8 @@ from swarm_runtime.engines.registry import EngineRegistry
 from swarm_runtime.engines.settings import engine_config
 from swarm_runtime.errors import ConfigError
 from swarm_runtime.flow.registry import FlowRegistry
+from swarm_runtime.orchestrator.context import HistoryBudget
 from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps, RunLimits
-from swarm_runtime.orchestrator.history import HistoryBudget
 from swarm_runtime.orchestrator.runner import Orchestrator
 from swarm_runtime.record import replace
 

@@ -21,8 +21,8 @@ from swarm_runtime.engines.base import (
 )
 from swarm_runtime.errors import ReplayDivergence
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
-from swarm_runtime.orchestrator.control import RunControl
-from swarm_runtime.orchestrator.receipt import Call
+from swarm_runtime.orchestrator.checkpoint import RunControl
+from swarm_runtime.orchestrator.context import Call
 from swarm_runtime.orchestrator.recorder import RunRecorder
 from swarm_runtime.orchestrator.verdict import backoff_delay, retry_after_refused
 from swarm_runtime.record import replace

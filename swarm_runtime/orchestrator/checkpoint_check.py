@@ -19,7 +19,7 @@ from swarm_runtime.errors import RunControlError
 from swarm_runtime.flow.spec import FlowSpec
 from swarm_runtime.orchestrator.checkpoint import Checkpoint
 from swarm_runtime.orchestrator.plan import FlowSlice
-from swarm_runtime.orchestrator.stack import DEFAULT_MAX_DEPTH, on_stack, push_refusal
+from swarm_runtime.orchestrator.state import DEFAULT_MAX_DEPTH, on_stack, push_refusal
 
 PENDING = frozenset(
     {
@@ -148,7 +148,7 @@ def _stack_problem(
     """Whether each frame of the stack is a push the run could have made.
 
     Its bottom is paused in the position's flow, its flows and steps are known, and the
-    kernel's own rule (:func:`~swarm_runtime.orchestrator.stack.push_refusal`) allows it.
+    kernel's own rule (:func:`~swarm_runtime.orchestrator.state.push_refusal`) allows it.
     """
     below = running
     frames = checkpoint.stack

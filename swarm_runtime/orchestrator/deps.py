@@ -23,8 +23,8 @@ from swarm_runtime.engines.scenario import Scenario
 from swarm_runtime.errors import ConfigError
 from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.flow.spec import Budget, FlowSpec, StepSpec
-from swarm_runtime.orchestrator.control import RunControl
-from swarm_runtime.orchestrator.history import HistoryBudget
+from swarm_runtime.orchestrator.checkpoint import RunControl
+from swarm_runtime.orchestrator.context import HistoryBudget
 from swarm_runtime.orchestrator.recorder import EventObserver
 from swarm_runtime.record import Record, field
 from swarm_runtime.timeutil import Clock, interruptible_sleep, system_clock

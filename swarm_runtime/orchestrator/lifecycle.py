@@ -23,18 +23,22 @@ from swarm_runtime.documents.run_events import (
     RunStopping,
 )
 from swarm_runtime.errors import StorageError
-from swarm_runtime.orchestrator.checkpoint import BlockedStep, Checkpoint, Position
-from swarm_runtime.orchestrator.control import Blocked, Interrupted
+from swarm_runtime.orchestrator.checkpoint import (
+    Blocked,
+    BlockedStep,
+    Checkpoint,
+    Interrupted,
+    Position,
+)
+from swarm_runtime.orchestrator.context import PromptParts
 from swarm_runtime.orchestrator.deps import RunContext
 from swarm_runtime.orchestrator.navigator import Injections
 from swarm_runtime.orchestrator.plan import FlowSlice, RunOutcome, RunSpec
-from swarm_runtime.orchestrator.prompt import PromptParts
 from swarm_runtime.orchestrator.recorder import RunRecorder
 from swarm_runtime.orchestrator.resume import Reopened
 from swarm_runtime.orchestrator.run_book import RunBook, RunHeader
 from swarm_runtime.orchestrator.run_budget import RunBudget
-from swarm_runtime.orchestrator.stack import Next
-from swarm_runtime.orchestrator.state import RunState
+from swarm_runtime.orchestrator.state import Next, RunState
 from swarm_runtime.orchestrator.step import StepRunner, StepSettings
 from swarm_runtime.storage.store import encoded
 from swarm_runtime.timeutil import format_ts, ms_between

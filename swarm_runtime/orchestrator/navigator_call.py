@@ -17,7 +17,7 @@ from typing import Any
 from swarm_runtime.engines.base import Prompt, StepContext, StepEngine, StepOutcome
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
 from swarm_runtime.orchestrator.bounded import cut
-from swarm_runtime.orchestrator.control import RunControl
+from swarm_runtime.orchestrator.checkpoint import RunControl
 from swarm_runtime.orchestrator.navigator import Move, NavigatorAnswer
 from swarm_runtime.orchestrator.recorder import RunRecorder, TranscriptLine
 from swarm_runtime.orchestrator.state import RunState

@@ -38,12 +38,11 @@ from swarm_runtime.orchestrator.checkpoint import (
     Position,
 )
 from swarm_runtime.orchestrator.checkpoint_check import check_checkpoint
-from swarm_runtime.orchestrator.history import HistoryBudget
+from swarm_runtime.orchestrator.context import HistoryBudget
 from swarm_runtime.orchestrator.interrupted import find_open_step, interrupted_error, move_orphans
 from swarm_runtime.orchestrator.plan import FlowSlice, RunSpec
 from swarm_runtime.orchestrator.recorder import EventObserver, RunRecorder
-from swarm_runtime.orchestrator.stack import DEFAULT_MAX_DEPTH
-from swarm_runtime.orchestrator.state import RunState
+from swarm_runtime.orchestrator.state import DEFAULT_MAX_DEPTH, RunState
 from swarm_runtime.record import Record, field
 from swarm_runtime.storage.layout import JOURNALS, RunLayout
 from swarm_runtime.storage.queued import clear_handed_over

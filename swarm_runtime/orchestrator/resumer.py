@@ -18,7 +18,7 @@ from swarm_runtime.errors import RunControlError, SwarmUsageError
 from swarm_runtime.orchestrator.recorder import EventObserver
 from swarm_runtime.orchestrator.resume import read_run_spec
 from swarm_runtime.orchestrator.runner import Orchestrator
-from swarm_runtime.orchestrator.stack import DEFAULT_MAX_DEPTH
+from swarm_runtime.orchestrator.state import DEFAULT_MAX_DEPTH
 from swarm_runtime.record import Record, replace
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from swarm_runtime.engines.faults import FaultPlan
 from swarm_runtime.errors import RunControlError
 from swarm_runtime.flow.budget_input import budget_document
 from swarm_runtime.flow.registry import FlowRegistry
-from swarm_runtime.orchestrator.control import RunControl
+from swarm_runtime.orchestrator.checkpoint import RunControl
 from swarm_runtime.orchestrator.deps import (
     EngineChoice,
     RunContext,

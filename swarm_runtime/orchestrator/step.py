@@ -29,30 +29,26 @@ from swarm_runtime.engines.base import (
 )
 from swarm_runtime.errors import RoutingError
 from swarm_runtime.flow.spec import Budget, FlowSpec, StepSpec
-from swarm_runtime.orchestrator.stack import Next
 from swarm_runtime.orchestrator.attempts import EngineCaller
-from swarm_runtime.orchestrator.budgets import BudgetCheck, Spent
-from swarm_runtime.orchestrator.checkpoint import BlockedStep
-from swarm_runtime.orchestrator.control import Blocked, RunControl
-from swarm_runtime.orchestrator.facts import declared
-from swarm_runtime.orchestrator.history import RenderedHistory
+from swarm_runtime.orchestrator.checkpoint import Blocked, BlockedStep, RunControl
+from swarm_runtime.orchestrator.context import (
+    Call,
+    ContextMaker,
+    Execution,
+    PromptParts,
+    ReceiptSoFar,
+    RenderedHistory,
+    Verdict,
+    build_receipt,
+    step_timing,
+)
 from swarm_runtime.orchestrator.navigator import (
     Injections,
     NavigatorRoute,
 )
 from swarm_runtime.orchestrator.navigator_call import NavigatorCall
-from swarm_runtime.orchestrator.prompt import PromptParts
-from swarm_runtime.orchestrator.receipt import (
-    Call,
-    Execution,
-    ReceiptSoFar,
-    Verdict,
-    build_receipt,
-    step_timing,
-)
 from swarm_runtime.orchestrator.recorder import RunRecorder, TranscriptLine
-from swarm_runtime.orchestrator.state import RunState
-from swarm_runtime.orchestrator.step_context import ContextMaker
+from swarm_runtime.orchestrator.state import BudgetCheck, Next, RunState, Spent, declared
 from swarm_runtime.orchestrator.step_log import OpenStep, StepLog
 from swarm_runtime.orchestrator.step_route import StepRouter
 from swarm_runtime.orchestrator.verdict import outcome_error

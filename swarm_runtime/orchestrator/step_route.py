@@ -14,8 +14,6 @@ from typing import Any
 from swarm_runtime.documents.route_events import RoutingOffroad
 from swarm_runtime.engines.base import StepContext, StepEngine, StepOutcome
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
-from swarm_runtime.orchestrator.stack import Events, Next, enter, leave, refused
-from swarm_runtime.orchestrator.facts import declared
 from swarm_runtime.orchestrator.navigator import (
     Injections,
     NavigatorRoute,
@@ -25,7 +23,7 @@ from swarm_runtime.orchestrator.navigator import (
 )
 from swarm_runtime.orchestrator.navigator_call import NavigatorCall
 from swarm_runtime.orchestrator.routing import Decision, decide
-from swarm_runtime.orchestrator.state import RunState
+from swarm_runtime.orchestrator.state import Events, Next, RunState, declared, enter, leave, refused
 from swarm_runtime.record import replace
 
 
@@ -137,9 +135,7 @@ class StepRouter:
         golden = replace(moved.golden, reason=f"stack_overflow_prevented:{moved.detour.id}")
         return NavigatorRoute(golden, (*kept, *overflow), None, moved.golden)
 
-    def next(
-        self, flow: FlowSpec, step: StepSpec, moved: NavigatorRoute
-    ) -> tuple[Events, Next]:
+    def next(self, flow: FlowSpec, step: StepSpec, moved: NavigatorRoute) -> tuple[Events, Next]:
         """Where the run goes after the step, and the stack events of getting there."""
         frames, detour = self.state.stack, moved.detour
         if detour is not None and detour.detour is not None and detour.to is not None:

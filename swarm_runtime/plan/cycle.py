@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.credentials import Credentials
-from swarm_runtime.orchestrator.history import HistoryBudget
+from swarm_runtime.orchestrator.context import HistoryBudget
 from swarm_runtime.orchestrator.recorder import EventObserver, RunRecorder
 from swarm_runtime.orchestrator.run_book import RunBook, RunHeader
 from swarm_runtime.orchestrator.state import RunState

@@ -89,7 +89,7 @@ class RunActions:
 
     def request(self, run_id: str, action: str) -> str:
         """Pause or stop a running run; what was done, in words."""
-        from swarm_runtime.orchestrator.control import ask_running_process
+        from swarm_runtime.orchestrator.checkpoint import ask_running_process
 
         run_dir = self.files.run_dir(run_id)
         reason = f"{action} requested from the studio"

@@ -19,7 +19,7 @@ import pytest
 from swarm_runtime.distributed import submit as submit_module
 from swarm_runtime.distributed import task as task_module
 from swarm_runtime.distributed.task import Delivery, decide, handle
-from swarm_runtime.orchestrator.control import write_request
+from swarm_runtime.orchestrator.checkpoint import write_request
 from swarm_runtime.storage.lock import LOCK_NAME, RunLock, read_holder
 from swarm_runtime.storage.status import observed_status
 from swarm_runtime.storage.store import read_event_log

@@ -20,7 +20,7 @@ from swarm_runtime.distributed import submit as submit_module
 from swarm_runtime.distributed.follow import EventTail, RunRefused, follow
 from swarm_runtime.distributed.task import Delivery, decide, handle
 from swarm_runtime.errors import ConfigError
-from swarm_runtime.orchestrator.control import write_request
+from swarm_runtime.orchestrator.checkpoint import write_request
 from swarm_runtime.storage.lock import LOCK_NAME, RunLock
 from swarm_runtime.storage.queued import QUEUED_NAME, read_refused
 from swarm_runtime.storage.status import observed_status, read_meta

@@ -76,7 +76,7 @@ def test_interrupt_between_steps_stops_at_the_boundary(loop_flows: Path, tmp_pat
 
 
 def test_the_first_request_stops_and_the_second_aborts_only_an_open_call() -> None:
-    from swarm_runtime.orchestrator.control import Interrupted, RunControl
+    from swarm_runtime.orchestrator.checkpoint import Interrupted, RunControl
 
     control = RunControl()
     control.check_boundary()  # nothing asked: carry on

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from swarm_runtime.contracts.check import validate_run_dir
-from swarm_runtime.orchestrator.facts import MAX_FACT_CHARS, declared
+from swarm_runtime.orchestrator.state import MAX_FACT_CHARS, declared
 from tests.runtime.helpers import events_of, run_flows, step_yaml, write_flow
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from swarm_runtime.engines.base import HistoryItem, truncate_output
-from swarm_runtime.orchestrator.history import History, HistoryBudget
+from swarm_runtime.orchestrator.context import History, HistoryBudget
 from tests.runtime.helpers import receipt, run_flows, step_yaml, write_flow
 
 

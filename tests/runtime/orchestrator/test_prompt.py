@@ -66,13 +66,13 @@ def test_a_flow_of_many_steps_keeps_only_the_newest_system_prompts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from swarm_runtime.flow.registry import FlowRegistry
-    from swarm_runtime.orchestrator import prompt
+    from swarm_runtime.orchestrator import context
 
-    monkeypatch.setattr(prompt, "MAX_CACHED_SYSTEM_PROMPTS", 3)
+    monkeypatch.setattr(context, "MAX_CACHED_SYSTEM_PROMPTS", 3)
     write_flow(tmp_path / "flows", "big", [step_yaml(f"s{n}") for n in range(6)])
     registry = FlowRegistry(tmp_path / "flows")
     flow = registry.get("big")
-    parts = prompt.PromptParts(registry, {}, registry.system_prompts)
+    parts = context.PromptParts(registry, {}, registry.system_prompts)
     for again in (False, True):  # the second pass finds evicted prompts made anew, right
         for number, step in enumerate(flow.steps, start=1):
             text = parts.system(flow, step)
