@@ -41,7 +41,7 @@ def navigated(
     asked, or the run was deterministic); a ``stack_overflow_prevented`` means the detour
     chosen was not made and the golden path taken.
     """
-    from swarm_runtime.orchestrator.navigator import NavigatorAnswer, candidate_moves, route
+    from swarm_runtime.orchestrator.routing import NavigatorAnswer, candidate_moves, route
     from swarm_runtime.record import replace
 
     flow, step = at

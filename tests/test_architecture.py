@@ -221,10 +221,10 @@ def test_run_files_are_encoded_by_one_encoder() -> None:
     for name in kernel:
         calls, _ = _calls_and_bases(ast.parse(MODULES[name].read_text(encoding="utf-8")))
         found.extend(f"{name}: {c}" for c in sorted(calls) if c.startswith("json.dump"))
-    # params.py measures a param as JSON; context.py (the prompt) and navigator_call.py lay
-    # values out in a prompt's text.
+    # params.py measures a param as JSON; context.py (the prompt) and routing.py (the
+    # navigator's prompt) lay values out in a prompt's text.
     assert found == [
         "swarm_runtime.orchestrator.context: json.dumps",
-        "swarm_runtime.orchestrator.navigator_call: json.dumps",
         "swarm_runtime.orchestrator.params: json.dumps",
+        "swarm_runtime.orchestrator.routing: json.dumps",
     ]

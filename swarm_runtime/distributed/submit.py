@@ -38,7 +38,7 @@ class Submitter:
 
     def submit(self, orchestrator: Orchestrator, spec: RunSpec) -> str:
         """Make the run (its directory and spec) and queue it; its id."""
-        from swarm_runtime.orchestrator.rundir import remove_run_dir
+        from swarm_runtime.orchestrator.recorder import remove_run_dir
 
         self.check()
         prepared = orchestrator.prepare(spec)

@@ -234,7 +234,7 @@ def _navigator_edges(routing: RoutingSpec, _following: str | None) -> list[Route
 
 
 def _navigator_taken(_routing: RoutingSpec, _decision: str, head: str, rest: str) -> str | None:
-    """The reasons :mod:`swarm_runtime.orchestrator.navigator` gives a move it made."""
+    """The reasons :mod:`swarm_runtime.orchestrator.routing` gives a move it made."""
     if head in ("navigator", "navigator_single", "navigator_deterministic"):
         return f"candidate={rest}"
     if head in ("navigator_default", "navigator_no_candidate", "navigator_fallback"):

@@ -32,10 +32,10 @@ from swarm_runtime.orchestrator.checkpoint import (
 )
 from swarm_runtime.orchestrator.context import PromptParts
 from swarm_runtime.orchestrator.deps import RunContext
-from swarm_runtime.orchestrator.navigator import Injections
 from swarm_runtime.orchestrator.plan import FlowSlice, RunOutcome, RunSpec
 from swarm_runtime.orchestrator.recorder import RunRecorder
 from swarm_runtime.orchestrator.resume import Reopened
+from swarm_runtime.orchestrator.routing import Injections
 from swarm_runtime.orchestrator.run_book import RunBook, RunHeader
 from swarm_runtime.orchestrator.run_budget import RunBudget
 from swarm_runtime.orchestrator.state import Next, RunState

@@ -27,7 +27,7 @@ from swarm_runtime.errors import SwarmUsageError
 from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
 from swarm_runtime.orchestrator.context import system_prompt
-from swarm_runtime.orchestrator.navigator_call import SYSTEM as NAVIGATOR_SYSTEM
+from swarm_runtime.orchestrator.routing import SYSTEM as NAVIGATOR_SYSTEM
 from swarm_runtime.record import Record
 
 _FILE = re.compile(r"^(?P<call>.+)-(?P<iteration>[0-9]+)\.yaml$")

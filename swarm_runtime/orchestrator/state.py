@@ -67,9 +67,18 @@ from swarm_runtime.documents.run import FlowTotals, RunStatus, RunSummary
 from swarm_runtime.documents.run_events import Ended, RunCompleted
 from swarm_runtime.engines.base import TokenUsage
 from swarm_runtime.flow.spec import Budget, FlowSpec, StepSpec
-from swarm_runtime.orchestrator.bounded import cut
 from swarm_runtime.orchestrator.context import History, HistoryBudget
 from swarm_runtime.record import Record
+
+MAX_LOGGED_CHARS = 2_000
+"""The most of one text from outside (a rationale, a fact) that an event keeps."""
+
+
+def cut(text: str, limit: int = MAX_LOGGED_CHARS) -> str:
+    """``text`` with at most ``limit`` of its characters, and a marker when more were cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}[TRUNCATED: {len(text) - limit} of {len(text)} chars cut]"
 
 
 def loop_key(step: StepSpec) -> str:

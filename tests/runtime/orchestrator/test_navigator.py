@@ -331,7 +331,7 @@ def test_a_proposed_edge_is_recorded_and_never_followed(tmp_path: Path) -> None:
 def test_the_navigators_answer_is_read_strictly(
     handoff: Any, choice: Any, confidence: Any, proposal: Any, error: Any
 ) -> None:
-    from swarm_runtime.orchestrator.navigator_call import answer_of
+    from swarm_runtime.orchestrator.routing import answer_of
 
     answer = answer_of(handoff)
     assert (answer.choice, answer.confidence, answer.proposal, answer.error) == (
