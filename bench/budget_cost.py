@@ -30,9 +30,8 @@ from pathlib import Path
 from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.flow.spec import Budget
 from swarm_runtime.orchestrator.context import HistoryBudget
-from swarm_runtime.orchestrator.deps import RunLimits
-from swarm_runtime.orchestrator.plan import RunSpec
-from swarm_runtime.orchestrator.runner import Orchestrator
+from swarm_runtime.orchestrator.plan import RunLimits, RunSpec
+from swarm_runtime.orchestrator.run import Orchestrator
 from swarm_runtime.orchestrator.state import BudgetCheck, RunState, Spent
 from swarm_runtime.record import replace
 

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from swarm_runtime.orchestrator.runner import Orchestrator
+    from swarm_runtime.orchestrator.run import Orchestrator
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_FLOWS_DIR = REPO_ROOT / "flows"

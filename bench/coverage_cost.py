@@ -29,9 +29,8 @@ from pytest_swarm.run_record import RunRecord  # noqa: E402
 from swarm_runtime.coverage import report as coverage_report  # noqa: E402
 from swarm_runtime.coverage.routes import Taken, Universe, collect_file  # noqa: E402
 from swarm_runtime.flow.registry import FlowRegistry  # noqa: E402
-from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps  # noqa: E402
-from swarm_runtime.orchestrator.plan import RunSpec  # noqa: E402
-from swarm_runtime.orchestrator.runner import Orchestrator  # noqa: E402
+from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps, RunSpec  # noqa: E402
+from swarm_runtime.orchestrator.run import Orchestrator  # noqa: E402
 
 TARGET = 0.03
 

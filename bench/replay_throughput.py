@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps
+from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -39,7 +39,7 @@ def main() -> int:
     from swarm_runtime.engines.replay import forget_recordings
     from swarm_runtime.flow.registry import FlowRegistry
     from swarm_runtime.orchestrator.plan import RunSpec
-    from swarm_runtime.orchestrator.runner import Orchestrator
+    from swarm_runtime.orchestrator.run import Orchestrator
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=9)

@@ -267,7 +267,7 @@ class InProcess:
         from swarm_runtime.errors import SwarmError
         from swarm_runtime.flow.registry import FlowRegistry
         from swarm_runtime.orchestrator.plan import RunSpec
-        from swarm_runtime.orchestrator.runner import Orchestrator
+        from swarm_runtime.orchestrator.run import Orchestrator
 
         self._orchestrator = Orchestrator
         self._swarm_error = SwarmError

@@ -51,7 +51,8 @@ from pathlib import Path
 import pytest
 
 from swarm_runtime.flow.registry import FlowRegistry
-from swarm_runtime.orchestrator.runner import Orchestrator, RunSpec
+from swarm_runtime.orchestrator.plan import RunSpec
+from swarm_runtime.orchestrator.run import Orchestrator
 
 FLOWS = FlowRegistry(Path(__file__).parent.parent / "flows")
 SPEC = RunSpec(flows=tuple(FLOWS.order()), initiator="pytest")

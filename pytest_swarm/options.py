@@ -275,7 +275,7 @@ def claude_step_runs(options: SwarmOptions, rootpath: Path) -> bool:
     from swarm_runtime.config import resolve_settings
     from swarm_runtime.errors import SwarmError
     from swarm_runtime.flow.registry import FlowRegistry
-    from swarm_runtime.orchestrator.deps import engines_in_use
+    from swarm_runtime.orchestrator.plan import engines_in_use
 
     try:
         settings = resolve_settings(env=os.environ, mode=options.mode, cwd=rootpath)

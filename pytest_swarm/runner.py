@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     from swarm_runtime.engines.scenario import Scenario
     from swarm_runtime.flow.registry import FlowRegistry
     from swarm_runtime.flow.spec import Budget
-    from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps
-    from swarm_runtime.orchestrator.runner import Orchestrator
+    from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps
+    from swarm_runtime.orchestrator.run import Orchestrator
 
 
 class SwarmEngine:
@@ -210,7 +210,7 @@ class FlowRunner:
     def _orchestrator(self, deps: RunDeps, engine: EngineChoice) -> Orchestrator:
         """The orchestrator of one run: runtime.yaml's settings, the test's run budget."""
         from swarm_runtime.orchestrator.assembly import build_orchestrator
-        from swarm_runtime.orchestrator.deps import RunLimits
+        from swarm_runtime.orchestrator.plan import RunLimits
 
         return build_orchestrator(
             self.settings,
@@ -226,7 +226,7 @@ class FlowRunner:
         self, mode: str, results: list[tuple[str, StepResult]], *, reference: bool
     ) -> tuple[RunDeps, EngineChoice, Cassettes | None]:
         """The mode, resolved: the engine choice, what the run is handed, the cassettes."""
-        from swarm_runtime.orchestrator.deps import RunDeps, engine_for_mode, no_wait
+        from swarm_runtime.orchestrator.plan import RunDeps, engine_for_mode, no_wait
         from swarm_runtime.timeutil import interruptible_sleep
 
         # The reference run: every engine's stub, gemini-step's too (whatever

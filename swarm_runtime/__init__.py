@@ -42,9 +42,14 @@ if TYPE_CHECKING:
     from swarm_runtime.flow.loader import load_flow
     from swarm_runtime.flow.registry import FlowRegistry
     from swarm_runtime.orchestrator.context import HistoryBudget
-    from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps, RunLimits
-    from swarm_runtime.orchestrator.plan import RunOutcome, RunSpec
-    from swarm_runtime.orchestrator.runner import Orchestrator
+    from swarm_runtime.orchestrator.plan import (
+        EngineChoice,
+        RunDeps,
+        RunLimits,
+        RunOutcome,
+        RunSpec,
+    )
+    from swarm_runtime.orchestrator.run import Orchestrator
     from swarm_runtime.service import Backend, get_backend, register_backend
 
 __all__ = [
@@ -99,7 +104,7 @@ _LAZY = {
     "FlowDefinitionError": "swarm_runtime.errors",
     "FlowRegistry": "swarm_runtime.flow.registry",
     "HistoryBudget": "swarm_runtime.orchestrator.context",
-    "Orchestrator": "swarm_runtime.orchestrator.runner",
+    "Orchestrator": "swarm_runtime.orchestrator.run",
     "RoutingError": "swarm_runtime.errors",
     "RunOutcome": "swarm_runtime.orchestrator.plan",
     "RunSpec": "swarm_runtime.orchestrator.plan",
@@ -119,9 +124,9 @@ _LAZY = {
     "StepOutcome": "swarm_runtime.engines.base",
     "StubEngine": "swarm_runtime.engines.stub",
     "TokenUsage": "swarm_runtime.engines.base",
-    "EngineChoice": "swarm_runtime.orchestrator.deps",
-    "RunDeps": "swarm_runtime.orchestrator.deps",
-    "RunLimits": "swarm_runtime.orchestrator.deps",
+    "EngineChoice": "swarm_runtime.orchestrator.plan",
+    "RunDeps": "swarm_runtime.orchestrator.plan",
+    "RunLimits": "swarm_runtime.orchestrator.plan",
 }
 
 

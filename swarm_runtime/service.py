@@ -23,15 +23,15 @@ from pathlib import Path
 from typing import Any
 
 from swarm_runtime.errors import ConfigError, RunControlError
-from swarm_runtime.orchestrator.plan import RunOutcome, RunSpec
-from swarm_runtime.orchestrator.resumer import orchestrator_for_run
-from swarm_runtime.orchestrator.runner import Orchestrator
-from swarm_runtime.orchestrator.service_base import (
+from swarm_runtime.orchestrator.assembly import (
     BackendBase,
     OrchestratorFactory,
     orchestrator_factory,
+    orchestrator_for_run,
     run_spec_from,
 )
+from swarm_runtime.orchestrator.plan import RunOutcome, RunSpec
+from swarm_runtime.orchestrator.run import Orchestrator
 from swarm_runtime.record import Record, replace
 
 ResumeFactory = Callable[[Path, Callable[[float], None]], Orchestrator]

@@ -119,7 +119,7 @@ def test_the_layer_rules_see_an_upward_import() -> None:
     assert _layer("swarm_runtime.orchestrator.step") > _layer("swarm_runtime.flow.loader")
     assert _layer("pytest_swarm.runner") > _layer("swarm_runtime.cli.run")
     assert _layer("swarm_runtime") == _layer("swarm_runtime.cli")
-    assert "swarm_runtime.orchestrator.lifecycle" in GRAPH["swarm_runtime.orchestrator.runner"]
+    assert "swarm_runtime.orchestrator.step" in GRAPH["swarm_runtime.orchestrator.run"]
 
 
 def test_no_import_cycles() -> None:
@@ -221,10 +221,10 @@ def test_run_files_are_encoded_by_one_encoder() -> None:
     for name in kernel:
         calls, _ = _calls_and_bases(ast.parse(MODULES[name].read_text(encoding="utf-8")))
         found.extend(f"{name}: {c}" for c in sorted(calls) if c.startswith("json.dump"))
-    # params.py measures a param as JSON; context.py (the prompt) and routing.py (the
+    # plan.py measures a param as JSON; context.py (the prompt) and routing.py (the
     # navigator's prompt) lay values out in a prompt's text.
     assert found == [
         "swarm_runtime.orchestrator.context: json.dumps",
-        "swarm_runtime.orchestrator.params: json.dumps",
+        "swarm_runtime.orchestrator.plan: json.dumps",
         "swarm_runtime.orchestrator.routing: json.dumps",
     ]

@@ -19,7 +19,7 @@ from swarm_runtime.cli.common import EXIT_OK, path_arg
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from swarm_runtime.orchestrator.runner import Orchestrator
+    from swarm_runtime.orchestrator.run import Orchestrator
 
 
 def add_parser(commands: Any) -> None:
@@ -82,8 +82,8 @@ def handle_resume(args: argparse.Namespace) -> int:
 def _orchestrator_for(run_dir: Path, args: argparse.Namespace) -> Orchestrator:
     """The orchestrator ``spec.json`` describes, with the flags' overrides (the one resume)."""
     from swarm_runtime.cli.render import ProgressPrinter
+    from swarm_runtime.orchestrator.assembly import ResumeChoices, orchestrator_for_run
     from swarm_runtime.orchestrator.resume import read_run_spec
-    from swarm_runtime.orchestrator.resumer import ResumeChoices, orchestrator_for_run
 
     show = args.progress == "always" or (args.progress == "auto" and sys.stdout.isatty())
     resume: Callable[..., Orchestrator] = orchestrator_for_run

@@ -165,7 +165,7 @@ def _prepare(args: argparse.Namespace) -> tuple[PlanRuntime, Cassettes | None, s
     from swarm_runtime.engines.settings import engine_config
     from swarm_runtime.errors import SwarmUsageError
     from swarm_runtime.ids import new_run_id
-    from swarm_runtime.orchestrator.deps import RunDeps, engine_for_mode, no_wait
+    from swarm_runtime.orchestrator.plan import RunDeps, engine_for_mode, no_wait
     from swarm_runtime.plan.executor import PlanPaths, PlanRuntime
     from swarm_runtime.timeutil import interruptible_sleep, system_clock
 

@@ -17,9 +17,8 @@ from swarm_runtime.cli.submit import add_celery_options, submit_and_follow
 if TYPE_CHECKING:
     from swarm_runtime.engines.cassette import Cassettes
     from swarm_runtime.engines.scenario import Scenario
-    from swarm_runtime.orchestrator.deps import EngineChoice
-    from swarm_runtime.orchestrator.plan import RunOutcome, RunSpec
-    from swarm_runtime.orchestrator.runner import Orchestrator
+    from swarm_runtime.orchestrator.plan import EngineChoice, RunOutcome, RunSpec
+    from swarm_runtime.orchestrator.run import Orchestrator
 
 
 def add_parser(commands: Any) -> None:
@@ -249,8 +248,7 @@ def _prepare(args: argparse.Namespace) -> tuple[Orchestrator, RunSpec, Cassettes
     from swarm_runtime.flow.budget_input import budget_from_text
     from swarm_runtime.flow.registry import FlowRegistry, default_flows_dir
     from swarm_runtime.orchestrator.assembly import build_orchestrator
-    from swarm_runtime.orchestrator.deps import RunDeps, RunLimits, no_wait
-    from swarm_runtime.orchestrator.plan import RunSpec
+    from swarm_runtime.orchestrator.plan import RunDeps, RunLimits, RunSpec, no_wait
     from swarm_runtime.timeutil import interruptible_sleep
 
     settings = resolve_settings(
@@ -303,7 +301,7 @@ def _engine(
     args: argparse.Namespace, mode: str, cassettes: Cassettes | None, scenario: Scenario | None
 ) -> EngineChoice:
     """The engine of the mode, with the scenario and the ``--faults`` plan."""
-    from swarm_runtime.orchestrator.deps import engine_for_mode
+    from swarm_runtime.orchestrator.plan import engine_for_mode
 
     engine = engine_for_mode(
         mode, cassettes=cassettes, engine_id=_BACKENDS[args.backend], scenario=scenario

@@ -16,13 +16,13 @@ from swarm_runtime.distributed.app import BROKER_ENV, DEFAULT_QUEUE
 from swarm_runtime.distributed.follow import follow
 from swarm_runtime.distributed.submit import Submitter
 from swarm_runtime.errors import ConfigError, RunControlError
-from swarm_runtime.orchestrator.plan import RunSpec
-from swarm_runtime.orchestrator.service_base import (
+from swarm_runtime.orchestrator.assembly import (
     BackendBase,
     OrchestratorFactory,
     orchestrator_factory,
     run_spec_from,
 )
+from swarm_runtime.orchestrator.plan import RunSpec
 from swarm_runtime.record import replace
 from swarm_runtime.timeutil import interruptible_sleep
 

@@ -19,7 +19,7 @@ from swarm_runtime.versions import PACKAGE_VERSION
 
 if TYPE_CHECKING:
     from swarm_runtime.orchestrator.plan import RunSpec
-    from swarm_runtime.orchestrator.runner import Orchestrator
+    from swarm_runtime.orchestrator.run import Orchestrator
 
 
 class Submitter:

@@ -3,28 +3,99 @@
 Planning happens before anything is written: every flow is loaded, ``--from``/``--to``
 are resolved, the engine strategy and the scenario are checked against the flows, so a
 mistake is a usage error and never a half-made run directory.
+
+The request parameters of a run: checked where they enter, whatever the way in.
+
+``swarm run --param``, ``POST /api/runs``, ``flow_runner(**params)`` and the run service
+all plan a run through :func:`~swarm_runtime.orchestrator.plan.plan_run`, which checks the
+params here: a mapping of names to JSON values, strict JSON (no NaN or infinity), nested
+at most :data:`~swarm_runtime.inputs.MAX_DEPTH` deep, and at most :data:`MAX_PARAMS_BYTES`
+in all, since they are written to ``spec.json`` and sent with every step's prompt. A
+credential's value in one is refused too, naming the param. Each refusal is a usage
+error, before anything is written.
+
+What a run is given, as three records, and the context one run executes in.
+
+:class:`RunDeps` is what a run is handed rather than finds (the clock, ids, waiting, the
+engine registry, observers): tests pass fakes. :class:`EngineChoice` is which engine runs
+the steps, and how (mode, scenario, per-step strategy, settings resolved at the edge).
+:class:`RunLimits` bounds a run. :class:`RunContext` holds them with the run's flows and
+store for the lifecycle of one run: the lifecycle never reaches back into the
+:class:`~swarm_runtime.orchestrator.run.Orchestrator` that made it.
+
+A run's budget: how many step executions it may make, how big its run dir may grow.
+
+Past either, the run ends, failed, at its next step boundary, with a message that says
+which limit it met and what to do: raise the limit, or fix the loop that spends it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from msgspec import UNSET
 
+from swarm_runtime.config import MAX_RETRY_AFTER_S
 from swarm_runtime.credentials import Credentials
 from swarm_runtime.documents.run import RunSpecDocument
-from swarm_runtime.engines.faults import FaultPlan
+from swarm_runtime.engines.base import StepEngine, StepResult
+from swarm_runtime.engines.faults import FaultInjector, FaultPlan
+from swarm_runtime.engines.registry import EngineOptions, EngineRegistry, default_registry
 from swarm_runtime.engines.scenario import Scenario
 from swarm_runtime.errors import ConfigError, FlowDefinitionError, SwarmUsageError
 from swarm_runtime.flow.registry import FlowRegistry
-from swarm_runtime.flow.spec import FlowSpec, StepSpec
-from swarm_runtime.orchestrator.params import check_params
+from swarm_runtime.flow.spec import Budget, FlowSpec, StepSpec
+from swarm_runtime.inputs.json_input import check_json_depth
+from swarm_runtime.inputs.limits import MAX_DEPTH, InputRefused
+from swarm_runtime.orchestrator.checkpoint import RunControl
+from swarm_runtime.orchestrator.context import HistoryBudget
+from swarm_runtime.orchestrator.recorder import EventObserver
 from swarm_runtime.record import Record, field
+from swarm_runtime.timeutil import Clock, interruptible_sleep, system_clock
 
 if TYPE_CHECKING:
     from swarm_runtime.engines.registry import EngineRegistry
+
+
+MAX_PARAMS_BYTES = 256 * 1024
+"""The most a run's params may hold, as JSON: they go into every prompt of the run."""
+
+
+def check_params(params: Any, credentials: Credentials | None = None) -> None:
+    """Raise SwarmUsageError naming the param when ``params`` cannot be given to a run."""
+    if not isinstance(params, Mapping):
+        raise SwarmUsageError(f"params must map names to values, got {type(params).__name__}")
+    size = 0
+    for key, value in params.items():
+        if not isinstance(key, str) or not key.strip() or len(key) > 200:
+            raise SwarmUsageError(
+                f"param name {key!r} must be non-empty text of 200 characters or fewer"
+            )
+        try:
+            text = json.dumps(value, allow_nan=False, ensure_ascii=False)
+            check_json_depth(text, MAX_DEPTH)
+        except (TypeError, ValueError, RecursionError) as exc:
+            why = exc if isinstance(exc, InputRefused) else "it is not a JSON value"
+            raise SwarmUsageError(
+                f"param {key!r}: {why} (give text, numbers, true/false, lists or mappings; "
+                "no NaN or infinity)"
+            ) from None
+        size += len(key.encode("utf-8")) + len(text.encode("utf-8"))
+        found = credentials.found_in(text) if credentials else None
+        if found is not None:
+            raise SwarmUsageError(
+                f"param {key!r} holds the value of {found[0]} ({found[1]}); it would be "
+                "written into spec.json and every prompt - keep secrets out of params"
+            )
+    if size > MAX_PARAMS_BYTES:
+        raise SwarmUsageError(
+            f"the params are {size} bytes; at most {MAX_PARAMS_BYTES} are given to a run (they "
+            "go into every prompt): pass a path to a file the flow reads instead"
+        )
+
 
 DEFAULT_MAX_RUN_MB = 1024
 """How big a run dir may grow by default (MiB): past it the run ends, failed, at a step
@@ -127,7 +198,7 @@ def plan_run(
 ) -> list[FlowSlice]:
     """Load the flows of ``spec`` and resolve its slice; raise a usage error on any mistake.
 
-    Also checked: the params (:mod:`.params`, against ``credentials`` when given) and the
+    Also checked: the params (:func:`check_params`, against ``credentials`` when given) and the
     whole flows dir, as ``swarm flows validate`` checks it (each step's ``engine:`` against
     ``engines`` too, when given).
     """
@@ -284,3 +355,248 @@ def _locate(ref: str, flows: list[FlowSpec], flag: str) -> tuple[int, str]:
             f"({', '.join(flows[i].key for i, _ in hits)}); write FLOW/STEP"
         )
     return hits[0]
+
+
+REPLAY_CONFIG = {"api_key": "replay-needs-no-key", "base_url": "http://127.0.0.1:9"}
+"""A replay never reaches a server: the cassettes answer, or refuse."""
+
+
+def _random_fraction() -> float:
+    import random  # only when a retry happens: random costs start-up time
+
+    return random.random()
+
+
+class RunDeps(Record):
+    """What a run is handed: time, ids, waiting, engines and who watches it."""
+
+    clock: Clock = system_clock
+    rand: Callable[[int], str] | None = None
+    """Random id suffixes (default: the secrets module's)."""
+    sleep: Callable[[float], None] = interruptible_sleep
+    jitter: Callable[[], float] = _random_fraction
+    """A fraction in [0, 1) that spreads retry waits (SPEC §7.3)."""
+    engines: EngineRegistry = field(default_factory=default_registry)
+    observer: EventObserver | None = None
+    """Sees every event as it is appended (a progress display, a live page)."""
+    result_observer: Callable[[str, StepResult], None] | None = None
+    """Sees every engine result, by the engine's id (the plugin counts calls with it)."""
+    notice: Callable[[str], None] | None = None
+    """Told what a run waits for before it goes on (a resume waiting for the process that
+    paused the run to let go of it)."""
+
+
+class EngineChoice(Record):
+    """Which engine runs the steps, and how."""
+
+    engine_id: str = "claude-step"
+    mode: str = "stub"
+    scenario: Scenario | None = None
+    strategy: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Per flow, per step: the engine id, where a step names none."""
+    config: dict[str, Any] = field(default_factory=dict)
+    """Settings for engine factories (api key, base URL, model…), resolved at the edge."""
+    navigator: str = "llm"
+    """How a navigator step's move is chosen: asked of the navigator through the step's
+    engine (``llm``), or the first candidate that holds (``deterministic``), SPEC §4.5."""
+    faults: FaultPlan | None = None
+    """A fault plan given on its own (``--faults``, the ``swarm_faults`` marker): it
+    replaces the scenario's ``faults:`` (SPEC §10.7)."""
+
+    @property
+    def fault_plan(self) -> FaultPlan | None:
+        """The run's fault plan: the one given on its own, else the scenario's."""
+        if self.faults is not None:
+            return self.faults
+        return self.scenario.faults if self.scenario is not None else None
+
+    @property
+    def replays(self) -> bool:
+        """Answered from cassettes: no server, and a recorded retry waits no time."""
+        cassettes = self.config.get("cassettes")
+        return cassettes is not None and not cassettes.record
+
+
+def step_engine_id(
+    flow: FlowSpec, step: StepSpec, strategy: dict[str, dict[str, str]], default: str
+) -> str:
+    """The engine that runs a step: its own ``engine:``, runtime.yaml's strategy, else the run's."""
+    return step.engine or strategy.get(flow.key, {}).get(step.id) or default
+
+
+def engines_in_use(
+    flows: Iterable[FlowSpec], strategy: dict[str, dict[str, str]], default: str
+) -> set[str]:
+    """Every engine id some step of ``flows`` runs on (see :func:`step_engine_id`)."""
+    return {step_engine_id(flow, step, strategy, default) for flow in flows for step in flow.steps}
+
+
+def no_wait(_seconds: float) -> None:
+    """A replay's retry wait: the recording already holds what came after it."""
+
+
+def engine_for_mode(
+    mode: str,
+    *,
+    cassettes: Any = None,
+    engine_id: str = "claude-step",
+    scenario: Scenario | None = None,
+    config: dict[str, Any] | None = None,
+) -> EngineChoice:
+    """A user's mode (stub, replay, record, sdk, cli) as the engines see it, in one place.
+
+    A recorded or replayed call is an ``sdk`` call whose HTTP goes through ``cassettes``
+    (SPEC §3.1); a replay needs no key and reaches no server. ``config`` adds engine
+    settings of the caller's own.
+    """
+    settings: dict[str, Any] = dict(config or {})
+    if mode in ("record", "replay"):
+        if cassettes is None:
+            raise ConfigError(f"mode {mode} needs the cassettes it records to or replays from")
+        settings["cassettes"] = cassettes
+        if not cassettes.record:
+            settings.update(REPLAY_CONFIG)
+        mode = "sdk"
+    return EngineChoice(engine_id=engine_id, mode=mode, scenario=scenario, config=settings)
+
+
+class RunLimits(Record):
+    """How far a run may go."""
+
+    max_steps: int | None = None
+    """Step executions a run may make (default: 10 per step of its flows, at least 100)."""
+    max_run_mb: int | None = None
+    """How big a run dir may grow, in MiB (default ``DEFAULT_MAX_RUN_MB``)."""
+    max_attempts: int = 3
+    """Calls per step execution when the engine answers ``retryable`` (§7.3)."""
+    max_retry_after_s: float = MAX_RETRY_AFTER_S
+    """The longest wait a server's ``retry-after`` may ask for: a longer one is not retried."""
+    history_budget: HistoryBudget = field(default_factory=HistoryBudget)
+    durable: bool = False
+    """fsync every write (slower; survives a power cut, not just a crash)."""
+    max_depth: int = 4
+    """The deepest flow stack (SPEC §4.6): flows on it, the run's own included."""
+    budget: Budget | None = None
+    """The run budget (SPEC §10.7): tokens, cost and step time the whole run may spend."""
+
+    def check(self) -> None:
+        """A clear error for a limit that cannot be."""
+        if isinstance(self.max_depth, bool) or not 1 <= self.max_depth <= 16:
+            raise ConfigError(
+                f"navigator.max_depth must be a whole number from 1 to 16, got {self.max_depth!r}"
+            )
+        for name in ("max_steps", "max_run_mb"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or value < 1):
+                raise ConfigError(f"{name} must be a whole number >= 1, got {value!r}")
+        if isinstance(self.max_attempts, bool) or self.max_attempts < 1:
+            raise ConfigError(
+                f"max_attempts must be a whole number >= 1, got {self.max_attempts!r}"
+            )
+
+
+class StepEngines:
+    """The engines of one run's steps, flow run or plan cycle: built on first use, closed."""
+
+    def __init__(self, choice: EngineChoice, registry: EngineRegistry, sleep: Any) -> None:
+        self.choice = choice
+        self.registry = registry
+        self.sleep: Callable[[float], None] = sleep
+        self._built: dict[str, StepEngine] = {}
+        self._injector: FaultInjector | None = None
+
+    def engine_for(self, flow: FlowSpec, step: StepSpec) -> StepEngine:
+        """The engine of a step: its own ``engine:``, the strategy, else the run's."""
+        choice = self.choice
+        engine = self.engine(step_engine_id(flow, step, choice.strategy, choice.engine_id))
+        plan = choice.fault_plan
+        if plan is not None:  # a kind the step's engine cannot be given: before any write
+            plan.check_mode(flow.key, step.id, engine.mode, getattr(engine, "fault_kinds", None))
+        return engine
+
+    def engine(self, engine_id: str | None = None) -> StepEngine:
+        """An engine of the run's mode (the run's own by default), built on first use."""
+        key = engine_id or self.choice.engine_id
+        engine = self._built.get(key)
+        if engine is None:
+            choice = self.choice
+            plan = choice.fault_plan
+            config = choice.config
+            if plan is not None:
+                # One injector per run: each step's entries are taken in order across it.
+                if self._injector is None:
+                    self._injector = FaultInjector(plan)
+                config = {**config, "fault_injector": self._injector}
+            engine = self.registry.create(
+                key,
+                EngineOptions(
+                    mode=choice.mode, scenario=choice.scenario, sleep=self.sleep, config=config
+                ),
+            )
+            if self._injector is not None:
+                from swarm_runtime.engines.fault_engine import FaultyEngine
+
+                engine = FaultyEngine(engine, self._injector)
+            self._built[key] = engine
+        return engine
+
+    def close(self) -> None:
+        """Close every engine built so far (the next run takes its faults from the start)."""
+        engines, self._built = list(self._built.values()), {}
+        self._injector = None
+        for engine in engines:
+            engine.close()
+
+
+class RunContext(Record):
+    """Everything one run executes with, in one record: no way back to its maker."""
+
+    flows: FlowRegistry
+    runs_dir: Path
+    deps: RunDeps
+    engine: EngineChoice
+    limits: RunLimits
+    repo_root: Path
+    credentials: Credentials
+    control: RunControl
+    engines: StepEngines
+    origin: dict[str, Any]
+    """``spec.json``'s ``origin``: what ``swarm resume`` needs besides the spec."""
+
+
+class RunBudget(Record):
+    """The step executions and the run-dir size one run may spend."""
+
+    steps: int
+    """Step executions (``--max-steps``, else :func:`default_max_steps` of the plan)."""
+    size: int
+    """Characters written to the run dir (``--max-run-mb``, else ``DEFAULT_MAX_RUN_MB``)."""
+
+    @classmethod
+    def of(cls, limits: RunLimits, plan: Sequence[FlowSlice]) -> RunBudget:
+        """The budget of a run with these ``limits`` and this ``plan``."""
+        return cls(
+            limits.max_steps or default_max_steps(plan),
+            (limits.max_run_mb or DEFAULT_MAX_RUN_MB) << 20,
+        )
+
+    def spent(self, where: str, *, executed: int, size: int) -> str | None:
+        """Why the run ends before step ``where`` (``flow/step``) runs, or None.
+
+        ``executed``: the step executions made so far; ``size``: the run dir's size.
+        """
+        if executed >= self.steps:
+            return (
+                f"{where}: the run reached its limit of {self.steps} "
+                "step executions; a route loops without end (a next or branch back to an "
+                "earlier step?) - fix the flow, or raise the limit with --max-steps"
+            )
+        if size > self.size:
+            return (
+                f"{where}: the run dir has grown to "
+                f"{size >> 20} MiB, past its limit of "
+                f"{self.size >> 20} MiB; the run ends here - raise the limit with "
+                "--max-run-mb (or max_run_mb in runtime.yaml), or look for a loop whose "
+                "prompts keep growing"
+            )
+        return None

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from swarm_runtime.credentials import Credentials
 from swarm_runtime.orchestrator.context import HistoryBudget
 from swarm_runtime.orchestrator.recorder import EventObserver, RunRecorder
-from swarm_runtime.orchestrator.run_book import RunBook, RunHeader
+from swarm_runtime.orchestrator.run import RunBook, RunHeader
 from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.record import Record
 from swarm_runtime.timeutil import Clock

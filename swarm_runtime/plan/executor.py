@@ -20,9 +20,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from swarm_runtime.credentials import Credentials
 from swarm_runtime.errors import FailFast, PlanError
-from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps, RunLimits
-from swarm_runtime.orchestrator.plan import RunOutcome, RunSpec
-from swarm_runtime.orchestrator.runner import Orchestrator
+from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps, RunLimits, RunOutcome, RunSpec
+from swarm_runtime.orchestrator.run import Orchestrator
 from swarm_runtime.plan.builtins import default_handlers
 from swarm_runtime.plan.cycle import CYCLE_FLOW, PLAN_BACKEND, RefusedRun, refused_cycle
 from swarm_runtime.plan.engine import PlanCycle

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from swarm_runtime.errors import FlowDefinitionError, SwarmUsageError
 from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.flow.spec import FlowSpec, RoutingSpec, StepSpec, TeachingNotes
-from swarm_runtime.orchestrator.deps import StepEngines
+from swarm_runtime.orchestrator.plan import StepEngines
 from swarm_runtime.plan.cycle import CYCLE_FLOW
 from swarm_runtime.plan.engine import PlanCycle, PlanStepEngine
 from swarm_runtime.plan.kinds import KINDS
@@ -23,7 +23,7 @@ from swarm_runtime.plan.kinds import KINDS
 if TYPE_CHECKING:
     from swarm_runtime.contracts.plan import ExecutionPlan
     from swarm_runtime.engines.base import StepEngine
-    from swarm_runtime.orchestrator.runner import Orchestrator
+    from swarm_runtime.orchestrator.run import Orchestrator
 
 _NO_NOTES = TeachingNotes((), (), (), ())
 

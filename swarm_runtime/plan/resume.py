@@ -2,7 +2,7 @@
 
 The run's ``spec.json`` keeps what the cycle needs besides what a flow run keeps: the plan
 as it ran (``origin.plan``), its store and the repository its handlers read. The
-orchestrator is the one :func:`~swarm_runtime.orchestrator.resumer.orchestrator_for_run`
+orchestrator is the one :func:`~swarm_runtime.orchestrator.assembly.orchestrator_for_run`
 builds for any run, with the plan's flow and the plan's step engines.
 """
 
@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from swarm_runtime.errors import PlanError, RunControlError
+from swarm_runtime.orchestrator.assembly import ResumeChoices, orchestrator_for_run
 from swarm_runtime.orchestrator.resume import read_run_spec
-from swarm_runtime.orchestrator.resumer import ResumeChoices, orchestrator_for_run
 from swarm_runtime.plan.builtins import default_handlers
 from swarm_runtime.plan.engine import PlanCycle
 from swarm_runtime.plan.kernel import PlanEngines, PlanFlows
@@ -22,7 +22,7 @@ from swarm_runtime.plan.validate import checked_plan
 
 if TYPE_CHECKING:
     from swarm_runtime.orchestrator.recorder import EventObserver
-    from swarm_runtime.orchestrator.runner import Orchestrator
+    from swarm_runtime.orchestrator.run import Orchestrator
     from swarm_runtime.plan.memory_store import MemoryStore
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from swarm_runtime.errors import RunControlError, SwarmUsageError
-from swarm_runtime.orchestrator.service_base import BackendBase
+from swarm_runtime.orchestrator.assembly import BackendBase
 from swarm_runtime.service import known_backends, new_backend
 from swarm_runtime.studio.files import RunFiles
 

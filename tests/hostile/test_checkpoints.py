@@ -20,10 +20,9 @@ import pytest
 from swarm_runtime.contracts.check import validate_run_dir
 from swarm_runtime.engines.scenario import Scenario
 from swarm_runtime.flow.registry import FlowRegistry
-from swarm_runtime.orchestrator.deps import EngineChoice, RunLimits
-from swarm_runtime.orchestrator.plan import RunSpec
+from swarm_runtime.orchestrator.plan import EngineChoice, RunLimits, RunSpec
 from swarm_runtime.orchestrator.recorder import RunRecorder
-from swarm_runtime.orchestrator.runner import Orchestrator
+from swarm_runtime.orchestrator.run import Orchestrator
 from tests.hostile.conftest import Outcome
 from tests.runtime.helpers import crash_at_checkpoint, step_yaml, write_flow
 

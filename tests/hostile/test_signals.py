@@ -76,7 +76,7 @@ def _runs_end_with_run_completed(runs: Path) -> bool:
         "swarm_runtime.cli.main",
         "argparse",
         "swarm_runtime.flow.registry",
-        "swarm_runtime.orchestrator.runner",
+        "swarm_runtime.orchestrator.run",
         "swarm_runtime.config:resolve_settings",  # the settings are read
         "swarm_runtime.flow.registry:FlowRegistry.__init__",  # the flows dir is found
         "swarm_runtime.orchestrator.assembly:build_orchestrator",
@@ -92,10 +92,10 @@ def test_ctrl_c_during_start_up_is_one_line_and_exit_130(tmp_path: Path, point: 
 @pytest.mark.parametrize(
     "point",
     [
-        "swarm_runtime.orchestrator.runner:Orchestrator.prepare@call",  # Ctrl-C is the run's now
+        "swarm_runtime.orchestrator.run:Orchestrator.prepare@call",  # Ctrl-C is the run's now
         "swarm_runtime.flow.registry:FlowRegistry.get",  # the flows are loaded
         "swarm_runtime.orchestrator.recorder:RunRecorder.create",  # the run dir is made
-        "swarm_runtime.orchestrator.run_book:RunBook.open",  # run_created is written
+        "swarm_runtime.orchestrator.run:RunBook.open",  # run_created is written
     ],
 )
 def test_ctrl_c_while_the_run_is_made_stops_it_before_its_first_step(

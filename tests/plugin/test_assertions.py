@@ -12,9 +12,8 @@ import pytest
 from pytest_swarm import assertions
 from pytest_swarm.run_record import RunRecord
 from swarm_runtime.flow.registry import FlowRegistry
-from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps
-from swarm_runtime.orchestrator.plan import RunSpec
-from swarm_runtime.orchestrator.runner import Orchestrator
+from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps, RunSpec
+from swarm_runtime.orchestrator.run import Orchestrator
 from tests.conftest import SHIPPED_FLOWS
 
 

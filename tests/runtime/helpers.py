@@ -11,9 +11,8 @@ from typing import Any
 
 from swarm_runtime.engines.scenario import Scenario
 from swarm_runtime.flow.registry import FlowRegistry
-from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps, RunLimits
-from swarm_runtime.orchestrator.plan import RunOutcome, RunSpec
-from swarm_runtime.orchestrator.runner import Orchestrator
+from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps, RunLimits, RunOutcome, RunSpec
+from swarm_runtime.orchestrator.run import Orchestrator
 from swarm_runtime.storage.store import read_event_log
 
 NOTES = """\

@@ -99,9 +99,8 @@ def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[Gate]:
     from swarm_runtime.config import resolve_settings
     from swarm_runtime.engines.scenario import Scenario
     from swarm_runtime.flow.registry import FlowRegistry
-    from swarm_runtime.orchestrator.assembly import build_orchestrator
-    from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps
-    from swarm_runtime.orchestrator.resumer import orchestrator_for_run
+    from swarm_runtime.orchestrator.assembly import build_orchestrator, orchestrator_for_run
+    from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps
 
     held = Gate()
 

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from swarm_runtime.contracts.check import validate_run_dir
-from swarm_runtime.orchestrator.deps import RunDeps
-from swarm_runtime.orchestrator.plan import RunOutcome
+from swarm_runtime.orchestrator.plan import RunDeps, RunOutcome
 from tests.conftest import SHIPPED_FLOWS, CliResult
 from tests.runtime.helpers import run_flows
 
@@ -158,7 +157,7 @@ def test_each_attempt_of_a_run_ends_with_exactly_one_run_completed(tmp_path: Pat
     from pytest_swarm.run_record import RunRecord
     from swarm_runtime.flow.registry import FlowRegistry
     from swarm_runtime.orchestrator.plan import RunSpec
-    from swarm_runtime.orchestrator.runner import Orchestrator
+    from swarm_runtime.orchestrator.run import Orchestrator
     from swarm_runtime.storage.store import read_event_log
     from tests.conftest import SHIPPED_FLOWS
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps
+from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps
 from tests.runtime.helpers import events_of, run_flows, step_yaml, write_flow
 
 
@@ -34,7 +34,7 @@ def test_a_scripted_delay_past_the_step_deadline_is_a_retryable_timeout(tmp_path
     from swarm_runtime.engines.scenario import Scenario
     from swarm_runtime.flow.registry import FlowRegistry
     from swarm_runtime.orchestrator.plan import RunSpec
-    from swarm_runtime.orchestrator.runner import Orchestrator
+    from swarm_runtime.orchestrator.run import Orchestrator
 
     flows = tmp_path / "flows"
     write_flow(flows, "slow", [step_yaml("wait") + "    timeout_s: 0.25\n"])
@@ -60,7 +60,7 @@ def _gated(tmp_path: Path, gate: Path, sleep: Any) -> Any:
     from swarm_runtime.engines.scenario import Scenario
     from swarm_runtime.flow.registry import FlowRegistry
     from swarm_runtime.orchestrator.plan import RunSpec
-    from swarm_runtime.orchestrator.runner import Orchestrator
+    from swarm_runtime.orchestrator.run import Orchestrator
 
     flows = tmp_path / "flows"
     write_flow(flows, "g", [step_yaml("one"), step_yaml("held") + "    timeout_s: 1\n"])

@@ -11,9 +11,8 @@ from swarm_runtime.engines.faults import FaultPlan
 from swarm_runtime.engines.scenario import Scenario
 from swarm_runtime.errors import ScenarioError, SwarmUsageError
 from swarm_runtime.flow.registry import FlowRegistry
-from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps
-from swarm_runtime.orchestrator.plan import RunSpec
-from swarm_runtime.orchestrator.runner import Orchestrator
+from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps, RunSpec
+from swarm_runtime.orchestrator.run import Orchestrator
 from tests.runtime.helpers import run_flows, step_yaml, write_flow
 
 

@@ -17,9 +17,8 @@ from swarm_runtime.contracts.check import validate_run_dir
 from swarm_runtime.engines.cassette import Cassettes
 from swarm_runtime.engines.faults import RETRYABLE_KINDS, FaultPlan
 from swarm_runtime.flow.registry import FlowRegistry
-from swarm_runtime.orchestrator.deps import RunDeps, engine_for_mode
-from swarm_runtime.orchestrator.plan import RunOutcome, RunSpec
-from swarm_runtime.orchestrator.runner import Orchestrator
+from swarm_runtime.orchestrator.plan import RunDeps, RunOutcome, RunSpec, engine_for_mode
+from swarm_runtime.orchestrator.run import Orchestrator
 from swarm_runtime.record import replace
 from tests.fakes.anthropic_server import AnthropicServer
 from tests.runtime.helpers import events_of, step_yaml, write_flow
@@ -225,7 +224,7 @@ def test_without_streaming_the_stream_kinds_are_retryable_too(
 
 
 def test_a_resumed_run_keeps_a_plan_given_on_its_own(flows: Path, tmp_path: Path) -> None:
-    from swarm_runtime.orchestrator.resumer import orchestrator_for_run
+    from swarm_runtime.orchestrator.assembly import orchestrator_for_run
 
     plan = FaultPlan.from_mapping({"review": ["http_500", None]}, source="plan.yaml")
     outcome = Orchestrator(

@@ -20,10 +20,9 @@ from swarm_runtime.engines.registry import EngineRegistry, default_registry
 from swarm_runtime.engines.scenario import Scenario
 from swarm_runtime.engines.stub import StubEngine
 from swarm_runtime.flow.registry import FlowRegistry
-from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps
-from swarm_runtime.orchestrator.plan import RunOutcome, RunSpec
+from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps, RunOutcome, RunSpec
 from swarm_runtime.orchestrator.recorder import MAX_EVENT_LINE
-from swarm_runtime.orchestrator.runner import Orchestrator
+from swarm_runtime.orchestrator.run import Orchestrator
 from tests.runtime.helpers import step_yaml, write_flow
 
 NAVIGATOR = """

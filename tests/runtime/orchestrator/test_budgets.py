@@ -15,10 +15,9 @@ from swarm_runtime.flow.budget_input import budget_from_mapping, budget_from_tex
 from swarm_runtime.flow.loader import load_flow
 from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.flow.spec import Budget
-from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps, RunLimits
-from swarm_runtime.orchestrator.plan import RunOutcome, RunSpec
-from swarm_runtime.orchestrator.resumer import orchestrator_for_run
-from swarm_runtime.orchestrator.runner import Orchestrator
+from swarm_runtime.orchestrator.assembly import orchestrator_for_run
+from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps, RunLimits, RunOutcome, RunSpec
+from swarm_runtime.orchestrator.run import Orchestrator
 from tests.conftest import StepClock
 from tests.runtime.helpers import events_of, receipt, step_yaml, write_flow
 from tests.runtime.orchestrator.conftest import LOOP

@@ -11,9 +11,8 @@ from swarm_runtime.contracts.check import validate_run_dir
 from swarm_runtime.engines.base import StepContext, StepEngine, StepOutcome
 from swarm_runtime.engines.registry import default_registry
 from swarm_runtime.flow.registry import FlowRegistry
-from swarm_runtime.orchestrator.deps import RunDeps
-from swarm_runtime.orchestrator.plan import RunSpec
-from swarm_runtime.orchestrator.runner import Orchestrator
+from swarm_runtime.orchestrator.plan import RunDeps, RunSpec
+from swarm_runtime.orchestrator.run import Orchestrator
 from swarm_runtime.storage.store import read_event_log
 from tests.runtime.helpers import (
     events_of,
@@ -102,7 +101,7 @@ def test_meta_json_says_paused_only_once_the_log_says_run_paused(
     loop_flows: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, why: str
 ) -> None:
     from swarm_runtime.engines.scenario import Scenario
-    from swarm_runtime.orchestrator.deps import EngineChoice
+    from swarm_runtime.orchestrator.plan import EngineChoice
     from swarm_runtime.orchestrator.recorder import RunRecorder
     from swarm_runtime.storage.status import observed_status
 
@@ -141,8 +140,8 @@ def test_meta_json_says_paused_only_once_the_log_says_run_paused(
 def test_a_run_killed_between_run_paused_and_meta_json_is_seen_and_resumed_as_paused(
     loop_flows: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from swarm_runtime.orchestrator.assembly import orchestrator_for_run
     from swarm_runtime.orchestrator.recorder import RunRecorder
-    from swarm_runtime.orchestrator.resumer import orchestrator_for_run
     from swarm_runtime.storage.status import observed_status
     from tests.runtime.helpers import Crash
 

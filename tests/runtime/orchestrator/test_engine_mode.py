@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from swarm_runtime.errors import ConfigError
-from swarm_runtime.orchestrator.deps import engine_for_mode
+from swarm_runtime.orchestrator.plan import engine_for_mode
 
 
 def test_a_replay_is_an_sdk_call_answered_by_its_cassettes_without_a_key() -> None:

@@ -16,9 +16,8 @@ from swarm_runtime.engines.registry import EngineRegistry, default_registry
 from swarm_runtime.engines.stub import StubEngine
 from swarm_runtime.errors import FlowDefinitionError
 from swarm_runtime.flow.registry import FlowRegistry
-from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps
-from swarm_runtime.orchestrator.plan import RunSpec
-from swarm_runtime.orchestrator.runner import Orchestrator
+from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps, RunSpec
+from swarm_runtime.orchestrator.run import Orchestrator
 from tests.runtime.helpers import events_of, run_flows, step_yaml, write_flow
 
 NAVIGATOR = """

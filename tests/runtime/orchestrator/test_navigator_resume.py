@@ -17,9 +17,8 @@ from swarm_runtime.contracts.check import validate_run_dir
 from swarm_runtime.engines.scenario import Scenario
 from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.golden import normalise_value
-from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps
-from swarm_runtime.orchestrator.plan import RunSpec
-from swarm_runtime.orchestrator.runner import Orchestrator
+from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps, RunSpec
+from swarm_runtime.orchestrator.run import Orchestrator
 from swarm_runtime.storage.store import read_event_log
 from tests.runtime.helpers import crash_at_checkpoint, step_yaml, write_flow
 

@@ -10,9 +10,8 @@ import pytest
 
 from swarm_runtime.errors import ConfigError, ScenarioError, SwarmUsageError
 from swarm_runtime.flow.registry import FlowRegistry
-from swarm_runtime.orchestrator.deps import EngineChoice
-from swarm_runtime.orchestrator.plan import RunSpec
-from swarm_runtime.orchestrator.runner import Orchestrator
+from swarm_runtime.orchestrator.plan import EngineChoice, RunSpec
+from swarm_runtime.orchestrator.run import Orchestrator
 from tests.conftest import SHIPPED_FLOWS, CliResult
 from tests.runtime.helpers import (
     events_of,

@@ -23,9 +23,8 @@ from swarm_runtime.errors import (
     SwarmUsageError,
 )
 from swarm_runtime.flow.registry import FlowRegistry
-from swarm_runtime.orchestrator.deps import RunDeps
-from swarm_runtime.orchestrator.plan import RunSpec
-from swarm_runtime.orchestrator.runner import Orchestrator
+from swarm_runtime.orchestrator.plan import RunDeps, RunSpec
+from swarm_runtime.orchestrator.run import Orchestrator
 from tests.conftest import SHIPPED_FLOWS, CliResult
 from tests.runtime.helpers import kinds, step_yaml, write_flow
 

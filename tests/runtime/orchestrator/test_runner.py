@@ -11,9 +11,8 @@ import pytest
 from swarm_runtime.contracts.check import validate_run_dir
 from swarm_runtime.errors import ConfigError
 from swarm_runtime.flow.registry import FlowRegistry
-from swarm_runtime.orchestrator.deps import RunDeps, RunLimits
-from swarm_runtime.orchestrator.plan import RunSpec
-from swarm_runtime.orchestrator.runner import Orchestrator
+from swarm_runtime.orchestrator.plan import RunDeps, RunLimits, RunSpec
+from swarm_runtime.orchestrator.run import Orchestrator
 from tests.conftest import SHIPPED_FLOWS, StepClock
 from tests.runtime.helpers import kinds, run_flows, step_yaml, write_flow
 

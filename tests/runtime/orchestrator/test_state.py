@@ -9,9 +9,8 @@ from swarm_runtime.cli.render import run_table
 from swarm_runtime.engines.base import StepContext, StepEngine, StepOutcome, StepResult, TokenUsage
 from swarm_runtime.engines.registry import EngineRegistry
 from swarm_runtime.flow.registry import FlowRegistry
-from swarm_runtime.orchestrator.deps import RunDeps
-from swarm_runtime.orchestrator.plan import RunSpec
-from swarm_runtime.orchestrator.runner import Orchestrator
+from swarm_runtime.orchestrator.plan import RunDeps, RunSpec
+from swarm_runtime.orchestrator.run import Orchestrator
 from tests.runtime.helpers import step_yaml, write_flow
 
 

@@ -10,9 +10,8 @@ from swarm_runtime.contracts.check import validate_run_dir
 from swarm_runtime.engines.base import StepContext, StepEngine, StepOutcome
 from swarm_runtime.engines.registry import default_registry
 from swarm_runtime.flow.registry import FlowRegistry
-from swarm_runtime.orchestrator.deps import RunDeps
-from swarm_runtime.orchestrator.plan import RunSpec
-from swarm_runtime.orchestrator.runner import Orchestrator
+from swarm_runtime.orchestrator.plan import RunDeps, RunSpec
+from swarm_runtime.orchestrator.run import Orchestrator
 from tests.conftest import SHIPPED_FLOWS
 from tests.runtime.helpers import (
     events_of,

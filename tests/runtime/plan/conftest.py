@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from swarm_runtime.orchestrator.deps import RunDeps
+from swarm_runtime.orchestrator.plan import RunDeps
 from swarm_runtime.plan import (
     CANONICAL_ORDER,
     HandlerRegistry,

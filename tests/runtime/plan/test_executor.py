@@ -282,7 +282,7 @@ def test_a_model_call_whose_retry_after_is_past_the_cap_fails_the_step_without_w
     tmp_path: Any, repo: Any, recorder: Recorder
 ) -> None:
     from swarm_runtime.engines.scenario import Scenario
-    from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps
+    from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps
     from swarm_runtime.plan import PlanPaths
     from tests.conftest import StepClock
 
@@ -308,7 +308,7 @@ def test_a_retryable_model_answer_is_retried_with_the_kernels_one_backoff(
     tmp_path: Any, repo: Any, recorder: Recorder
 ) -> None:
     from swarm_runtime.engines.scenario import Scenario
-    from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps
+    from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps
     from swarm_runtime.plan import PlanPaths
     from tests.conftest import StepClock
 

@@ -16,7 +16,7 @@ from swarm_runtime.flow.loader import load_flow
 from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.flow.spec import FlowSpec, RoutingSpec, StepSpec, TeachingNotes
 from swarm_runtime.orchestrator.plan import RunSpec
-from swarm_runtime.orchestrator.runner import Orchestrator
+from swarm_runtime.orchestrator.run import Orchestrator
 from swarm_runtime.storage.layout import RunLayout
 from swarm_runtime.storage.store import read_event_log
 

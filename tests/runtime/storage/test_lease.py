@@ -121,9 +121,8 @@ def test_a_run_whose_lease_was_taken_over_writes_nothing_more(
 ) -> None:
     from swarm_runtime.engines.scenario import Scenario
     from swarm_runtime.flow.registry import FlowRegistry
-    from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps
-    from swarm_runtime.orchestrator.plan import RunSpec
-    from swarm_runtime.orchestrator.runner import Orchestrator
+    from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps, RunSpec
+    from swarm_runtime.orchestrator.run import Orchestrator
 
     taken: list[RunLock] = []
     real_acquire = RunLock.acquire

@@ -103,7 +103,8 @@ from datetime import datetime, UTC
 from pathlib import Path
 sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
 from swarm_runtime.flow.registry import FlowRegistry
-from swarm_runtime.orchestrator.runner import Orchestrator, RunDeps, RunSpec
+from swarm_runtime.orchestrator.plan import RunDeps, RunSpec
+from swarm_runtime.orchestrator.run import Orchestrator
 from tests.runtime.helpers import write_flow, step_yaml
 flows = Path(sys.argv[1])
 rng = random.Random()
