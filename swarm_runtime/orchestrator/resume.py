@@ -56,7 +56,8 @@ from swarm_runtime.orchestrator.checkpoint import (
 from swarm_runtime.orchestrator.context import HistoryBudget
 from swarm_runtime.orchestrator.plan import FlowSlice, RunSpec
 from swarm_runtime.orchestrator.recorder import EventObserver, RunRecorder
-from swarm_runtime.orchestrator.state import DEFAULT_MAX_DEPTH, RunState, on_stack, push_refusal
+from swarm_runtime.orchestrator.routing import on_stack, push_refusal
+from swarm_runtime.orchestrator.state import DEFAULT_MAX_DEPTH, RunState
 from swarm_runtime.record import Record, field
 from swarm_runtime.storage.layout import JOURNALS, RunLayout
 from swarm_runtime.storage.queued import clear_handed_over

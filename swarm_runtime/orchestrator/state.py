@@ -57,11 +57,6 @@ from swarm_runtime.documents.route_events import (
     AssumptionRecorded,
     DecisionRecorded,
     FactsUpdated,
-    FlowInjected,
-    NodeInjected,
-    StackOverflowPrevented,
-    StackPop,
-    StackPush,
 )
 from swarm_runtime.documents.run import FlowTotals, RunStatus, RunSummary
 from swarm_runtime.documents.run_events import Ended, RunCompleted
@@ -124,8 +119,6 @@ class LoopCounters:
         return {f"{flow}/{key}": count for (flow, key), count in sorted(self._counts.items())}
 
 
-Events = list[Payload]
-
 DEFAULT_MAX_DEPTH = 4
 """The largest ``current_depth`` (flows on the stack, the run's own included)."""
 MAX_FRAMES = 15
@@ -178,78 +171,6 @@ class Next(Record):
 
     flow: str
     step: str | None
-
-
-def on_stack(stack: Sequence[Frame], running: str) -> list[str]:
-    """The flows on the stack, bottom first: the one the run started in, then each injected."""
-    if not stack:
-        return [running]
-    return [stack[0].paused_flow, *(frame.injected_flow for frame in stack)]
-
-
-def push_refusal(flows: Sequence[str], injected: str, max_depth: int) -> str | None:
-    """Why ``injected`` may not be pushed onto a stack of ``flows`` (bottom first), or None.
-
-    The rule of every push (SPEC §4.6), the kernel's and a resumed checkpoint's alike: a
-    flow is on the stack at most once, and the stack holds at most ``max_depth`` flows.
-    """
-    if injected in flows:
-        return f"flow {injected!r} is already on the stack ({' > '.join(flows)})"
-    if len(flows) + 1 > max_depth:
-        return f"the stack would hold {len(flows) + 1} flows, past max_depth {max_depth}"
-    return None
-
-
-def refused(stack: Sequence[Frame], at: tuple[str, str], injected: str, max_depth: int) -> Events:
-    """``stack_overflow_prevented`` when entering ``injected`` from ``at`` may not be done."""
-    if push_refusal(on_stack(stack, at[0]), injected, max_depth) is None:
-        return []
-    return [
-        StackOverflowPrevented(
-            paused_flow=at[0], paused_step=at[1], injected_flow=injected, max_depth=max_depth
-        )
-    ]
-
-
-def enter(
-    stack: list[Frame],
-    at: tuple[str, str],
-    target: tuple[str, str],
-    *,
-    only_step: bool,
-    resume_to: str | None,
-    trigger: str,
-) -> tuple[Events, Next]:
-    """Push a frame: leave ``at`` (flow, step) for ``target`` (flow, its first step)."""
-    flow, step = at
-    stack.append(Frame(flow, step, target[0], resume_to, target[1] if only_step else None))
-    back = f"{flow}/{resume_to}" if resume_to is not None else None
-    injected: Payload = (
-        NodeInjected(step=f"{target[0]}/{target[1]}", into_flow=flow, after_step=step)
-        if only_step
-        else FlowInjected(flow=target[0], by_step=step, trigger=trigger, return_address=back)
-    )
-    push = StackPush(
-        paused_flow=flow, paused_step=step, injected_flow=target[0], current_depth=len(stack) + 1
-    )
-    return [push, injected], Next(*target)
-
-
-def leave(stack: list[Frame]) -> tuple[Events, Next]:
-    """Pop frames until a paused flow goes on (or the run's own flow ends)."""
-    events: Events = []
-    while True:
-        frame = stack.pop()
-        events.append(
-            StackPop(
-                resumed_flow=frame.paused_flow,
-                resumed_step=frame.resume_to,
-                injected_flow=frame.injected_flow,
-                current_depth=len(stack) + 1,
-            )
-        )
-        if frame.resume_to is not None or not stack:
-            return events, Next(frame.paused_flow, frame.resume_to)
 
 
 FACT_ID_RE = re.compile(r"(REQ|SOL|TRC|ASM|DEC)-[0-9]{1,9}")
