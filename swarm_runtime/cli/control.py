@@ -79,16 +79,15 @@ def handle_resume(args: argparse.Namespace) -> int:
 
 def _orchestrator_for(run_dir: Path, args: argparse.Namespace) -> Orchestrator:
     """The orchestrator ``spec.json`` describes, with the flags' overrides (the one resume)."""
-    from swarm_runtime.cli.render import ProgressPrinter
+    from swarm_runtime.cli.render import listeners
     from swarm_runtime.orchestrator.resumer import ResumeChoices, orchestrator_for_run
 
-    show = args.progress == "always" or (args.progress == "auto" and sys.stdout.isatty())
     return orchestrator_for_run(
         run_dir,
         env=os.environ,
         choices=ResumeChoices(
             mode=args.mode, flows_dir=args.flows_dir, scenario=args.scenario, config=args.config
         ),
-        observer=ProgressPrinter(sys.stdout) if show else None,
+        plugins=listeners(args.progress),
         notice=lambda message: print(f"swarm: {message}", file=sys.stderr),
     )

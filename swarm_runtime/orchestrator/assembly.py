@@ -82,7 +82,7 @@ def _check_sections(settings: Settings, engines: EngineRegistry) -> None:
             where = settings.config_source or "runtime.yaml"
             raise ConfigError(
                 f"{where}: 'engines.{name}' is no registered engine's section (registered: "
-                f"{', '.join(sorted(owned))}); register the engine that reads it (an entry "
-                "point in 'swarm_runtime.engines', or pytest_swarm_register_engines) or fix "
-                "the name"
+                f"{', '.join(sorted(owned))}); register the engine that reads it (a plugin's "
+                f"swarm_register_engines: registry.register(ID, FACTORY, section='{name}')) or "
+                "fix the name"
             )

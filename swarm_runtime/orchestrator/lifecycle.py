@@ -10,6 +10,7 @@ exactly one ``run_completed``). A checkpoint is written after every completed st
 from __future__ import annotations
 
 import contextlib
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.errors import StorageError
@@ -52,6 +53,7 @@ class RunLifecycle:
         self.clock = deps.clock
         self.state = state
         self.recorder = recorder
+        self._listeners = recorder.listeners
         self.flows = [part.flow.key for part in plan]
         """The flows this run runs: those of the spec, less what a slice leaves out."""
         self.budget = RunBudget.of(limits, plan)
@@ -78,7 +80,9 @@ class RunLifecycle:
                 max_attempts=limits.max_attempts,
                 max_retry_after_s=limits.max_retry_after_s,
                 repo_root=context.repo_root,
-                result_observer=deps.result_observer,
+                result_observer=partial(self._listeners.step_result, recorder.layout.root)
+                if self._listeners is not None
+                else None,
                 navigator=choice.navigator,
                 injections=Injections(
                     utilities=tuple(context.flows.utilities()),
@@ -109,7 +113,7 @@ class RunLifecycle:
             rand=deps.rand,
             durable=context.limits.durable,
             credentials=context.credentials,
-            observer=deps.observer,
+            listeners=deps.plugins.for_run(),
         )
         return cls(context, spec, plan, recorder, state)
 
@@ -122,6 +126,31 @@ class RunLifecycle:
             self.context.engines.close()
 
     def execute(self, reopened: Reopened | None = None) -> RunOutcome:
+        """Run the run to its end or pause; its listeners hear how it ended.
+
+        Also when it ends by an exception (its log could not be written): they hear the
+        status it was left in.
+        """
+        outcome: RunOutcome | None = None
+        try:
+            outcome = self._execute(reopened)
+            return outcome
+        finally:
+            if self._listeners is not None:
+                self._listeners.run_end(outcome or self._left())
+
+    def _left(self) -> RunOutcome:
+        """How a run that ended by an exception was left."""
+        state = self.state
+        return RunOutcome(
+            run_id=self.recorder.run_id,
+            status=state.status,
+            error=state.error,
+            path=self.recorder.layout.root,
+            summary=dict(self.book.summary()),
+        )
+
+    def _execute(self, reopened: Reopened | None) -> RunOutcome:
         interrupted: Interrupted | None = None
         completed: str | None = None
         try:
@@ -137,7 +166,6 @@ class RunLifecycle:
         finally:
             self.recorder.close()
             self.context.engines.close()
-        observer_error = self.recorder.observer_error
         return RunOutcome(
             run_id=self.recorder.run_id,
             status=self.state.status,
@@ -148,7 +176,6 @@ class RunLifecycle:
             aborted=interrupted is not None and interrupted.aborted,
             paused=interrupted is not None and interrupted.pause,
             blocked=self.state.error if self.state.status == "paused" else None,
-            warnings=(f"progress display stopped: {observer_error}",) if observer_error else (),
             budget_use=self.steps.budgets.shares(self.state, self.context.flows.get),
         )
 

@@ -94,8 +94,6 @@ class RunOutcome(Record):
     """The run paused (a request, or a blocked step); ``swarm resume`` continues it."""
     blocked: str | None = None
     """Why the step the run paused at is blocked, when that is why it paused."""
-    warnings: tuple[str, ...] = ()
-    """Things that went wrong beside the run, e.g. a progress display that failed."""
     budget_use: dict[str, str] = field(default_factory=dict)
     """Per flow key (``""``: the run budget), the largest share of a declared budget used
     in this attempt, e.g. ``83% (tokens of flow build)``; empty when none is declared."""

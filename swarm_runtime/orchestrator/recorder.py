@@ -34,11 +34,11 @@ from swarm_runtime.timeutil import Clock, format_ts
 
 if TYPE_CHECKING:
     from swarm_runtime.documents import EventDoc, ReceiptDoc, RunSpecDoc, RunSummaryDoc
+    from swarm_runtime.plugins import RunListeners
 
 ARTIFACT_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 """An artifact's file name: no directories, no leading dot."""
 
-EventObserver = Callable[[dict[str, Any]], None]
 TranscriptLine = dict[str, Any] | str
 """A transcript line: a mapping, or a string that is already one encoded line."""
 
@@ -55,15 +55,15 @@ class RunRecorder:
         clock: Clock,
         durable: bool,
         credentials: Credentials,
-        observer: EventObserver | None,
+        listeners: RunListeners | None,
     ) -> None:
         self.layout = layout
         self.state = state
         self.clock = clock
         self.durable = durable
         self.credentials = credentials
-        self.observer = observer
-        self.observer_error: str | None = None
+        self.listeners = listeners
+        """Hear every event once its line is written (:mod:`swarm_runtime.plugins`)."""
         self.lock = lock
         """The run's lock, a lease, taken by create() or reopen() before this."""
         self.log = EventLog(layout.events, durable=durable)
@@ -88,7 +88,7 @@ class RunRecorder:
         rand: Callable[[int], str] | None,
         durable: bool,
         credentials: Credentials,
-        observer: EventObserver | None,
+        listeners: RunListeners | None,
     ) -> RunRecorder:
         """Make a fresh run directory (a new id) and write ``spec.json`` into it."""
         spec_text = dump_json(spec, pretty=True)
@@ -105,7 +105,7 @@ class RunRecorder:
             clock=clock,
             durable=durable,
             credentials=credentials,
-            observer=observer,
+            listeners=listeners,
         )
         recorder.dir_size.wrote(str(layout.spec), byte_size(spec_text))
         return recorder
@@ -119,7 +119,7 @@ class RunRecorder:
         clock: Clock,
         durable: bool,
         credentials: Credentials,
-        observer: EventObserver | None,
+        listeners: RunListeners | None,
     ) -> RunRecorder:
         """Take over an existing run directory to resume it (its lock first)."""
         lock = RunLock(layout.root)
@@ -131,7 +131,7 @@ class RunRecorder:
             clock=clock,
             durable=durable,
             credentials=credentials,
-            observer=observer,
+            listeners=listeners,
         )
         recorder.dir_size.count_existing(layout.root)
         return recorder
@@ -223,16 +223,9 @@ class RunRecorder:
         self.log.append_line(text)
         self.dir_size.wrote(self._events_path, size)
         state.seq += len(events)
-        observer = self.observer
-        if observer is None:
-            return
-        for event in events:
-            try:
-                observer(dict(event))
-            except Exception as exc:  # a broken display must not break the run's record
-                self.observer = None
-                self.observer_error = f"{type(exc).__name__}: {exc}"
-                return
+        if self.listeners is not None:  # each on its own: one that raises is only reported
+            for event in events:
+                self.listeners.event(dict(event), self.layout.root)
 
     def write_meta(self, summary: RunSummaryDoc) -> None:
         """Rewrite ``meta.json`` atomically."""

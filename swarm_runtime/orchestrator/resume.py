@@ -18,7 +18,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.credentials import Credentials
 from swarm_runtime.digest import sha256
@@ -39,7 +39,7 @@ from swarm_runtime.orchestrator.checkpoint_check import check_checkpoint
 from swarm_runtime.orchestrator.history import HistoryBudget
 from swarm_runtime.orchestrator.interrupted import find_open_step, interrupted_error, move_orphans
 from swarm_runtime.orchestrator.plan import FlowSlice, RunSpec
-from swarm_runtime.orchestrator.recorder import EventObserver, RunRecorder
+from swarm_runtime.orchestrator.recorder import RunRecorder
 from swarm_runtime.orchestrator.stack import DEFAULT_MAX_DEPTH
 from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.record import Record, field
@@ -48,6 +48,9 @@ from swarm_runtime.storage.queued import clear_handed_over
 from swarm_runtime.storage.status import wait_for_pauser
 from swarm_runtime.storage.store import read_event_log
 from swarm_runtime.timeutil import Clock
+
+if TYPE_CHECKING:
+    from swarm_runtime.plugins import RunListeners
 
 
 class Reopened(Record):
@@ -121,7 +124,7 @@ def reopen_run(
     clock: Clock,
     durable: bool,
     credentials: Credentials,
-    observer: EventObserver | None,
+    listeners: RunListeners | None,
     external_input: str | None,
     injectable: Sequence[FlowSpec] = (),
     max_depth: int = DEFAULT_MAX_DEPTH,
@@ -149,7 +152,7 @@ def reopen_run(
         clock=clock,
         durable=durable,
         credentials=credentials,
-        observer=observer,
+        listeners=listeners,
     )
     try:
         # Read again under the lock: another resumer may have finished the run meanwhile.

@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.errors import RunControlError, SwarmUsageError
-from swarm_runtime.orchestrator.recorder import EventObserver
 from swarm_runtime.orchestrator.resume import read_run_spec
 from swarm_runtime.orchestrator.runner import Orchestrator
 from swarm_runtime.orchestrator.stack import DEFAULT_MAX_DEPTH
 from swarm_runtime.record import Record, replace
 
 if TYPE_CHECKING:
-    from swarm_runtime.orchestrator.deps import RunLimits
+    from swarm_runtime.orchestrator.deps import RunDeps, RunLimits
+    from swarm_runtime.plugins import SwarmPlugins
 
 RESUMED_MODES = ("stub", "sdk", "cli")
 
@@ -41,7 +41,7 @@ def orchestrator_for_run(
     env: Mapping[str, str],
     choices: ResumeChoices | None = None,
     sleep: Callable[[float], None] | None = None,
-    observer: EventObserver | None = None,
+    plugins: SwarmPlugins | None = None,
     notice: Callable[[str], None] = lambda _message: None,
 ) -> Orchestrator:
     """The orchestrator that resumes the run at ``run_dir`` as it was made."""
@@ -49,8 +49,7 @@ def orchestrator_for_run(
     from swarm_runtime.engines.scenario import Scenario
     from swarm_runtime.flow.registry import FlowRegistry
     from swarm_runtime.orchestrator.assembly import build_orchestrator
-    from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps
-    from swarm_runtime.timeutil import interruptible_sleep
+    from swarm_runtime.orchestrator.deps import EngineChoice
 
     chosen = choices or ResumeChoices()
     _, doc = read_run_spec(run_dir)
@@ -85,7 +84,7 @@ def orchestrator_for_run(
         FlowRegistry(Path(flows_dir)),
         env=env,
         runs_dir=run_dir.parent,
-        deps=RunDeps(observer=observer, sleep=sleep or interruptible_sleep, notice=notice),
+        deps=_deps(sleep, plugins, notice),
         engine=EngineChoice(
             engine_id=str(doc.get("engine") or "claude-step"),
             mode=settings.mode,
@@ -93,6 +92,21 @@ def orchestrator_for_run(
             faults=_faults(origin),
         ),
         limits=_limits(run_dir, origin),
+    )
+
+
+def _deps(
+    sleep: Callable[[float], None] | None,
+    plugins: SwarmPlugins | None,
+    notice: Callable[[str], None],
+) -> RunDeps:
+    """The resumed run's waiting, listeners (default: the process's plugins) and notices."""
+    from swarm_runtime.orchestrator.deps import RunDeps
+    from swarm_runtime.plugins import process_plugins
+    from swarm_runtime.timeutil import interruptible_sleep
+
+    return RunDeps(
+        sleep=sleep or interruptible_sleep, plugins=plugins or process_plugins(), notice=notice
     )
 
 

@@ -193,7 +193,7 @@ class Orchestrator:
             clock=self.deps.clock,
             durable=self.limits.durable,
             credentials=self.credentials,
-            observer=self.deps.observer,
+            listeners=self.deps.plugins.for_run(),
             external_input=external_input,
             injectable=injectable([part.flow for part in plan], self.flows),
             max_depth=self.limits.max_depth,

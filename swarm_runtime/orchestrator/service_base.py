@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.errors import ConfigError, RunControlError
 from swarm_runtime.orchestrator.plan import RunSpec
 from swarm_runtime.orchestrator.runner import Orchestrator
+
+if TYPE_CHECKING:
+    from swarm_runtime.plugins import SwarmPlugins
 
 OrchestratorFactory = Callable[[Callable[[float], None]], Orchestrator]
 """Builds a fresh orchestrator for one run, given the sleep its engines must use."""
@@ -104,21 +107,26 @@ def orchestrator_factory(
     env: Mapping[str, str],
     *,
     scenario: Any = None,
+    plugins: SwarmPlugins | None = None,
 ) -> tuple[Path, OrchestratorFactory]:
-    """The runs dir and a factory of orchestrators of ``engine_id`` as ``env`` sets them."""
+    """The runs dir and a factory of orchestrators of ``engine_id`` as ``env`` sets them.
+
+    ``plugins``: whose listeners hear the runs (default: the process's plugins).
+    """
     from swarm_runtime.config import resolve_settings
     from swarm_runtime.flow.registry import FlowRegistry, default_flows_dir
     from swarm_runtime.orchestrator.assembly import build_orchestrator
     from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps
+    from swarm_runtime.plugins import process_plugins
 
     settings = resolve_settings(env=env, mode=mode, runs_dir=runs_dir, flows_dir=flows_dir)
     flows = FlowRegistry(default_flows_dir(settings.flows_dir))
     engine = EngineChoice(engine_id=engine_id, mode=settings.mode, scenario=scenario)
+    listening = plugins or process_plugins()
 
     def factory(sleep: Callable[[float], None]) -> Orchestrator:
-        return build_orchestrator(
-            settings, flows, env=env, deps=RunDeps(sleep=sleep), engine=engine
-        )
+        deps = RunDeps(sleep=sleep, plugins=listening)
+        return build_orchestrator(settings, flows, env=env, deps=deps, engine=engine)
 
     return settings.runs_dir, factory
 

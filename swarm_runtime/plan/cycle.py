@@ -18,7 +18,7 @@ from swarm_runtime.engines.base import TokenUsage
 from swarm_runtime.orchestrator import payloads
 from swarm_runtime.orchestrator.history import HistoryBudget
 from swarm_runtime.orchestrator.receipt import ReceiptHead, base_receipt, settle
-from swarm_runtime.orchestrator.recorder import EventObserver, RunRecorder, TranscriptLine
+from swarm_runtime.orchestrator.recorder import RunRecorder, TranscriptLine
 from swarm_runtime.orchestrator.run_book import RunBook, RunHeader
 from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.orchestrator.step_log import OpenStep, StepLog
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         RoutingDoc,
         RunSpecDoc,
     )
+    from swarm_runtime.plugins import RunListeners
 
 CYCLE_FLOW = "cycle"
 """The flow key of a cycle's steps in its run (``<run>/cycle/receipts/…``)."""
@@ -80,7 +81,7 @@ class CycleRecord:
         rand: Any,
         durable: bool,
         credentials: Credentials,
-        observer: EventObserver | None,
+        listeners: RunListeners | None,
     ) -> None:
         self.spec = spec
         self.clock = clock
@@ -94,7 +95,7 @@ class CycleRecord:
             rand=rand,
             durable=durable,
             credentials=credentials,
-            observer=observer,
+            listeners=listeners,
         )
         self.book = RunBook(
             self.recorder,

@@ -68,7 +68,7 @@ class PlanRuntime:
 
     The clock, the ids, the sleep, the engines and the handlers are passed in; nothing here
     reads the environment (``swarm plan run`` resolves the settings). Of the run records,
-    a plan uses ``deps``' clock, rand, sleep, engines and observer, ``engine``'s id, mode
+    a plan uses ``deps``' clock, rand, sleep, engines and plugins, ``engine``'s id, mode
     and config, and ``limits``' durable, max_attempts and max_retry_after_s.
     """
 
@@ -99,7 +99,7 @@ class PlanRuntime:
         self.sleep = deps.sleep
         self.durable = limits.durable
         self.credentials = Credentials.of(refuse_values)
-        self.observer = deps.observer
+        self.plugins = deps.plugins
         self.initiator = initiator
         self.max_attempts = limits.max_attempts
         self.max_retry_after_s = limits.max_retry_after_s
@@ -151,7 +151,7 @@ class PlanRuntime:
             rand=self.rand,
             durable=self.durable,
             credentials=self.credentials,
-            observer=self.observer,
+            listeners=self.plugins.for_run(),
         )
         try:
             return self._execute(cycle, checked, broken, input, session)

@@ -24,7 +24,7 @@ from swarm_runtime.orchestrator.bounded import MAX_EVENT_LINE
 from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps
 from swarm_runtime.orchestrator.plan import RunOutcome, RunSpec
 from swarm_runtime.orchestrator.runner import Orchestrator
-from tests.runtime.helpers import step_yaml, write_flow
+from tests.runtime.helpers import listening, step_yaml, write_flow
 
 NAVIGATOR = """
 routing:
@@ -218,7 +218,9 @@ def _conversions_per_step(tmp_path: Path, facts: int, monkeypatch: pytest.Monkey
         runs_dir=tmp_path / f"runs-{facts}",
         deps=RunDeps(
             sleep=lambda _s: None,
-            observer=lambda e: at_start.append(counted[0]) if e["kind"] == "step_start" else None,
+            plugins=listening(
+                lambda e: at_start.append(counted[0]) if e["kind"] == "step_start" else None
+            ),
         ),
         engine=EngineChoice(
             scenario=Scenario.from_mapping({"declare": {"handoff": {"facts": declared}}})

@@ -20,7 +20,7 @@ from swarm_runtime.orchestrator.plan import RunOutcome, RunSpec
 from swarm_runtime.orchestrator.resumer import orchestrator_for_run
 from swarm_runtime.orchestrator.runner import Orchestrator
 from tests.conftest import StepClock
-from tests.runtime.helpers import events_of, receipt, step_yaml, write_flow
+from tests.runtime.helpers import events_of, listening, receipt, step_yaml, write_flow
 from tests.runtime.orchestrator.conftest import LOOP
 
 TEN = {"tokens": {"prompt": 6, "completion": 4}}
@@ -150,7 +150,7 @@ def test_a_resumed_run_keeps_its_run_budget_and_its_totals(tmp_path: Path) -> No
     orchestrator = Orchestrator(
         FlowRegistry(flows),
         runs_dir=runs,
-        deps=RunDeps(sleep=lambda _s: None, observer=stop_after_the_first_step),
+        deps=RunDeps(sleep=lambda _s: None, plugins=listening(stop_after_the_first_step)),
         engine=EngineChoice(scenario=Scenario.from_mapping(LOOPING)),
         limits=RunLimits(budget=Budget(tokens=25)),
     )
