@@ -78,14 +78,15 @@ class SwarmCassette:
             return f"{head}, unused in {self.mode} mode)"
         if not self.used:
             return f"{head}, no run yet)"
-        recorded = sum(len(c.played) for c in self.used if c.record)
+        recorded = sum(len(c.played - c.replayed) for c in self.used if c.record)
         replays = [c for c in self.used if not c.record]
         played = sum(sum(path.is_file() for path in c.played) for c in replays)
+        played += sum(len(c.replayed) for c in self.used)  # new episodes
         missing = sum(c.missing for c in replays)
         diverged = sum(len(c.divergences) for c in replays) - missing
         said = [f"{len(self.used)} run(s)"]
         said += [f"{recorded} call(s) recorded"] if len(replays) < len(self.used) else []
-        if replays:
+        if replays or played:
             said.append(f"{played} call(s) played")
             said += [f"{missing} with no recording"] if missing else []
             said += [f"{diverged} diverged"] if diverged else []

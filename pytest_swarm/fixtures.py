@@ -210,7 +210,8 @@ def flow_runner(
             totals.count("cassettes_played", there)
             totals.count("cassettes_missing", len(cassettes.played) - there)
         elif passed:  # a recording a failed test made is dropped, not counted
-            totals.count("cassettes_recorded", len(cassettes.played))
+            totals.count("cassettes_played", len(cassettes.replayed))  # new episodes
+            totals.count("cassettes_recorded", len(cassettes.played - cassettes.replayed))
     totals.count("cassettes_unplayed", len(problems))
     if problems:
         totals.rerecord[node] = golden

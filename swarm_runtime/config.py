@@ -1,14 +1,16 @@
 """Settings from flags, environment and ``runtime.yaml``, resolved in one place (SPEC §5.3).
 
-Precedence, highest first: explicit argument (a CLI flag, an API argument, a pytest option)
-→ environment → ``runtime.yaml`` → default. Every invalid value is a ConfigError that
-says where it came from. The environment is passed in as a mapping, so only the edges
-(the CLI, the pytest plugin) ever read ``os.environ``.
+Each setting a flag, a variable or the file may give is one row of :data:`SETTINGS`, and
+:func:`_resolve` applies the one precedence to every row: explicit argument (a CLI flag,
+an API argument, a pytest option) → environment → ``runtime.yaml`` → default. Every
+invalid value is a ConfigError that names where it came from (the flag, the variable, or
+the file and key) and what is allowed. The environment is passed in as a mapping, so only
+the edges (the CLI, the pytest plugin) ever read ``os.environ``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -61,10 +63,122 @@ class Settings(Record):
     sources: dict[str, str] = field(default_factory=dict)
 
 
-def _mode(value: str, source: str) -> str:
-    if value not in MODES:
-        raise ConfigError(f"{source}: mode {value!r} is not one of {', '.join(MODES)}")
+def _one_of(allowed: tuple[str, ...]) -> Callable[[Any], str]:
+    def check(raw: Any) -> str:
+        if raw not in allowed:
+            raise ValueError(f"is not one of {', '.join(allowed)}")
+        return str(raw)
+
+    return check
+
+
+def _texts(meanings: dict[str, tuple[Any, str]]) -> Callable[[Any], Any]:
+    """A variable's own texts (``1``, ``0``), each with its value and what it means."""
+
+    def read(raw: Any) -> Any:
+        if raw not in meanings:
+            allowed = ", ".join(f"{text} ({meaning})" for text, (_, meaning) in meanings.items())
+            raise ValueError(f"is not one of {allowed}")
+        return meanings[raw][0]
+
+    return read
+
+
+def _path(raw: Any) -> Path:
+    if raw == "":
+        raise ValueError("is not a path: name a directory, or leave the setting out")
+    return Path(raw)
+
+
+def _seconds(raw: Any) -> float:
+    try:
+        value = float(raw) if not isinstance(raw, bool) else -1.0
+    except (TypeError, ValueError):
+        value = -1.0
+    if not 0 <= value <= 86400:  # NaN too
+        raise ValueError("is not a number of seconds from 0 to 86400")
     return value
+
+
+class Setting(Record):
+    """One setting a flag, a variable or ``runtime.yaml`` may give, and how it is read."""
+
+    flag: str
+    """How a value given as an argument is named in messages (the CLI's flag)."""
+    env: str
+    """The environment variable (empty: unset)."""
+    key: str
+    """Its dotted key in ``runtime.yaml`` ("" when the file has none)."""
+    default: Any
+    read: Callable[[Any], Any]
+    """The value of what was given, or ValueError saying what is allowed."""
+    read_env: Callable[[Any], Any] | None = None
+    """How the variable is read, when not as ``read`` reads the rest."""
+
+
+SETTINGS: dict[str, Setting] = {
+    "mode": Setting(
+        "--mode", "SWARM_CLAUDE_STEP_ENGINE_MODE", "engines.claude.mode", "stub", _one_of(MODES)
+    ),
+    "runs_dir": Setting("--runs-dir", "SWARM_RUNS_DIR", "runs_dir", DEFAULT_RUNS_DIR, _path),
+    "flows_dir": Setting("--flows-dir", "SWARM_FLOWS_DIR", "", None, _path),
+    "durable": Setting(
+        "--durable",
+        "SWARM_DURABLE",
+        "",
+        False,
+        bool,
+        _texts({"1": (True, "fsync every write"), "0": (False, "the default")}),
+    ),
+    "gemini_mode": Setting(
+        "--gemini-mode",
+        "SWARM_GEMINI_STUB",
+        "engines.gemini.mode",
+        "stub",
+        _one_of(GEMINI_MODES),
+        _texts({"1": ("stub", "stub, the default"), "0": ("cli", "run the Gemini CLI")}),
+    ),
+    "record_via": Setting(
+        "--record-via", "SWARM_RECORD_VIA", "engines.claude.record_via", "sdk", _one_of(RECORD_VIA)
+    ),
+    "navigator": Setting(
+        "--navigator", "SWARM_NAVIGATOR", "navigator.mode", "llm", _one_of(NAVIGATOR_MODES)
+    ),
+    "max_retry_after_s": Setting(
+        "max_retry_after_s",
+        "SWARM_MAX_RETRY_AFTER_S",
+        "max_retry_after_s",
+        MAX_RETRY_AFTER_S,
+        _seconds,
+    ),
+}
+"""The settings resolved by precedence, by their name in :class:`Settings`."""
+
+
+def _resolve(
+    name: str, explicit: Any, env: Mapping[str, str], config: dict[str, Any], config_source: str
+) -> tuple[Any, str]:
+    """One setting's value and where it came from, by precedence, highest first.
+
+    The explicit argument, then the environment (an empty variable is unset), then
+    ``runtime.yaml``, then the default. The first given is the value, or a ConfigError.
+    """
+    setting = SETTINGS[name]
+    in_file: Any = config if setting.key else None
+    for part in filter(None, setting.key.split(".")):
+        in_file = (in_file or {}).get(part)  # config_file checked each level is a mapping
+    given = (
+        (explicit, setting.flag, setting.read),
+        (env.get(setting.env) or None, setting.env, setting.read_env or setting.read),
+        (in_file, f"{config_source}: {setting.key}", setting.read),
+    )
+    for raw, where, read in given:
+        if raw is not None:
+            try:
+                return read(raw), where
+            except ValueError as exc:
+                raise ConfigError(f"{where}: {raw!r} {exc}") from None
+    return setting.default, "default"
 
 
 def resolve_settings(
@@ -84,214 +198,34 @@ def resolve_settings(
     """Resolve every setting: explicit argument, then ``env``, then runtime.yaml, then default."""
     base = cwd or Path.cwd()
     config, config_source = read_config(config_path, base)
-    claude = dict((config.get("engines") or {}).get("claude") or {})
-    sources: dict[str, str] = {}
-    resolved_mode = _claude_mode(env, claude, config_source, sources, explicit=mode)
-    resolved_runs = _runs_dir(env, config, config_source, sources, explicit=runs_dir)
-    if not resolved_runs.is_absolute():
-        resolved_runs = base / resolved_runs
-    resolved_flows = flows_dir
-    if resolved_flows is None and env.get("SWARM_FLOWS_DIR"):
-        resolved_flows = Path(env["SWARM_FLOWS_DIR"])
-    gemini = dict((config.get("engines") or {}).get("gemini") or {})
-    gemini_mode = _gemini_mode(env, gemini, config_source, sources, explicit=gemini_mode)
-    record_via = _record_via(env, claude, config_source, sources, explicit=record_via)
-    navigator_section = dict(config.get("navigator") or {})
-    navigator = _navigator(env, navigator_section, config_source, sources, explicit=navigator)
+    explicit = {
+        "mode": mode,
+        "runs_dir": runs_dir,
+        "flows_dir": flows_dir,
+        "durable": durable,
+        "gemini_mode": gemini_mode,
+        "record_via": record_via,
+        "navigator": navigator,
+        "max_retry_after_s": max_retry_after_s,
+    }
+    values, sources = {}, {}
+    for name in SETTINGS:
+        values[name], sources[name] = _resolve(name, explicit[name], env, config, config_source)
+    if not values["runs_dir"].is_absolute():
+        values["runs_dir"] = base / values["runs_dir"]
+    engines = config.get("engines") or {}
     return Settings(
-        mode=resolved_mode,
-        runs_dir=resolved_runs,
-        flows_dir=resolved_flows,
-        durable=_durable(env, explicit=durable),
+        **values,
         engine_strategy=dict(config.get("engine_strategy") or {}),
         history=dict(config.get("history") or {}),
-        claude=claude,
-        gemini=gemini,
+        claude=dict(engines.get("claude") or {}),
+        gemini=dict(engines.get("gemini") or {}),
         engine_sections={
-            name: dict(body)
-            for name, body in (config.get("engines") or {}).items()
-            if name not in ENGINE_KEYS
+            name: dict(body) for name, body in engines.items() if name not in ENGINE_KEYS
         },
-        gemini_mode=gemini_mode,
-        record_via=record_via,
-        navigator=navigator,
         max_run_mb=config.get("max_run_mb"),
-        max_depth=int(navigator_section.get("max_depth", 4)),
+        max_depth=int((config.get("navigator") or {}).get("max_depth", 4)),
         budget=config.get("budget"),
-        max_retry_after_s=_max_retry_after(
-            env, config, config_source, sources, explicit=max_retry_after_s
-        ),
         config_source=config_source,
         sources=sources,
     )
-
-
-def _claude_mode(
-    env: Mapping[str, str],
-    claude: dict[str, Any],
-    config_source: str,
-    sources: dict[str, str],
-    *,
-    explicit: str | None,
-) -> str:
-    """claude-step's mode: argument, SWARM_CLAUDE_STEP_ENGINE_MODE, engines.claude.mode, stub."""
-    if explicit is not None:
-        value, sources["mode"] = _mode(explicit, "--mode"), "argument"
-    elif env.get("SWARM_CLAUDE_STEP_ENGINE_MODE"):
-        value = _mode(env["SWARM_CLAUDE_STEP_ENGINE_MODE"], "SWARM_CLAUDE_STEP_ENGINE_MODE")
-        sources["mode"] = "SWARM_CLAUDE_STEP_ENGINE_MODE"
-    elif claude.get("mode") is not None:
-        value = _mode(str(claude["mode"]), f"{config_source}: engines.claude.mode")
-        sources["mode"] = config_source
-    else:
-        value, sources["mode"] = "stub", "default"
-    return value
-
-
-def _runs_dir(
-    env: Mapping[str, str],
-    config: dict[str, Any],
-    config_source: str,
-    sources: dict[str, str],
-    *,
-    explicit: Path | None,
-) -> Path:
-    """Where runs go, as given: argument, SWARM_RUNS_DIR, runs_dir in runtime.yaml, default."""
-    if explicit is not None:
-        value, sources["runs_dir"] = explicit, "argument"
-    elif env.get("SWARM_RUNS_DIR"):
-        value, sources["runs_dir"] = Path(env["SWARM_RUNS_DIR"]), "SWARM_RUNS_DIR"
-    elif config.get("runs_dir"):
-        value, sources["runs_dir"] = Path(str(config["runs_dir"])), config_source
-    else:
-        value, sources["runs_dir"] = DEFAULT_RUNS_DIR, "default"
-    return value
-
-
-def _durable(env: Mapping[str, str], *, explicit: bool | None) -> bool:
-    """Whether every write is fsynced: argument, else SWARM_DURABLE (0 or 1), else not."""
-    if explicit is not None:
-        return explicit
-    raw = env.get("SWARM_DURABLE", "")
-    if raw not in ("", "0", "1"):
-        raise ConfigError(f"SWARM_DURABLE={raw!r}: allowed values are 0 and 1")
-    return raw == "1"
-
-
-def _gemini_mode(
-    env: Mapping[str, str],
-    gemini: dict[str, Any],
-    config_source: str,
-    sources: dict[str, str],
-    *,
-    explicit: str | None,
-) -> str:
-    """gemini-step's mode: argument, SWARM_GEMINI_STUB (1 = stub), engines.gemini.mode, stub."""
-    if explicit is not None:
-        if explicit not in GEMINI_MODES:
-            raise ConfigError(f"--gemini-mode {explicit!r}: allowed values are stub and cli")
-        sources["gemini_mode"] = "argument"
-        return explicit
-    flag = env.get("SWARM_GEMINI_STUB", "")
-    if flag not in ("", "0", "1"):
-        raise ConfigError(
-            f"SWARM_GEMINI_STUB={flag!r}: allowed values are 1 (stub, the default) and 0 "
-            "(run the Gemini CLI)"
-        )
-    if flag:
-        sources["gemini_mode"] = "SWARM_GEMINI_STUB"
-        return "stub" if flag == "1" else "cli"
-    if gemini.get("mode") is not None:
-        value = gemini["mode"]
-        if value not in GEMINI_MODES:
-            raise ConfigError(
-                f"{config_source}: engines.gemini.mode {value!r} is not one of stub, cli"
-            )
-        sources["gemini_mode"] = config_source
-        return str(value)
-    sources["gemini_mode"] = "default"
-    return "stub"
-
-
-def _first_given(
-    name: str,
-    given: tuple[tuple[Any, str], ...],
-    allowed: tuple[str, ...],
-    sources: dict[str, str],
-) -> str:
-    """The first value given, in precedence order, checked against ``allowed``.
-
-    Each value comes with where it came from; none given, the first allowed value.
-    """
-    for value, source in given:
-        if value is None:
-            continue
-        if value not in allowed:
-            raise ConfigError(f"{source}: {value!r} is not one of {', '.join(allowed)}")
-        sources[name] = source
-        return str(value)
-    sources[name] = "default"
-    return allowed[0]
-
-
-def _record_via(
-    env: Mapping[str, str],
-    claude: dict[str, Any],
-    config_source: str,
-    sources: dict[str, str],
-    *,
-    explicit: str | None,
-) -> str:
-    """What record mode records claude-step through: argument, SWARM_RECORD_VIA, file, sdk."""
-    given = (
-        (explicit, "--record-via"),
-        (env.get("SWARM_RECORD_VIA") or None, "SWARM_RECORD_VIA"),
-        (claude.get("record_via"), f"{config_source}: engines.claude.record_via"),
-    )
-    return _first_given("record_via", given, RECORD_VIA, sources)
-
-
-def _navigator(
-    env: Mapping[str, str],
-    section: dict[str, Any],
-    config_source: str,
-    sources: dict[str, str],
-    *,
-    explicit: str | None,
-) -> str:
-    """The navigator mode: argument, SWARM_NAVIGATOR, runtime.yaml navigator.mode, llm."""
-    given = (
-        (explicit, "--navigator"),
-        (env.get("SWARM_NAVIGATOR") or None, "SWARM_NAVIGATOR"),
-        (section.get("mode"), f"{config_source}: navigator.mode"),
-    )
-    return _first_given("navigator", given, NAVIGATOR_MODES, sources)
-
-
-def _max_retry_after(
-    env: Mapping[str, str],
-    config: dict[str, Any],
-    config_source: str,
-    sources: dict[str, str],
-    *,
-    explicit: float | None,
-) -> float:
-    """The ``retry-after`` cap: argument, SWARM_MAX_RETRY_AFTER_S, runtime.yaml, else 30 s."""
-    given = (
-        (explicit, "max_retry_after_s"),
-        (env.get("SWARM_MAX_RETRY_AFTER_S") or None, "SWARM_MAX_RETRY_AFTER_S"),
-        (config.get("max_retry_after_s"), f"{config_source}: max_retry_after_s"),
-    )
-    for raw, source in given:
-        if raw is None:
-            continue
-        try:
-            value = float(raw) if not isinstance(raw, bool) else -1.0
-        except (TypeError, ValueError):
-            value = -1.0
-        if not 0 <= value <= 86400:
-            raise ConfigError(f"{source}: {raw!r} is not a number of seconds from 0 to 86400")
-        sources["max_retry_after_s"] = source
-        return value
-    sources["max_retry_after_s"] = "default"
-    return MAX_RETRY_AFTER_S

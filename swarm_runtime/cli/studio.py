@@ -32,7 +32,8 @@ def add_parser(commands: Any) -> None:
         action="append",
         default=[],
         metavar="NAME",
-        help="another name the studio may be reached by (IP addresses always work)",
+        help="another name or address the studio may be reached by (localhost, 127.0.0.1 "
+        "and [::1] always work; so does --host's address)",
     )
     parser.set_defaults(handler=handle_studio)
 

@@ -19,6 +19,7 @@ from collections import Counter
 from typing import Any
 
 from swarm_runtime.coverage.routes import Edge, Taken, Universe
+from swarm_runtime.ids import FLOW_KEY_RE, STEP_ID_RE
 
 FORMAT = "swarm-coverage/1"
 
@@ -161,9 +162,30 @@ def problem(doc: Any) -> str | None:
     if not isinstance(flows, dict):
         return "'flows' must be an object keyed by flow"
     for key, flow in flows.items():
-        found = _flow_problem(flow)
+        if not FLOW_KEY_RE.fullmatch(key):
+            return f"flows.{key!r}: not a flow key"
+        found = _flow_problem(flow) or _names_problem(flow)
         if found:
             return f"flows.{key}: {found}"
+    return None
+
+
+def _names_problem(flow: dict[str, Any]) -> str | None:
+    """What is wrong with a step id, an edge's end or label no flow could have, or None.
+
+    A report is printed to a terminal and into a pull request, where a control character
+    or markup would not be text.
+    """
+    for step in flow["steps"]:
+        if not STEP_ID_RE.fullmatch(step["id"]):
+            return f"step {step['id']!r} is not a step id"
+    for edge in flow["edges"]:
+        for end in ("from", "to"):
+            *into, step = edge[end].split("/", 1) if end == "to" else [edge[end]]
+            if not STEP_ID_RE.fullmatch(step) or not all(map(FLOW_KEY_RE.fullmatch, into)):
+                return f"edge {end!r} {edge[end]!r} is not a step id"
+        if not edge["label"].isprintable():
+            return f"edge label {edge['label']!r} holds a control character"
     return None
 
 

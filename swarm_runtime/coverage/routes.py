@@ -3,10 +3,9 @@
 The universe is every step and every edge of every flow (utility flows included): one
 edge per (from step, to step, label). Labels:
 
-- ``next``: a linear step's move to the step after it;
-- ``loop`` and ``loop-exit``: a microloop's back-edge and its way on;
-- ``branch=VALUE`` for each branch value, ``branch-default`` for the branch's default;
-- ``candidate=ID`` for each navigator candidate, ``navigator-default`` for its default;
+- a routing kind's edges, as its entry in :mod:`swarm_runtime.flow.kinds` names them:
+  ``next`` (linear), ``loop`` and ``loop-exit`` (microloop), ``branch=VALUE`` and
+  ``branch-default`` (branch), ``candidate=ID`` and ``navigator-default`` (navigator);
 - ``detour=ID`` for each detour (to ``FLOW/STEP``, where the detour starts);
 - ``injection`` from every step of a non-utility flow into each utility flow with an
   ``injection_trigger`` (to ``FLOW/STEP``, its first step).
@@ -25,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from swarm_runtime.flow.kinds import KINDS
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
 from swarm_runtime.record import Record
 
@@ -47,19 +47,14 @@ class Edge(Record):
 
     def describe(self) -> str:
         """``branch value 'bounce' -> fix_code`` and the like, for a person."""
-        kind, _, name = self.label.partition("=")
-        text = {
-            "next": "next",
-            "loop": "loop back-edge",
-            "loop-exit": "loop exit",
-            "branch": f"branch value '{name}'",
-            "branch-default": "branch default",
-            "candidate": f"navigator candidate '{name}'",
-            "navigator-default": "navigator default",
-            "detour": f"detour '{name}'",
-            "injection": "utility injection",
-        }.get(kind, self.label)
-        return f"{text} -> {self.to}"
+        head, _, name = self.label.partition("=")
+        readings = {key: text for kind in KINDS.values() for key, text in kind.labels.items()}
+        text = readings.get(head) or _READINGS.get(head)
+        return f"{text.format(name) if text else self.label} -> {self.to}"
+
+
+_READINGS = {"detour": "detour '{}'", "injection": "utility injection"}
+"""How a person reads the labels that are not a routing kind's, by the part before ``=``."""
 
 
 class Taken:
@@ -121,29 +116,13 @@ def collect_file(path: Path, taken: Taken) -> None:
     collect(events, taken)
 
 
-def _following(flow: FlowSpec, step: StepSpec) -> str | None:
-    if step.routing.next:
-        return step.routing.next
-    position = flow.index_of(step.id) + 1
-    return flow.steps[position].id if position < len(flow.steps) else None
-
-
 def _edges_of(
     flow: FlowSpec, step: StepSpec, flows: Mapping[str, FlowSpec], utilities: list[FlowSpec]
 ) -> list[Edge]:
-    """Every edge out of ``step``, in declared order."""
-    routing = step.routing
-    out: list[tuple[str | None, str]] = []
-    if routing.kind == "linear":
-        out.append((_following(flow, step), "next"))
-    elif routing.kind == "microloop":
-        out += [(routing.loop_target, "loop"), (_following(flow, step), "loop-exit")]
-    elif routing.kind == "branch":
-        out += [(target, f"branch={value}") for value, target in routing.branches]
-        out.append((routing.default, "branch-default"))
-    else:
-        out += [(c.to, f"candidate={c.id}") for c in routing.candidates]
-        out.append((routing.default, "navigator-default"))
+    """Every edge out of ``step``, in declared order: its routing kind's, then detours."""
+    position = flow.index_of(step.id) + 1
+    following = flow.steps[position].id if position < len(flow.steps) else None
+    out = [(e.to, e.label) for e in KINDS[step.routing.kind].edges(step.routing, following)]
     for detour in step.detours:
         target = flows.get(detour.flow)
         if target is not None and target.steps:
@@ -151,7 +130,7 @@ def _edges_of(
             out.append((f"{detour.flow}/{start}", f"detour={detour.id}"))
     if not flow.utility:
         out += [(f"{u.key}/{u.steps[0].id}", "injection") for u in utilities if u.steps]
-    return [Edge(flow.key, step.id, to, label) for to, label in out if to is not None]
+    return [Edge(flow.key, step.id, to, label) for to, label in out]
 
 
 class Universe:
@@ -199,24 +178,7 @@ class Universe:
 
 def _label(step: StepSpec, decision: str, reason: str) -> str | None:
     """The label of the edge a route's decision and reason name, if they name one."""
-    routing = step.routing
     head, _, rest = reason.partition(":")
     if head == "detour":
         return f"detour={rest}" if any(d.id == rest for d in step.detours) else "injection"
-    if decision == "loop":
-        return "loop"
-    if routing.kind == "branch":
-        if head == "branch_default":
-            return "branch-default"
-        value = rest.partition("=")[2].lower() if head == "branch" else None
-        key = next((k for k, _ in routing.branches if k.lower() == value), None)
-        return f"branch={key}" if key is not None else None
-    if routing.kind == "navigator":
-        if head in ("navigator", "navigator_single", "navigator_deterministic"):
-            return f"candidate={rest}"
-        if head in ("navigator_default", "navigator_no_candidate", "navigator_fallback"):
-            return "navigator-default"
-        return None
-    if routing.kind == "microloop":
-        return "loop-exit" if decision == "advance" else None
-    return "next" if decision == "advance" else None
+    return KINDS[step.routing.kind].taken(step.routing, decision, head, rest)

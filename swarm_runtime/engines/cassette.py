@@ -76,6 +76,9 @@ class Cassettes:
         else:
             self.root = self.directory
         self.played: set[Path] = set()
+        self.replayed: set[Path] = set()
+        """New episodes: the cassettes of :attr:`played` served whole from their recording
+        (nothing of theirs was recorded again)."""
         self.divergences: list[str] = []
         self.missing = 0
         """How many of the divergences are calls with no recording at all."""
@@ -359,6 +362,9 @@ class CassetteSdkEngine(SdkEngine):
                 # New episodes: a call recorded again replaces the recording it no longer
                 # matches; a cassette with nothing new is left as it was.
                 cassette.drop_unused_requests = self.cassettes.episodes and cassette.dirty
+                if self.cassettes.episodes and not cassette.dirty and cassette.play_count:
+                    relative = path.relative_to(self.cassettes.root)
+                    self.cassettes.replayed.add(self.cassettes.directory / relative)
                 if not self.cassettes.record and not cassette.all_played:
                     self.cassettes.unplayed.append(
                         f"{self.cassettes.label(path)}: "

@@ -57,7 +57,8 @@ def load_recording(path: Path) -> tuple[list[Any], list[dict[str, Any]]]:
         text = read_bytes_limited(path, MAX_RUN_FILE_BYTES).decode("utf-8")
         loaded = ([], []) if not text.strip() else deserialize(text, _Checked)
     except (OSError, ValueError, yaml.YAMLError, KeyError, TypeError) as exc:
-        raise ValueError(f"cassette {path} cannot be read: {exc}") from None
+        said = " ".join(str(exc).split())  # one line, whatever the YAML reader said
+        raise ValueError(f"cassette {path} cannot be read: {said}") from None
     requests, responses = list(loaded[0]), list(loaded[1])
     _kept[key] = (requests, responses)
     while len(_kept) > MAX_KEPT:
@@ -109,6 +110,14 @@ def _call_problem(call: Any) -> str | None:
             return f"{name} must be {what}, not {type(value).__name__} {value!r:.40}"
     if isinstance(request.get("body"), int | float | bool | dict | list):  # file-likes are text
         return f"request.body must be text, not {type(request['body']).__name__}"
+    if isinstance(request.get("body"), str | bytes):  # what a replay decodes as JSON
+        from swarm_runtime.inputs.json_input import check_json_depth
+        from swarm_runtime.inputs.limits import MAX_DEPTH, InputRefused
+
+        try:
+            check_json_depth(request["body"], MAX_DEPTH)
+        except InputRefused as exc:
+            return f"request.body: {exc}"
     headers = response["headers"].values()
     if not all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in headers):
         return "response.headers must map each name to a list of text values"

@@ -1,12 +1,16 @@
 """Routing kinds (SPEC §4.1): one table entry carries everything about a kind.
 
-An entry says which routing keys the kind takes and which it needs, where a step of that
-kind may go next (for validation), which handoff fields its step declares and what each
-value does (for the prompt and for the stub), how ``swarm flows show`` describes it, and
-how a graph draws its edges (the studio). Deciding the route at run time is the kind's
-function in :mod:`swarm_runtime.orchestrator.routing` (``ROUTERS``), and its name is one
-value of :data:`swarm_runtime.flow.spec.RoutingKind`: a new kind is one entry here, that
-function and that name, and ``tests/runtime/flow/test_kinds.py`` holds the three together.
+An entry says which routing keys the kind takes and which it needs; the edges out of a
+step of that kind, each with the key that names it (validation), how a graph draws it
+(the studio) and its route coverage label; which edge a ``route_decision`` took (route
+coverage) and how a person reads each label; which handoff fields its step declares and
+what each value does (for the prompt and for the stub); and how ``swarm flows show``
+describes it. Deciding the route at run time is the kind's function in
+:mod:`swarm_runtime.orchestrator.routing` (``ROUTERS``), and its name is one value of
+:data:`swarm_runtime.flow.spec.RoutingKind`: a new kind is one entry here, that function
+and that name, and ``tests/runtime/flow/test_kinds.py`` holds the three together. (A key
+no kind has taken yet is also a field of ``RoutingSpec``, beside that name, and a line of
+:data:`KEY_TYPES` here.)
 """
 
 from __future__ import annotations
@@ -33,6 +37,20 @@ class HandoffField(Record):
     """One line for the prompt: which values to declare and what each does."""
 
 
+class RouteEdge(Record):
+    """One edge out of a step, as each reader of a flow sees it."""
+
+    to: str
+    field: str
+    """The routing key that names ``to`` (``""``: the step after it in the list)."""
+    drawn: str
+    """How a graph draws it: ``linear``, ``loop``, ``branch`` or ``navigator``."""
+    caption: str
+    """What a graph writes on it (``status=OK``, a candidate's id, ``default``)."""
+    label: str
+    """Its name in route coverage (``next``, ``loop``, ``branch=GO``, …; SPEC §10.7)."""
+
+
 class RoutingKind(Record):
     """Everything about one routing kind except the run-time decision."""
 
@@ -41,30 +59,47 @@ class RoutingKind(Record):
     """Routing keys the kind takes besides ``kind``."""
     required: tuple[tuple[str, str], ...]
     """Keys it needs, each with the hint its error message ends with."""
-    successors: Callable[[RoutingSpec, str | None], list[tuple[str, str]]]
-    """``(field, step id)`` edges out of a step, given the step that follows it in the list."""
+    edges: Callable[[RoutingSpec, str | None], list[RouteEdge]]
+    """Every edge out of a step, in declared order, given the step after it in the list."""
+    taken: Callable[[RoutingSpec, str, str, str], str | None]
+    """The coverage label of the edge a ``route_decision`` took, from its decision and its
+    reason split at the first ``:`` (head, rest); None when they name none."""
+    labels: dict[str, str]
+    """How a person reads each coverage label (up to its ``=``; ``{}``: what follows it)."""
     handoff: Callable[[RoutingSpec, str | None], tuple[HandoffField, ...]]
     """The handoff fields a step of this kind declares, given the step it advances to."""
     stub_handoff: Callable[[dict[str, tuple[str, ...]], int], dict[str, Any]]
     """What the stub declares on execution ``n`` (0-based), from the step's handoff fields."""
     describe: Callable[[RoutingSpec], str]
     """One line for ``swarm flows show``."""
-    edges: Callable[[RoutingSpec, str | None], list[tuple[str, str, str]]]
-    """``(to step, edge kind, label)`` of each edge a graph draws out of a step, given the
-    step that follows it in the list."""
 
 
-def _onward(routing: RoutingSpec, following: str | None) -> list[tuple[str, str]]:
+def _onward(
+    routing: RoutingSpec, following: str | None, caption: str, label: str
+) -> list[RouteEdge]:
+    """The edge to ``routing.next``, else to the step after it in the list (if any)."""
     if routing.next:
-        return [("routing.next", routing.next)]
-    return [("", following)] if following else []
+        return [RouteEdge(routing.next, "routing.next", "linear", caption, label)]
+    return [RouteEdge(following, "", "linear", caption, label)] if following else []
 
 
 def _where(target: str | None) -> str:
     return f"to '{target}'" if target else "to the end of the flow"
 
 
+def _first_values(fields: dict[str, tuple[str, ...]], _iteration: int) -> dict[str, Any]:
+    return {name: allowed[0] for name, allowed in fields.items()}
+
+
 # -- linear ------------------------------------------------------------------------------
+
+
+def _linear_edges(routing: RoutingSpec, following: str | None) -> list[RouteEdge]:
+    return _onward(routing, following, "", "next")
+
+
+def _linear_taken(_routing: RoutingSpec, decision: str, _head: str, _rest: str) -> str | None:
+    return "next" if decision == "advance" else None
 
 
 def _linear_describe(routing: RoutingSpec) -> str:
@@ -74,9 +109,18 @@ def _linear_describe(routing: RoutingSpec) -> str:
 # -- microloop -------------------------------------------------------------------------------
 
 
-def _microloop_successors(routing: RoutingSpec, following: str | None) -> list[tuple[str, str]]:
-    back = [("routing.loop_target", routing.loop_target)] if routing.loop_target else []
-    return back + _onward(routing, following)
+def _microloop_edges(routing: RoutingSpec, following: str | None) -> list[RouteEdge]:
+    field = routing.loop_condition_field or "status"
+    success = "|".join(routing.loop_success_values) or "?"
+    edges = []
+    if routing.loop_target:
+        caption = f"{field}≠{success} (max {routing.max_iterations})"
+        edges.append(RouteEdge(routing.loop_target, "routing.loop_target", "loop", caption, "loop"))
+    return edges + _onward(routing, following, f"{field}={success}", "loop-exit")
+
+
+def _microloop_taken(_routing: RoutingSpec, decision: str, _head: str, _rest: str) -> str | None:
+    return {"loop": "loop", "advance": "loop-exit"}.get(decision)
 
 
 def _microloop_handoff(routing: RoutingSpec, onward: str | None) -> tuple[HandoffField, ...]:
@@ -126,11 +170,29 @@ def _microloop_describe(routing: RoutingSpec) -> str:
 # -- branch ------------------------------------------------------------------------------
 
 
-def _branch_successors(routing: RoutingSpec, _following: str | None) -> list[tuple[str, str]]:
-    edges = [(f"routing.branches.{key}", target) for key, target in routing.branches]
+def _branch_edges(routing: RoutingSpec, _following: str | None) -> list[RouteEdge]:
+    field = routing.branch_field
+    edges = [
+        RouteEdge(target, f"routing.branches.{key}", "branch", f"{field}={key}", f"branch={key}")
+        for key, target in routing.branches
+    ]
     if routing.default:
-        edges.append(("routing.default", routing.default))
+        edges.append(
+            RouteEdge(routing.default, "routing.default", "branch", "default", "branch-default")
+        )
     return edges
+
+
+def _branch_taken(routing: RoutingSpec, _decision: str, head: str, rest: str) -> str | None:
+    """The branch a reason names: ``branch:FIELD=VALUE`` (case aside), ``branch_default``.
+
+    :mod:`swarm_runtime.orchestrator.routing` writes these reasons.
+    """
+    if head == "branch_default":
+        return "branch-default"
+    value = rest.partition("=")[2].lower() if head == "branch" else None
+    key = next((k for k, _ in routing.branches if k.lower() == value), None)
+    return f"branch={key}" if key is not None else None
 
 
 def _branch_handoff(routing: RoutingSpec, _onward: str | None) -> tuple[HandoffField, ...]:
@@ -149,10 +211,6 @@ def _branch_handoff(routing: RoutingSpec, _onward: str | None) -> tuple[HandoffF
     )
 
 
-def _first_values(fields: dict[str, tuple[str, ...]], _iteration: int) -> dict[str, Any]:
-    return {name: allowed[0] for name, allowed in fields.items()}
-
-
 def _branch_describe(routing: RoutingSpec) -> str:
     text = f"branch on {routing.branch_field}: " + ", ".join(
         f"{key}->{target}" for key, target in routing.branches
@@ -160,41 +218,28 @@ def _branch_describe(routing: RoutingSpec) -> str:
     return text + (f", default->{routing.default}" if routing.default else "")
 
 
-def _linear_edges(routing: RoutingSpec, following: str | None) -> list[tuple[str, str, str]]:
-    forward = routing.next or following
-    return [(forward, "linear", "")] if forward is not None else []
-
-
-def _microloop_edges(routing: RoutingSpec, following: str | None) -> list[tuple[str, str, str]]:
-    field = routing.loop_condition_field or "status"
-    success = "|".join(routing.loop_success_values) or "?"
-    edges = []
-    if routing.loop_target is not None:
-        label = f"{field}≠{success} (max {routing.max_iterations})"
-        edges.append((routing.loop_target, "loop", label))
-    forward = routing.next or following
-    if forward is not None:
-        edges.append((forward, "linear", f"{field}={success}"))
-    return edges
-
-
-def _branch_edges(routing: RoutingSpec, _following: str | None) -> list[tuple[str, str, str]]:
-    edges = [
-        (target, "branch", f"{routing.branch_field}={value}") for value, target in routing.branches
-    ]
-    if routing.default is not None:
-        edges.append((routing.default, "branch", "default"))
-    return edges
-
-
 # -- navigator ---------------------------------------------------------------------------
 
 
-def _navigator_successors(routing: RoutingSpec, _following: str | None) -> list[tuple[str, str]]:
-    edges = [(f"routing.candidates.{c.id}.to", c.to) for c in routing.candidates]
+def _navigator_edges(routing: RoutingSpec, _following: str | None) -> list[RouteEdge]:
+    edges = [
+        RouteEdge(c.to, f"routing.candidates.{c.id}.to", "navigator", c.id, f"candidate={c.id}")
+        for c in routing.candidates
+    ]
     if routing.default:
-        edges.append(("routing.default", routing.default))
+        edges.append(
+            RouteEdge(routing.default, "routing.default", "linear", "default", "navigator-default")
+        )
     return edges
+
+
+def _navigator_taken(_routing: RoutingSpec, _decision: str, head: str, rest: str) -> str | None:
+    """The reasons :mod:`swarm_runtime.orchestrator.navigator` gives a move it made."""
+    if head in ("navigator", "navigator_single", "navigator_deterministic"):
+        return f"candidate={rest}"
+    if head in ("navigator_default", "navigator_no_candidate", "navigator_fallback"):
+        return "navigator-default"
+    return None
 
 
 def _navigator_describe(routing: RoutingSpec) -> str:
@@ -204,23 +249,17 @@ def _navigator_describe(routing: RoutingSpec) -> str:
     return f"navigator: default->{routing.default}; {moves}"
 
 
-def _navigator_edges(routing: RoutingSpec, _following: str | None) -> list[tuple[str, str, str]]:
-    edges = [(c.to, "navigator", c.id) for c in routing.candidates]
-    if routing.default is not None:
-        edges.append((routing.default, "linear", "default"))
-    return edges
-
-
 KINDS: dict[str, RoutingKind] = {
     "linear": RoutingKind(
         name="linear",
         keys=("next",),
         required=(),
-        successors=_onward,
+        edges=_linear_edges,
+        taken=_linear_taken,
+        labels={"next": "next"},
         handoff=lambda _routing, _onward: (),
         stub_handoff=_first_values,
         describe=_linear_describe,
-        edges=_linear_edges,
     ),
     "microloop": RoutingKind(
         name="microloop",
@@ -232,21 +271,23 @@ KINDS: dict[str, RoutingKind] = {
             "max_iterations",
         ),
         required=(("loop_target", ""), ("loop_condition_field", ""), ("loop_success_values", "")),
-        successors=_microloop_successors,
+        edges=_microloop_edges,
+        taken=_microloop_taken,
+        labels={"loop": "loop back-edge", "loop-exit": "loop exit"},
         handoff=_microloop_handoff,
         stub_handoff=_microloop_stub,
         describe=_microloop_describe,
-        edges=_microloop_edges,
     ),
     "branch": RoutingKind(
         name="branch",
         keys=("branch_field", "branches", "default"),
         required=(("branches", " (handoff value -> step id)"),),
-        successors=_branch_successors,
+        edges=_branch_edges,
+        taken=_branch_taken,
+        labels={"branch": "branch value '{}'", "branch-default": "branch default"},
         handoff=_branch_handoff,
         stub_handoff=_first_values,
         describe=_branch_describe,
-        edges=_branch_edges,
     ),
     "navigator": RoutingKind(
         name="navigator",
@@ -255,11 +296,12 @@ KINDS: dict[str, RoutingKind] = {
             ("default", " (the golden path: the step taken when the navigator does not choose)"),
             ("candidates", " (the moves the navigator chooses from: id, to, and maybe when)"),
         ),
-        successors=_navigator_successors,
+        edges=_navigator_edges,
+        taken=_navigator_taken,
+        labels={"candidate": "navigator candidate '{}'", "navigator-default": "navigator default"},
         handoff=lambda _routing, _onward: (),
         stub_handoff=_first_values,
         describe=_navigator_describe,
-        edges=_navigator_edges,
     ),
 }
 """Every routing kind, by the name a flow file gives in ``routing.kind``."""
@@ -269,6 +311,19 @@ ROUTING_KEYS: tuple[str, ...] = (
     *dict.fromkeys(k for kind in KINDS.values() for k in kind.keys),
 )
 """Every key a ``routing:`` mapping may hold."""
+KEY_TYPES: dict[str, str] = {
+    "next": "step",
+    "loop_target": "step",
+    "default": "step",
+    "loop_condition_field": "text",
+    "branch_field": "text",
+    "loop_success_values": "texts",
+    "max_iterations": "count",
+    "branches": "branches",
+    "candidates": "candidates",
+}
+"""How each key's value is read from a flow file: a step id, a string, a list of strings,
+a whole number from 1, a mapping of handoff value to step id, or a navigator's moves."""
 
 
 def stub_handoff(kind: str, fields: dict[str, tuple[str, ...]], iteration: int) -> dict[str, Any]:

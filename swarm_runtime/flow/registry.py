@@ -8,6 +8,7 @@ loader are imported only when a file has to be read as YAML.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -133,7 +134,8 @@ class FlowRegistry:
                 return cached
         errors: list[FlowDefinitionError] = []
         order = self._read_order(order_path, errors, raw)
-        if errors:
+        if errors:  # with every other error of the directory: one does not hide the next
+            self.check()
             raise errors[0]
         if raw is not None:
             self.cache.keep_order(order_path, raw, keys, order)
@@ -231,7 +233,7 @@ class FlowRegistry:
                 )
                 continue
             key = str(item.value)
-            if key in self._paths and _is_utility(self._loaded(key)):
+            if key in self._paths and _is_utility(self._loaded(key) or self._partial.get(key)):
                 errors.append(
                     FlowDefinitionError(
                         f"'{key}' is a utility flow (utility: true): it is injected after a "
@@ -336,18 +338,29 @@ class FlowRegistry:
             self._problems = errors
         return self._problems
 
+    def read(self) -> list[FlowSpec]:
+        """Every flow file that reads as a flow, by key: valid, or as far as it reads.
+
+        What a check of each step (its engine, say) looks at, so that no other error of a
+        file hides one of these (:meth:`problems` has the rest).
+        """
+        self.problems()
+        read = {**self._partial, **self._flows}
+        return [read[key] for key in sorted(read)]
+
     def validate_all(self) -> list[FlowDefinitionError]:
         """Every error in every flow file and in the order file (:meth:`problems`)."""
         return self.problems()
 
-    def check(self) -> None:
+    def check(self, also: Sequence[FlowDefinitionError] = ()) -> None:
         """Refuse a directory with any error: raise the first, the others as its notes.
 
         A run checks the whole directory before it starts, as ``swarm flows validate``
         does: a utility flow that does not load, or a detour that goes nowhere, would
-        otherwise be found (or silently left out) in the middle of it.
+        otherwise be found (or silently left out) in the middle of it. ``also``: errors
+        found beside the files' own (each step's engine), reported with them.
         """
-        errors = self.problems()
+        errors = sorted([*self.problems(), *also], key=lambda error: (error.file, error.line or 0))
         if errors:
             raise _first(errors, f"'swarm flows validate {self.flows_dir}' lists them")
 

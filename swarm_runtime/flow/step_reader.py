@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from swarm_runtime.flow.detour_reader import DetourReader
-from swarm_runtime.flow.kinds import KINDS, ROUTING_KEYS, RoutingKind
+from swarm_runtime.flow.kinds import KEY_TYPES, KINDS, ROUTING_KEYS, RoutingKind
 from swarm_runtime.flow.spec import Budget, Candidate, RoutingSpec, StepSpec, TeachingNotes
 from swarm_runtime.flow.yaml_reader import line_of, suggest
 from swarm_runtime.ids import AGENT_KEY_RE, STEP_ID_RE
@@ -140,17 +140,17 @@ class StepReader(DetourReader):
         return tuple(branches) if ok else None
 
     def _routing_value(self, name: str, node: yaml.Node, step: str) -> Any:
-        """One routing key's value (the kinds table says which keys a kind takes)."""
-        field = f"routing.{name}"
-        if name in ("next", "loop_target", "default"):
+        """One routing key's value, read as its type in the kinds table says."""
+        field, kind = f"routing.{name}", KEY_TYPES[name]
+        if kind == "step":
             return self.identifier(node, STEP_ID_RE, step=step, field=field, what="step id")
-        if name in ("loop_condition_field", "branch_field"):
+        if kind == "text":
             return self.string(node, step=step, field=field)
-        if name == "loop_success_values":
+        if kind == "texts":
             return self.strings(node, step=step, field=field)
-        if name == "max_iterations":
+        if kind == "count":
             return self.integer(node, step=step, field=field, minimum=1)
-        if name == "candidates":
+        if kind == "candidates":
             return self._candidates(node, step)
         return self._branches(node, step)
 

@@ -11,7 +11,7 @@ def successors(flow: FlowSpec, step: StepSpec) -> list[tuple[str, str]]:
     """Every (field, step id) edge out of ``step``: the fall-through, and detours' bounces."""
     position = flow.index_of(step.id)
     following = flow.steps[position + 1].id if position + 1 < len(flow.steps) else None
-    edges = KINDS[step.routing.kind].successors(step.routing, following)
+    edges = [(e.field, e.to) for e in KINDS[step.routing.kind].edges(step.routing, following)]
     bounces = [(f"detours.{d.id}.return", to) for d in step.detours if (to := d.bounce_to)]
     return edges + bounces
 

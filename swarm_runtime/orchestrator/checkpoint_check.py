@@ -64,6 +64,7 @@ def _problem(
     if position.flow_index < len(plan):
         running = plan[position.flow_index].flow.key
     stack_problem = _stack_problem(checkpoint, running, flows, max_depth)
+    stack_problem = stack_problem or _logged_stack_problem(checkpoint, events)
     if stack_problem is not None:
         return stack_problem
     if checkpoint.stack:
@@ -163,6 +164,57 @@ def _stack_problem(
         if problem:
             return problem
         below = frame.injected_flow
+    return None
+
+
+def _logged_stack(checkpoint: Checkpoint, events: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The frames the log's stack events leave at the checkpoint, each with what they say.
+
+    The log's events before the checkpoint's own, then those it carries: ``stack_push``
+    pushes a frame, ``flow_injected`` says its way back, ``node_injected`` its one step,
+    ``stack_pop`` pops it.
+    """
+    first = checkpoint.next_seq - len(checkpoint.pending_events)
+    before = [e for e in events if isinstance(e.get("seq"), int) and e["seq"] < first]
+    frames: list[dict[str, Any]] = []
+    for event in [*before, *checkpoint.pending_events]:
+        kind, payload = event.get("kind"), event.get("payload")
+        if not isinstance(payload, dict):
+            continue
+        if kind == "stack_push":
+            frames.append({name: payload.get(name) for name in PUSHED} | {"only_step": None})
+        elif kind == "flow_injected" and frames:
+            back = payload.get("return_address")
+            frames[-1]["resume_to"] = back.partition("/")[2] if isinstance(back, str) else None
+        elif kind == "node_injected" and frames:
+            frames[-1]["only_step"] = str(payload.get("step")).partition("/")[2]
+        elif kind == "stack_pop" and frames:
+            frames.pop()
+    return frames
+
+
+PUSHED = ("paused_flow", "paused_step", "injected_flow")
+"""What a ``stack_push`` event says of its frame."""
+
+
+def _logged_stack_problem(checkpoint: Checkpoint, events: Sequence[dict[str, Any]]) -> str | None:
+    """Whether the stack is the one the run pushed, as its event log says (SPEC §4.6)."""
+    logged = _logged_stack(checkpoint, events)
+    if len(logged) != len(checkpoint.stack):
+        return (
+            f"stack has {len(checkpoint.stack)} frame(s), but the event log's stack_push and "
+            f"stack_pop events leave {len(logged)}"
+        )
+    for number, (frame, said) in enumerate(zip(checkpoint.stack, logged, strict=True)):
+        for name, value in said.items():
+            held = getattr(frame, name)
+            if held != value:
+                event = "stack_push" if name in PUSHED else "flow_injected"
+                event = "node_injected" if name == "only_step" else event
+                return (
+                    f"stack[{number}].{name} is {held!r}, but the event log's {event} "
+                    f"says {value!r}"
+                )
     return None
 
 

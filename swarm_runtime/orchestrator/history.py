@@ -5,11 +5,11 @@ one ``older_chars``, all together ``total_chars``. Whatever is cut is marked in 
 with ``[CONTEXT_TRUNCATED …]`` and counted, so the receipt can say what the step missed.
 
 Rendering happens before every step, so each item's text is rendered once and kept; when
-everything fits (the usual case) a prompt's history is one join. Once the budget is full,
-rendering walks only the newest items that fit and counts everything older from running
-totals, so a step costs the same however long the run has been. An item that no future
-prompt can reach (the items between it and the newest already fill ``total_chars`` on
-their own) is let go, and only counted: a run's memory does not grow with its length.
+everything fits (the usual case) a prompt's history is one join. Otherwise rendering walks
+only the newest items that fit and counts everything older from running totals, so a step
+costs the same however long the run has been. An item that no future prompt can reach
+(the items between it and the newest already fill ``total_chars`` on their own) is let
+go, and only counted: a run's memory does not grow with its length.
 """
 
 from __future__ import annotations
@@ -93,73 +93,83 @@ class History:
             self.released += 1
 
     def render(self) -> RenderedHistory:
-        """The history text for the next step's prompt."""
+        """The history text for the next step's prompt.
+
+        The newest item takes up to ``recent_chars``; then older items, newest first, each
+        its text rendered by :meth:`add` while at least ``older_chars`` of ``total_chars``
+        is left; the first item with less room left is cut to it, and everything older is
+        dropped whole and counted from the running totals, never read.
+        """
         budget = self.budget
         items = self.items
         if not items:
             return RenderedHistory(text="")
+        total, older = budget.total_chars, budget.older_chars
         newest = items[-1]
-        older_total = self._older_chars - min(len(newest.output), budget.older_chars)
-        if (
-            not self.released
-            and min(budget.total_chars, budget.recent_chars, budget.older_chars) > 0
-            and self._cut_count == int(self._cut[-1])
-            and len(newest.output) <= min(budget.recent_chars, budget.total_chars)
-            and len(newest.output) + older_total < budget.total_chars  # room left for each
-        ):
-            parts = self._older[:-1]
-            parts.reverse()
-            # The newest may be cut as an older item, but not as the newest.
-            first = newest.render(len(newest.output))[0] if self._cut[-1] else self._older[-1]
-            return RenderedHistory(text="\n\n".join([first, *parts]), items=tuple(reversed(items)))
-        return self._render_slowly()
-
-    def _render_slowly(self) -> RenderedHistory:
-        budget = self.budget
         parts: list[str] = []
         kept: list[HistoryItem] = []
-        used = chars_dropped = 0
-        items = self.items
-        left = len(items)  # items[:left] are not rendered yet
-        newest_dropped = budget.recent_chars <= 0 < budget.total_chars
-        if newest_dropped:  # a recent_chars of 0 drops the newest item alone
-            left -= 1
-        while left:
-            limit = budget.recent_chars if left == len(items) else budget.older_chars
-            room = min(limit, budget.total_chars - used)
-            if room <= 0:
-                break  # the budget is full: everything older is dropped whole
-            item = items[left - 1]
-            if left < len(items) and room >= budget.older_chars:  # as rendered in add()
-                text, took = self._older[left - 1], min(len(item.output), limit)
-                cut = len(item.output) - took
-            else:
-                text, took, cut = item.render(room)
-            used += took
-            chars_dropped += cut
+        room = min(budget.recent_chars, total)
+        newest_dropped = room <= 0
+        chars_dropped = used = 0
+        if not newest_dropped:
+            text, used, chars_dropped = self._newest(room)
             parts.append(text)
-            kept.append(item)
+            kept.append(newest)
+        end = len(items) - 1
+        left, room = self._whole_from(total - used)
+        if left < end:  # items[left:end] are shown whole, as add() rendered them
+            parts.extend(reversed(self._older[left:end]))
+            kept.extend(reversed(items[left:end]))
+            shown = self._chars_before[end] - self._chars_before[left]
+            chars_dropped += shown - (total - used - room)
+        while left and older > 0 and room > 0:  # less than older_chars left: cut to it
             left -= 1
+            text, took, cut = items[left].render(room)
+            parts.append(text)
+            kept.append(items[left])
+            room -= took
+            chars_dropped += cut
         items_dropped = self.released + left + newest_dropped
         dropped_whole = self._chars_before[left]
         if newest_dropped:
-            dropped_whole += len(items[-1].output)
+            dropped_whole += len(newest.output)
         if items_dropped:
-            marker = (
+            parts.append(
                 f"[CONTEXT_TRUNCATED: {items_dropped} older step output(s) dropped, "
                 f"{dropped_whole} chars]"
             )
-            parts.append(marker)
         chars_dropped += dropped_whole
-        truncation = (
-            {"items_dropped": items_dropped, "chars_dropped": chars_dropped}
-            if items_dropped or chars_dropped
-            else {}
-        )
         return RenderedHistory(
             text="\n\n".join(parts),
             items=tuple(kept),
             items_dropped=items_dropped,
             chars_dropped=chars_dropped,
-            truncation=truncation,
+            truncation=(
+                {"items_dropped": items_dropped, "chars_dropped": chars_dropped}
+                if items_dropped or chars_dropped
+                else {}
+            ),
         )
+
+    def _newest(self, room: int) -> tuple[str, int, int]:
+        """The newest item within ``room``: (text, chars used, chars cut)."""
+        newest = self.items[-1]
+        if len(newest.output) <= room and not self._cut[-1]:
+            return self._older[-1], len(newest.output), 0
+        return newest.render(room)  # cut within its room, or cut as an older item only
+
+    def _whole_from(self, room: int) -> tuple[int, int]:
+        """Where the older items shown whole begin, and the room they leave.
+
+        Walking newest first, an item is shown whole while ``older_chars`` of the ``room``
+        is left; when even the oldest finds it left, all are, and nothing is walked.
+        """
+        older = self.budget.older_chars
+        left = len(self.items) - 1
+        whole = self._older_chars - self._used[-1]
+        if left and older > 0 and room - whole + self._used[0] >= older:
+            return 0, room - whole
+        while left and older > 0 and room >= older:
+            left -= 1
+            room -= self._used[left]
+        return left, room

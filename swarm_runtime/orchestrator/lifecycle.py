@@ -32,7 +32,7 @@ from swarm_runtime.storage.store import encoded
 from swarm_runtime.timeutil import format_ts, ms_between
 
 if TYPE_CHECKING:
-    pass
+    from datetime import datetime
 
 
 class RunLifecycle:
@@ -68,6 +68,8 @@ class RunLifecycle:
         self.flow_index = 0
         self.failure: Exception | None = None
         """What made the run fail, when it was an exception (a write error, an engine bug)."""
+        self._timing: tuple[str, datetime, int] | None = None
+        """The step under way: its flow, when it began, the ms of it counted so far."""
         context.control.control_file = recorder.layout.control
         self.steps = StepRunner(
             recorder=recorder,
@@ -210,6 +212,14 @@ class RunLifecycle:
             recorder.emit("run_started", payloads.run_started())
         return reopened.position
 
+    def _count_time(self) -> None:
+        """Add the time of the step under way, so far, to its flow's totals."""
+        if self._timing is not None:
+            key, began, counted = self._timing
+            spent = ms_between(began, self.clock())
+            self.state.flow(key).duration_ms += spent - counted
+            self._timing = (key, began, spent)
+
     def _checkpoint(self, pending: list[Any], nxt: Next) -> list[str]:
         """After a completed step: save where the run goes next (SPEC §8.2).
 
@@ -223,6 +233,7 @@ class RunLifecycle:
         )
         recorder = self.recorder
         recorder.lock.renew_at_boundary()  # the lease goes on (SPEC §8.3)
+        self._count_time()  # a resume from this checkpoint counts the step's time too
         lines = [recorder.encode(event) for event in pending]
         recorder.write_checkpoint(
             Checkpoint.capture(
@@ -367,12 +378,13 @@ class RunLifecycle:
                     self.state.status, self.state.error = "failed", spent
                     return False
             end = part.end if not frames else frames[-1].only_step
-            began = self.clock()
+            self._timing = (flow.key, self.clock(), 0)
             nxt = self.steps.run(
                 flow, flow.step(current), end, blocked=blocked, external_input=external_input
             )
             blocked = external_input = None
-            self.state.flow(flow.key).duration_ms += ms_between(began, self.clock())
+            self._count_time()
+            self._timing = None
             if nxt is None:
                 return False
             if nxt.flow != flow.key:

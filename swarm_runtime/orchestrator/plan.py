@@ -123,14 +123,16 @@ def plan_run(
     check_engine: Callable[[FlowSpec, StepSpec], object],
     credentials: Credentials | None = None,
     faults: FaultPlan | None = None,
+    engines: EngineRegistry | None = None,
 ) -> list[FlowSlice]:
     """Load the flows of ``spec`` and resolve its slice; raise a usage error on any mistake.
 
     Also checked: the params (:mod:`.params`, against ``credentials`` when given) and the
-    whole flows dir, as ``swarm flows validate`` checks it.
+    whole flows dir, as ``swarm flows validate`` checks it (each step's ``engine:`` against
+    ``engines`` too, when given).
     """
     check_params(spec.params, credentials)
-    flows.check()
+    flows.check(engine_errors(flows, engines) if engines is not None else ())
     if not spec.flows:
         raise SwarmUsageError(f"a run needs at least one flow (none in {flows.flows_dir})")
     if repeated := sorted({key for key in spec.flows if spec.flows.count(key) > 1}):
@@ -223,14 +225,13 @@ def _check_engines(
 
 
 def engine_errors(flows: FlowRegistry, engines: EngineRegistry) -> list[FlowDefinitionError]:
-    """Every step of the flows that load whose ``engine:`` names no registered engine."""
+    """Every step whose ``engine:`` names no registered engine, of every flow file that reads.
+
+    A file with other errors is read as far as it goes, so they do not hide these.
+    """
     found: list[FlowDefinitionError] = []
     ids = set(engines.ids())
-    for key in flows.keys():  # noqa: SIM118 - a registry, not a dict
-        try:
-            flow = flows.get(key)
-        except SwarmUsageError:
-            continue  # its own errors are reported
+    for flow in flows.read():
         found.extend(
             _engine_error(flow, step, engines.unknown(step.engine))
             for step in flow.steps

@@ -126,6 +126,7 @@ class Orchestrator:
                 check_engine=self.engines.engine_for,
                 credentials=self.credentials,
                 faults=self.engine.faults,
+                engines=self.engines.registry,
             )
             run = RunLifecycle.create(self._context(), spec, plan)
         return PreparedRun(
@@ -185,6 +186,7 @@ class Orchestrator:
             check_engine=self.engines.engine_for,
             credentials=self.credentials,
             faults=self.engine.faults,
+            engines=self.engines.registry,
         )
         reopened = reopen_run(
             Path(run_dir),

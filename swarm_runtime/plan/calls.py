@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future, wait
 from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.config import MAX_RETRY_AFTER_S
@@ -31,29 +32,29 @@ class HandlerTimeout(Exception):
 def call_handler(
     handler: Handler, call: StepCall, limit_ms: int | None, limit_name: str | None
 ) -> Mapping[str, Any]:
-    """``handler(call)``; within ``limit_ms`` when one is set."""
+    """``handler(call)``; within ``limit_ms`` when one is set.
+
+    The worker is a daemon thread rather than an executor's: a handler that never comes
+    back must not keep the process from exiting once its step has failed.
+    """
     if limit_ms is None:
         return handler(call)
-    box: dict[str, Any] = {}
+    future: Future[Mapping[str, Any]] = Future()
 
     def work() -> None:
         try:
-            box["result"] = handler(call)
-        except BaseException as exc:  # handed to the caller's thread below
-            box["error"] = exc
+            future.set_result(handler(call))
+        except BaseException as exc:  # handed to the caller's thread by future.result()
+            future.set_exception(exc)
 
     worker = threading.Thread(target=work, name=f"plan-step-{call.step_id}", daemon=True)
     worker.start()
-    worker.join(limit_ms / 1000.0)
-    if worker.is_alive():
+    if not wait((future,), timeout=limit_ms / 1000.0).done:
         call.cancelled.set()
         raise HandlerTimeout(
             f"{call.step_type} took longer than metadata.timeouts.{limit_name} = {limit_ms} ms"
         )
-    if "error" in box:
-        raise box["error"]
-    result: Mapping[str, Any] = box["result"]
-    return result
+    return future.result()
 
 
 class ModelCalls:

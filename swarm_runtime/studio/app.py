@@ -1,6 +1,7 @@
 """The studio's ASGI app: the page, its static files, and the JSON API under ``/api``.
 
-Built with Starlette (the ``studio`` extra). Every handler reads runs through
+Built with Starlette (the ``studio`` extra). An API handler's docstring is its entry in
+``/api/openapi.json`` (:mod:`swarm_runtime.studio.openapi`). Every handler reads runs through
 :class:`~swarm_runtime.studio.files.RunFiles` or the index, so an id that is not an id, a
 path that leaves the runs dir, or a file that is not there is a 404 with a JSON message.
 State-changing requests must come from the studio's own page (the ``Origin`` check of
@@ -13,27 +14,28 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Awaitable, Callable
-from functools import partial
+from functools import partial, wraps
 from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse as _StarletteJSON
 from starlette.responses import Response
 from starlette.routing import Route
 
 from swarm_runtime.errors import RunControlError, SwarmError, SwarmUsageError
-from swarm_runtime.inputs.json_input import load_json
-from swarm_runtime.inputs.limits import InputRefused
 from swarm_runtime.record import Record
 from swarm_runtime.studio.actions import MODES, RunActions
 from swarm_runtime.studio.files import LIVE_STATUSES, NotFound, run_row
 from swarm_runtime.studio.flows import FlowCatalog
-from swarm_runtime.studio.guard import GuardMiddleware
+from swarm_runtime.studio.guard import LOOPBACK_HOSTS, GuardMiddleware
 from swarm_runtime.studio.index import RunIndex
 from swarm_runtime.studio.openapi import openapi_document
+from swarm_runtime.studio.request_input import BodyTooLarge, json_body, whole_number
 from swarm_runtime.studio.sse import StreamLimits, StreamSlots, event_stream
 from swarm_runtime.studio.tail import EventTail
 
@@ -53,8 +55,9 @@ class StudioConfig(Record):
     runs_dir: Path
     flows_dir: Path | None = None
     golden_dir: Path | None = None
-    allowed_hosts: tuple[str, ...] = ("localhost",)
-    """Host names (besides IP addresses) the studio answers to: see the guard."""
+    allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
+    """The names and addresses the studio answers to, as a ``Host`` header gives them
+    (an IPv6 address in brackets): see the guard."""
     streams: StreamLimits = StreamLimits()
     """How often event streams look for events, and what they may hold (see :mod:`.sse`)."""
     on_stream_dropped: Callable[[str], None] | None = None
@@ -78,12 +81,23 @@ class _Studio:
     # -- runs --------------------------------------------------------------------------------
 
     async def runs(self, request: Request) -> Response:
+        """Runs, newest first, paged, with the total.
+
+        Each run: run_id, status, flows, steps, loops, tokens, cost_usd, created_at,
+        completed_at, error.
+        ---
+        query:
+          page: [integer, 1-based page]
+          per_page: [integer, "rows per page (at most 500, default 50)"]
+          status: [string, only runs with this status]
+          flow: [string, only runs of this flow]
+        """
         query = request.query_params
         result = await run_in_threadpool(
             partial(
                 self.index.page,
-                page=_int(query.get("page"), 1),
-                per_page=_int(query.get("per_page"), 50),
+                page=whole_number(query.get("page"), 1),
+                per_page=whole_number(query.get("per_page"), 50),
                 status=query.get("status") or None,
                 flow=query.get("flow") or None,
             )
@@ -91,14 +105,22 @@ class _Studio:
         return _JSONResponse(result)
 
     async def facets(self, request: Request) -> Response:
+        """The statuses and flows of the runs, for the list's filters."""
         return _JSONResponse(await run_in_threadpool(self.index.facets))
 
     async def start(self, request: Request) -> Response:
-        body = await _json_body(request)
+        """Start a run in this process: {flows: [...], backend, mode: stub|sdk|cli}.
+
+        Needs an Origin header naming the studio (403 otherwise) and a JSON body.
+        ---
+        responses: {201: "{run_id}", 400: bad body}
+        """
+        body = await json_body(request)
         run_id = await run_in_threadpool(self.actions.start, body)
         return _JSONResponse({"run_id": run_id}, status_code=201)
 
     async def run(self, request: Request) -> Response:
+        """A run's summary, flow totals and spec."""
         run_id = request.path_params["run_id"]
         return _JSONResponse(await run_in_threadpool(self._summary, run_id))
 
@@ -115,18 +137,29 @@ class _Studio:
         }
 
     async def events(self, request: Request) -> Response:
+        """A run's events after since_seq.
+
+        ---
+        query: {since_seq: [integer, only events with a greater seq]}
+        """
         run_id = request.path_params["run_id"]
-        since = _int(request.query_params.get("since_seq"), 0)
+        since = whole_number(request.query_params.get("since_seq"), 0)
         path = self.files.run_dir(run_id) / "events.jsonl"
         events = await run_in_threadpool(EventTail(path, since).read_all)
         return _JSONResponse({"run_id": run_id, "events": events})
 
     async def event_kinds(self, request: Request) -> Response:
+        """Every event kind: its payload fields in order, which are required, and more.
+
+        Whether other fields may come, whether runs write it yet: the timeline shows each
+        event's fields in this order.
+        """
         from swarm_runtime.contracts.events import kind_table
 
         return _JSONResponse(await run_in_threadpool(kind_table))
 
     async def graph(self, request: Request) -> Response:
+        """The graph of each flow of the run, each node with its last status and count."""
         run_id = request.path_params["run_id"]
         return _JSONResponse(await run_in_threadpool(self._graph, run_id))
 
@@ -139,6 +172,11 @@ class _Studio:
         return {"run_id": run_id, "flows": run_graphs(flows, events, self.flows.definition)}
 
     async def step(self, request: Request) -> Response:
+        """A step's receipt, transcript and handoff (the latest execution, or ?iteration=).
+
+        ---
+        query: {iteration: [integer, 0-based execution of the step]}
+        """
         params = request.path_params
         iteration = request.query_params.get("iteration")
         result = await run_in_threadpool(
@@ -146,15 +184,21 @@ class _Studio:
             params["run_id"],
             params["flow_key"],
             params["step_id"],
-            None if iteration in (None, "") else _int(iteration, -1),
+            None if iteration in (None, "") else whole_number(iteration, -1),
         )
         return _JSONResponse(result)
 
     async def control(self, request: Request) -> Response:
+        """Pause, stop or resume a run (SPEC §8).
+
+        Needs an Origin header naming the studio (403 otherwise).
+        ---
+        responses: {200: "{message}", 409: the run is not in a state that allows it}
+        """
         run_id, action = request.path_params["run_id"], request.path_params["action"]
         if action not in ("pause", "stop", "resume"):
             raise NotFound(f"no action {action!r} (pause, stop, resume)")
-        await _json_body(request, optional=True)
+        await json_body(request, optional=True)
         if run_id.startswith("golden:"):
             raise RunControlError(
                 f"{run_id} is a golden run: a record to compare runs against, never run, "
@@ -167,6 +211,13 @@ class _Studio:
         return _JSONResponse({"run_id": run_id, "action": action, "message": message})
 
     async def stream(self, request: Request) -> Response:
+        """Server-sent events tailing events.jsonl; each event's id is its seq.
+
+        Reconnect with Last-Event-ID (or ?since_seq=) to go on after that seq. An 'end'
+        event closes the stream once the run is over.
+        ---
+        responses: {200: text/event-stream}
+        """
         run_id = request.path_params["run_id"]
         run_dir = self.files.run_dir(run_id)
         if self.streams.full():
@@ -178,7 +229,7 @@ class _Studio:
                 status_code=503,
                 headers={"Retry-After": "5"},
             )
-        since = _int(
+        since = whole_number(
             request.headers.get("last-event-id") or request.query_params.get("since_seq"), 0
         )
         return event_stream(
@@ -199,13 +250,16 @@ class _Studio:
     # -- flows, backends, compare ------------------------------------------------------------
 
     async def flows_list(self, request: Request) -> Response:
+        """The flows of the flows dir in run order."""
         return _JSONResponse(await run_in_threadpool(self.flows.listing))
 
     async def flow_graph(self, request: Request) -> Response:
+        """A flow's steps and edges."""
         key = request.path_params["flow_key"]
         return _JSONResponse(await run_in_threadpool(self.flows.graph, key))
 
     async def backends(self, request: Request) -> Response:
+        """The backends and modes a run can be started with."""
         from swarm_runtime.service import known_backends
 
         return _JSONResponse(
@@ -213,6 +267,11 @@ class _Studio:
         )
 
     async def compare(self, request: Request) -> Response:
+        """Two runs compared as 'swarm golden diff' does: changed steps, a diff per file.
+
+        ---
+        query: {a: [string, "a run id or golden:<name>"], b: [string, "a run id or golden:<name>"]}
+        """
         query = request.query_params
         result = await run_in_threadpool(
             self.flows.compare, self.files, query.get("a") or "", query.get("b") or ""
@@ -220,10 +279,12 @@ class _Studio:
         return _JSONResponse(result)
 
     async def goldens(self, request: Request) -> Response:
+        """The golden runs of the golden dir."""
         return _JSONResponse({"goldens": await run_in_threadpool(self.flows.golden_names)})
 
     async def openapi(self, request: Request) -> Response:
-        return _JSONResponse(openapi_document())
+        """The OpenAPI document of this API."""
+        return _JSONResponse(openapi_document(request.app.routes))
 
     # -- the page ----------------------------------------------------------------------------
 
@@ -245,6 +306,7 @@ def _static(name: str) -> Response:
 
 
 def _guarded(handler: Handler) -> Handler:
+    @wraps(handler)  # its docstring describes it in the OpenAPI document
     async def call(request: Request) -> Response:
         try:
             return await handler(request)
@@ -252,7 +314,7 @@ def _guarded(handler: Handler) -> Handler:
             return _JSONResponse({"error": str(exc)}, status_code=404)
         except RunControlError as exc:
             return _JSONResponse({"error": str(exc)}, status_code=409)
-        except _BodyTooLarge as exc:
+        except BodyTooLarge as exc:
             return _JSONResponse({"error": str(exc)}, status_code=413)
         except SwarmUsageError as exc:
             return _JSONResponse({"error": str(exc)}, status_code=400)
@@ -285,9 +347,20 @@ def create_app(config: StudioConfig) -> Starlette:
         ("/api/goldens", studio.goldens, ["GET"]),
         ("/api/compare", studio.compare, ["GET"]),
     ]
-    routes = [Route(path, _guarded(h), methods=methods) for path, h, methods in table]
-    app = Starlette(routes=routes, exception_handlers={404: _not_found, 405: _not_allowed})
-    app.add_middleware(GuardMiddleware, allowed_hosts=config.allowed_hosts)
+    routes = [
+        Route(path, _guarded(h), methods=methods, include_in_schema=path.startswith("/api/"))
+        for path, h, methods in table
+    ]
+    app = Starlette(
+        routes=routes,
+        exception_handlers={404: _not_found, 405: _not_allowed},
+        middleware=[  # the first wraps the rest
+            Middleware(GuardMiddleware),
+            Middleware(
+                TrustedHostMiddleware, allowed_hosts=config.allowed_hosts, www_redirect=False
+            ),
+        ],
+    )
     app.state.studio = studio
     return app
 
@@ -300,47 +373,6 @@ async def _not_allowed(request: Request, exc: Exception) -> Response:
     return _JSONResponse(
         {"error": f"{request.method} is not allowed on {request.url.path}"}, status_code=405
     )
-
-
-MAX_BODY_BYTES = 1 << 20
-"""The largest request body read (a run's params are bounded well below it)."""
-
-
-class _BodyTooLarge(SwarmUsageError):
-    """A request body past :data:`MAX_BODY_BYTES` (answered 413, read no further)."""
-
-
-async def _json_body(request: Request, *, optional: bool = False) -> Any:
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        raise _BodyTooLarge(f"the body is {declared} bytes; at most {MAX_BODY_BYTES} are read")
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise _BodyTooLarge(f"the body is over {MAX_BODY_BYTES} bytes, the most read")
-        chunks.append(chunk)
-    raw = b"".join(chunks)
-    if optional and not raw:
-        return None
-    if "application/json" not in request.headers.get("content-type", ""):
-        raise SwarmUsageError("send the body as JSON (Content-Type: application/json)")
-    try:
-        return load_json(raw)
-    except InputRefused as exc:
-        raise SwarmUsageError(f"the body is refused: {exc}") from None
-    except ValueError:
-        raise SwarmUsageError("the body is not valid JSON") from None
-
-
-def _int(value: str | None, default: int) -> int:
-    if value is None or value == "":
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise SwarmUsageError(f"{value!r} is not a whole number") from None
 
 
 def _optional(read: Callable[[Path], Any], path: Path) -> Any:

@@ -48,7 +48,7 @@ def flow_graph(flow: FlowSpec) -> Graph:
 
 def _edges(step: StepSpec, following: str | None) -> list[dict[str, Any]]:
     drawn = KINDS[step.routing.kind].edges(step.routing, following)
-    return [_edge(step.id, target, kind, label) for target, kind, label in drawn]
+    return [_edge(step.id, e.to, e.drawn, e.caption) for e in drawn]
 
 
 def _edge(source: str, target: str, kind: str, label: str) -> dict[str, Any]:

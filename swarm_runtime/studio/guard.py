@@ -1,9 +1,10 @@
 """The studio's guard: who may reach it, who may change things, and what a page may run.
 
-* **Host.** The studio answers a request addressed to an IP address or to one of its
-  names (``localhost``; beyond loopback also this machine's name and ``--allow-host``
-  ones), so a web page whose own domain was made to resolve to the studio's address (DNS
-  rebinding) cannot read runs through it.
+* **Host.** The studio answers a request addressed to one of its names (``localhost``,
+  ``127.0.0.1``, ``[::1]``; beyond loopback also the address it is bound to, this
+  machine's name and ``--allow-host`` ones): Starlette's ``TrustedHostMiddleware``
+  answers any other ``Host`` with a 400, so a web page whose own domain was made to
+  resolve to the studio's address (DNS rebinding) cannot read runs through it.
 * **Other sites.** A request a browser marks as coming from another site is refused, but
   for following a link to the page itself.
 * **Same origin.** A request that changes state (anything but GET, HEAD, OPTIONS) needs an
@@ -16,7 +17,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import json
 from typing import Any
 from urllib.parse import urlsplit
@@ -37,23 +37,6 @@ Scope = dict[str, Any]
 Message = dict[str, Any]
 
 
-def _host_name(host: str) -> str:
-    """The name part of a ``Host`` header (``[::1]:5000`` → ``::1``)."""
-    if host.startswith("["):
-        return host[1:].split("]", 1)[0]
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-
-
-def host_allowed(host: str, names: tuple[str, ...]) -> bool:
-    """Whether a ``Host`` header names the studio: an IP address, or one of ``names``."""
-    name = _host_name(host).lower()
-    try:
-        ipaddress.ip_address(name)
-        return True  # an address cannot be rebound to another one
-    except ValueError:
-        return name in {n.lower() for n in names}
-
-
 def _other_site(headers: dict[str, str], method: str, path: str) -> bool:
     site = headers.get("sec-fetch-site")
     if site not in ("cross-site", "same-site"):
@@ -71,22 +54,25 @@ def same_origin(headers: dict[str, str], scheme: str) -> bool:
     return parts.scheme == scheme and parts.netloc == host
 
 
-class GuardMiddleware:
-    """ASGI middleware: the host check, the same-origin check, the security headers."""
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+"""The names a studio always answers to, as a ``Host`` header gives them."""
 
-    def __init__(self, app: Any, *, allowed_hosts: tuple[str, ...]) -> None:
+
+class GuardMiddleware:
+    """ASGI middleware: the other-site and same-origin checks, the security headers.
+
+    It wraps the host check (:data:`LOOPBACK_HOSTS` and the rest, by
+    ``TrustedHostMiddleware``), so a refused ``Host`` gets the security headers too.
+    """
+
+    def __init__(self, app: Any) -> None:
         self.app = app
-        self.allowed_hosts = allowed_hosts
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-        if not host_allowed(headers.get("host", ""), self.allowed_hosts):
-            names = ", ".join(self.allowed_hosts)
-            await _refuse(send, 421, f"this studio answers to its IP addresses and to {names}")
-            return
         if _other_site(headers, scope["method"], scope["path"]):
             await _refuse(send, 403, "the studio does not answer requests from other sites")
             return

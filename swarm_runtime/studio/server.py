@@ -1,12 +1,13 @@
 """Serving the studio: a socket bound first (so a busy port is a clear error), then uvicorn.
 
-Loopback is the default. Any other address is served only when asked for, with a warning,
-and then the host check is off: the studio can be reached by that address's name.
+Loopback is the default. Any other address is served only when asked for, with a warning
+that names the hosts the studio then answers to (see :func:`host_names`).
 """
 
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 import sys
 from typing import Any, TextIO
@@ -15,6 +16,7 @@ from swarm_runtime.errors import SwarmUsageError
 from swarm_runtime.install import install_command
 from swarm_runtime.record import replace
 from swarm_runtime.studio.app import StudioConfig, create_app
+from swarm_runtime.studio.guard import LOOPBACK_HOSTS
 
 
 def is_loopback(host: str) -> bool:
@@ -49,16 +51,36 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+_HOST_NAME_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?")
+
+
+def _as_host(name: str, where: str) -> str:
+    """``name`` as a ``Host`` header gives it: an IPv6 address in brackets."""
+    bare = name.strip("[]")
+    try:
+        address = ipaddress.ip_address(bare)
+    except ValueError:
+        if _HOST_NAME_RE.fullmatch(name):
+            return name
+        raise SwarmUsageError(
+            f"{where} {name!r}: not a host name or IP address (letters, digits, '.' and '-'; "
+            "no wildcards)"
+        ) from None
+    return f"[{bare}]" if address.version == 6 else bare
+
+
 def host_names(host: str, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
-    """The names the studio answers to when bound to ``host`` (besides IP addresses)."""
-    names = ["localhost", *extra]
+    """The names and addresses the studio answers to when bound to ``host``.
+
+    Loopback ones always; beyond loopback also ``host`` itself (unless it is every
+    address, 0.0.0.0 or ::), this machine's name and each ``--allow-host`` in ``extra``.
+    """
+    names = [*LOOPBACK_HOSTS, *(_as_host(name, "--allow-host") for name in extra)]
     if not is_loopback(host):
         names.append(socket.gethostname())
-    try:
-        ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        names.append(host)  # bound by name: that name
-    return tuple(dict.fromkeys(n for n in names if n))
+    if host.strip("[]") not in ("0.0.0.0", "::"):
+        names.append(_as_host(host, "--host"))
+    return tuple(dict.fromkeys(n.lower() for n in names if n))
 
 
 def serve(config: StudioConfig, *, host: str, port: int, out: TextIO = sys.stdout) -> None:
@@ -69,13 +91,14 @@ def serve(config: StudioConfig, *, host: str, port: int, out: TextIO = sys.stdou
         raise SwarmUsageError(
             f"swarm studio needs the studio extra: {install_command('studio')}"
         ) from None
+    config = replace(config, allowed_hosts=host_names(host, config.allowed_hosts))
     if not is_loopback(host):
         print(
             f"swarm studio: warning: serving on {host}, not loopback: anyone who can reach "
-            "this address can read every run here and start or stop runs",
+            "this address can read every run here and start or stop runs; it answers to "
+            f"{', '.join(config.allowed_hosts)} (--allow-host NAME adds a name or address)",
             file=sys.stderr,
         )
-    config = replace(config, allowed_hosts=host_names(host, config.allowed_hosts))
     sock = bind(host, port)
     app = create_app(config)
     bound: Any = sock.getsockname()

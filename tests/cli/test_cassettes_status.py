@@ -239,6 +239,31 @@ def test_a_cassette_field_of_another_type_is_one_line_naming_it(
     assert f"interactions[0].{part}.{field} must be " in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        (
+            json.dumps("[" * 5000 + "]" * 5000),  # a YAML string holding the JSON
+            "interactions[0].request.body: nesting deeper than 100 levels",
+        ),
+        ("!!python/object/apply:os.getcwd []", "python/object/apply"),
+    ],
+    ids=["a request body nested 5000 deep", "a YAML tag"],
+)
+def test_a_hostile_recorded_request_is_one_line_naming_it(
+    project: Path, body: str, says: str
+) -> None:
+    cassette = next((project / "golden" / "cassettes").rglob("read_ticket-*.yaml"))
+    data = yaml.safe_load(cassette.read_text())
+    data["interactions"][0]["request"]["body"] = "BODY"
+    cassette.write_text(yaml.safe_dump(data).replace("BODY", body))
+    done = _status(project)
+    assert done.returncode == 2, done.stdout
+    assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    assert f"cassette {cassette.relative_to(project)} cannot be read: " in done.stderr
+    assert says in done.stderr
+
+
 def test_this_repos_own_recordings_match_the_shipped_flows() -> None:
     done = _swarm(
         REPO,

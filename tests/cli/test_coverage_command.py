@@ -108,6 +108,45 @@ HOSTILE: list[tuple[str, Callable[[Path], None], str]] = [
         ),
         "flows.f: must be an object with a 'percent' from 0 to 100",
     ),
+    (
+        "a terminal escape and a new line in a step id",
+        lambda path: path.write_text(
+            _valid_with(
+                flows={
+                    "f": {
+                        "percent": 0,
+                        "steps": [],
+                        "edges": [
+                            {"from": "a\x1b[2J\nFAKE", "to": "b", "label": "next", "taken": 0}
+                        ],
+                    }
+                }
+            )
+        ),
+        "flows.f: edge 'from' 'a\\x1b[2J\\nFAKE' is not a step id",
+    ),
+    (
+        "markup as a flow key",
+        lambda path: path.write_text(
+            _valid_with(flows={"<img src=x>\n": {"percent": 0, "steps": [], "edges": []}})
+        ),
+        "flows.'<img src=x>\\n': not a flow key",
+    ),
+    (
+        "a control character in a label",
+        lambda path: path.write_text(
+            _valid_with(
+                flows={
+                    "f": {
+                        "percent": 0,
+                        "steps": [{"id": "a", "taken": 0}],
+                        "edges": [{"from": "a", "to": "g/b", "label": "x\ry", "taken": 0}],
+                    }
+                }
+            )
+        ),
+        "flows.f: edge label 'x\\ry' holds a control character",
+    ),
 ]
 
 

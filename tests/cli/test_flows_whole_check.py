@@ -170,3 +170,65 @@ def test_a_step_engine_typo_fails_validate_and_run_with_the_same_line(
     assert result.returncode == 2, result.stdout + result.stderr
     assert _errors_at(result.stderr, "claims.yaml") == {line: "swarm: error: " + reported}
     assert not (tmp_path / "runs").exists()
+
+
+def test_an_engine_typo_in_a_file_with_other_typos_is_reported_with_them(
+    swarm_process: Callable[..., subprocess.CompletedProcess[str]], tmp_path: Path
+) -> None:
+    """A condition's error does not hide the engine typo two steps further: one pass."""
+    _desk(tmp_path, CLAIMS.replace("    role: Pay.\n", "    role: Pay.\n    engine: claud-step\n"))
+    typos = {**TYPOS, 25: "field 'engine': no engine 'claud-step'"}
+    validated = swarm_process("flows", "validate")
+    result = swarm_process("run", "claims", "--runs-dir", str(tmp_path / "runs"))
+    for outcome in (validated, result):
+        assert outcome.returncode == 2, outcome.stdout + outcome.stderr
+        errors = _errors_at(outcome.stderr, "claims.yaml")
+        assert sorted(errors) == sorted(typos), outcome.stderr
+        for line, message in typos.items():
+            assert message in errors[line], errors[line]
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_an_engine_typo_in_a_flow_the_run_does_not_name_is_refused_as_validate_does(
+    swarm_process: Callable[..., subprocess.CompletedProcess[str]], tmp_path: Path
+) -> None:
+    fixed = CLAIMS.replace("flow: fraud-chek", "flow: fraud-check").replace("scren", "screen")
+    fixed = fixed.replace("default: pya", "default: pay").replace(' &&"', '"')
+    flows = _desk(tmp_path, fixed)
+    archive = FRAUD_CHECK.replace("key: fraud-check", "key: archive").split("utility:")[0]
+    archive += FRAUD_CHECK[FRAUD_CHECK.index("steps:") :]
+    (flows / "archive.yaml").write_text(
+        archive.replace(
+            "    role: Screen the claimant.\n", "    role: Screen.\n    engine: claud-step\n"
+        )
+    )
+    validated = swarm_process("flows", "validate")
+    assert validated.returncode == 2, validated.stdout + validated.stderr
+    ((line, reported),) = _errors_at(validated.stderr, "archive.yaml").items()
+    assert "no engine 'claud-step'" in reported
+    result = swarm_process("run", "claims", "--runs-dir", "runs")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert _errors_at(result.stderr, "archive.yaml") == {line: "swarm: error: " + reported}
+    assert not (tmp_path / "runs").exists()
+
+
+def test_run_of_the_order_refuses_a_broken_flows_yaml_with_every_other_error(
+    swarm_process: Callable[..., subprocess.CompletedProcess[str]], tmp_path: Path
+) -> None:
+    """``swarm run`` with no flow named reads flows.yaml first: its error does not hide the
+    flow files' (nor does a broken utility flow hide that the order names it)."""
+    flows = _desk(tmp_path, fraud_check=FRAUD_CHECK.replace("> 1000", "> "))
+    (flows / "flows.yaml").write_text("order: [claims, fraud-check, clams]\n")
+    validated = swarm_process("flows", "validate")
+    result = swarm_process("run", "--runs-dir", "runs")
+    for outcome in (validated, result):
+        assert outcome.returncode == 2, outcome.stdout + outcome.stderr
+        assert "Traceback" not in outcome.stderr
+        # (line 11's detour names a step of fraud-check.yaml, whose own error is reported)
+        claims = sorted(_errors_at(outcome.stderr, "claims.yaml"))
+        assert claims == sorted(set(TYPOS) - {11}), outcome.stderr
+        order = [line for line in outcome.stderr.splitlines() if "flows.yaml:1, " in line]
+        assert len(order) == 2, outcome.stderr
+        assert "'fraud-check' is a utility flow" in order[0] and "'clams'" in order[1]
+        assert len(_errors_at(outcome.stderr, "fraud-check.yaml")) == 1, outcome.stderr
+    assert not (tmp_path / "runs").exists()

@@ -72,7 +72,7 @@ def test_usage_errors_exit_2_without_writing(cli: Callable[..., CliResult], tmp_
     for args, needle in [
         (("run", "nosuchflow"), "no flow 'nosuchflow'"),
         (("run", "signl"), "did you mean 'signal'"),
-        (("run", "--mode", "warp"), "mode 'warp' is not one of"),
+        (("run", "--mode", "warp"), "--mode: 'warp' is not one of"),
         (("run", "signal", "--from", "nope"), "--from nope"),
         (("run", "--backend", "other"), "--backend"),
         (("run", "--param", "novalue"), "KEY=VALUE"),
@@ -294,7 +294,7 @@ def test_cli_usage_errors_exit_2(cli: Callable[..., CliResult], tmp_path: Path) 
     result = cli("run", "stepwise-demo", "--mode", "sdk")  # no key in this environment
     assert result.code == 2 and "sdk mode needs ANTHROPIC_API_KEY" in result.err
     result = cli("run", "stepwise-demo", "--mode", "warp")
-    assert result.code == 2 and "mode 'warp' is not one of" in result.err
+    assert result.code == 2 and "--mode: 'warp' is not one of" in result.err
     config = tmp_path / "rt.yaml"
     config.write_text("runs_dir: [a, b]\n")
     result = cli("run", "stepwise-demo", "--config", str(config))

@@ -85,6 +85,10 @@ def test_bad_arguments_are_usage_errors(tmp_path: Path) -> None:
         (("--runs-dir", "a-file"), "is not a directory"),
         (("--golden-dir", "nowhere"), "--golden-dir nowhere: no such directory"),
         (("--host", "no-such-host.invalid"), "--host no-such-host.invalid: cannot resolve it"),
+        (
+            ("--host", "no-such-host.invalid", "--allow-host", "*"),
+            "--allow-host '*': not a host name or IP address",
+        ),
     ):
         done = swarm("studio", "--flows-dir", str(SHIPPED_FLOWS), *args, cwd=tmp_path)
         assert done.returncode == 2, args

@@ -119,6 +119,42 @@ def test_pause_from_another_process_then_resume(tmp_path: Path) -> None:
     assert validate_run_dir(run_dir) == []
 
 
+def _steps_ms(run_dir: Path) -> dict[str, int]:
+    """Per flow, the time its steps took: every receipt's ``durationMs``, re-runs included."""
+    spent: dict[str, int] = {}
+    for path in run_dir.glob("*/receipts/*.json"):
+        timing = json.loads(path.read_text("utf-8"))["timing"]
+        spent[path.parent.parent.name] = (
+            spent.get(path.parent.parent.name, 0) + timing["durationMs"]
+        )
+    return spent
+
+
+@pytest.mark.parametrize("request_", ["pause", "stop"])
+def test_a_resumed_run_counts_the_time_of_the_step_it_was_paused_after(
+    tmp_path: Path, request_: str
+) -> None:
+    """The step the run was held in ends before the boundary it pauses (or stops) at: its
+    time is the flow's, in ``meta.json`` and in the table of ``swarm resume``."""
+    proc = _start(tmp_path, HELD_PLAN, "plan")
+    try:
+        wait_for_step(proc, "plan/compare_design_options")
+        run_dir = _run_dir(tmp_path)
+        assert _cli(tmp_path, request_, str(run_dir)).returncode == 0
+    finally:
+        _let_go(tmp_path, proc)
+    assert proc.returncode == 130
+    held = _steps_ms(run_dir)["plan"]
+    assert held > 0  # the held step waited for the pause request, a process of its own
+    assert _meta(run_dir)["flow_totals"]["plan"]["duration_ms"] >= held
+    resumed = _cli(tmp_path, "resume", str(run_dir), "--progress", "never")
+    assert resumed.returncode == 0, resumed.stderr
+    table = {row.split()[0]: row.split() for row in resumed.stdout.splitlines() if row.strip()}
+    steps_ms = _steps_ms(run_dir)
+    assert _meta(run_dir)["flow_totals"]["plan"]["duration_ms"] >= steps_ms["plan"] >= held
+    assert int(table["plan"][5]) >= steps_ms["plan"], resumed.stdout
+
+
 def test_stop_from_another_process(tmp_path: Path) -> None:
     proc = _start(tmp_path, HELD_PLAN, "plan")
     try:

@@ -18,13 +18,14 @@ from typing import Any
 import pytest
 
 from swarm_runtime.contracts.check import validate_run_dir
+from swarm_runtime.engines.scenario import Scenario
 from swarm_runtime.flow.registry import FlowRegistry
-from swarm_runtime.orchestrator.deps import RunLimits
+from swarm_runtime.orchestrator.deps import EngineChoice, RunLimits
 from swarm_runtime.orchestrator.plan import RunSpec
 from swarm_runtime.orchestrator.recorder import RunRecorder
 from swarm_runtime.orchestrator.runner import Orchestrator
 from tests.hostile.conftest import Outcome
-from tests.runtime.helpers import step_yaml, write_flow
+from tests.runtime.helpers import crash_at_checkpoint, step_yaml, write_flow
 
 STEPS = [f"s{n}" for n in range(1, 7)]
 
@@ -268,36 +269,105 @@ def test_a_forged_stack_is_refused_by_the_kernels_own_push_rule(
     assert validate_run_dir(crashed) == []
 
 
+def _detoured(project: Path, monkeypatch: pytest.MonkeyPatch, depth: int) -> Path:
+    """A run of ``demo`` killed just after the checkpoint of its ``depth``-th detour.
+
+    ``demo/s1`` detours into ``u1``, each ``u<n>/go`` into ``u<n+1>``; the stub's navigator
+    takes each detour, so the stack the run made holds ``depth`` frames, its log says so.
+    """
+    flows = project / "flows"
+    detour = "detours:\n  - {{id: d, flow: {}}}\n"
+    write_flow(
+        flows, "demo", [step_yaml("s1", detour.format("u1"))] + [step_yaml(s) for s in STEPS[1:]]
+    )
+    for number, key in enumerate(UTILITIES, start=1):
+        after = detour.format(f"u{number + 1}") if number < len(UTILITIES) else ""
+        write_flow(flows, key, [step_yaml("go", after), step_yaml("done")], "utility: true\n")
+    choose = Scenario.from_mapping({"navigator": {"s1": "d", "go": "d"}})
+    runs = project / "runs"
+    deep = Orchestrator(
+        FlowRegistry(flows),
+        runs_dir=runs,
+        engine=EngineChoice(scenario=choose),
+        limits=RunLimits(max_depth=len(UTILITIES) + 1),
+    )
+    crash_at_checkpoint(
+        monkeypatch, depth, before=False, run=lambda: deep.run(RunSpec(flows=("demo",)))
+    )
+    (run_dir,) = runs.iterdir()
+    (run_dir / "run.lock").unlink(missing_ok=True)  # its holder was this process
+    stack = json.loads((run_dir / "checkpoint.json").read_text("utf-8"))["stack"]
+    assert len(stack) == depth
+    return run_dir
+
+
 def test_a_run_keeps_its_own_max_depth_when_resumed(
     swarm: Callable[..., Outcome], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A stack as deep as the run's own ``max_depth`` allowed is no forgery, whatever
     runtime.yaml says when it is resumed."""
     project = swarm("--help").cwd
-    flows = project / "flows"
-    write_flow(flows, "demo", [step_yaml(step) for step in STEPS])
-    for key in UTILITIES:
-        write_flow(flows, key, [step_yaml("go")], 'utility: true\ninjection_trigger: "false"\n')
-    real = RunRecorder.write_checkpoint
-
-    def crashing(self: RunRecorder, document: Any) -> None:
-        real(self, document)
-        raise _Crash
-
-    monkeypatch.setattr(RunRecorder, "write_checkpoint", crashing)
-    runs = project / "runs"
-    deep = Orchestrator(FlowRegistry(flows), runs_dir=runs, limits=RunLimits(max_depth=5))
-    with pytest.raises(_Crash):
-        deep.run(RunSpec(flows=("demo",)))
-    monkeypatch.undo()
-    (run_dir,) = runs.iterdir()
-    (run_dir / "run.lock").unlink(missing_ok=True)
-    # Five flows on the stack, as a run with max_depth 5 may hold them.
-    frames = [_frame("demo", "s1", "u1", "s2")]
-    frames += [_frame(a, "go", b, None) for a, b in itertools.pairwise(UTILITIES)]
-    _edit(run_dir, _stack(frames, "go"))
+    run_dir = _detoured(project, monkeypatch, depth=4)  # five flows: demo, u1 .. u4
     (project / "swarm" / "config").mkdir(parents=True)
     (project / "swarm" / "config" / "runtime.yaml").write_text("navigator:\n  max_depth: 2\n")
     resumed = swarm("resume", str(run_dir), "--progress", "never")
-    assert resumed.code == 0, resumed.err  # (its log has no stack_push: the stack was set here)
+    assert resumed.code == 0, resumed.err
     assert json.loads((run_dir / "meta.json").read_text("utf-8"))["status"] == "succeeded"
+    assert validate_run_dir(run_dir) == []
+
+
+def _frames(*frames: tuple[str, str, str, str | None]) -> Callable[[dict[str, Any]], None]:
+    def change(doc: dict[str, Any]) -> None:
+        doc["stack"] = [_frame(*frame) for frame in frames]
+        doc["position"]["step_id"] = "go" if frames else "s2"
+
+    return change
+
+
+LOG_FORGERIES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
+    (
+        "a flow the log never entered",
+        _frames(("demo", "s1", "u2", "s2")),
+        ["stack[0].injected_flow is 'u2', but the event log's stack_push says 'u1'"],
+    ),
+    (
+        "a frame the log never pushed",
+        _frames(("demo", "s1", "u1", "s2"), ("u1", "go", "u2", "done")),
+        ["stack has 2 frame(s), but the event log's stack_push and stack_pop events leave 1"],
+    ),
+    (
+        "a frame the log never popped, dropped",
+        _frames(),
+        ["stack has 0 frame(s), but the event log's stack_push and stack_pop events leave 1"],
+    ),
+    (
+        "another way back",
+        _frames(("demo", "s1", "u1", "s5")),
+        ["stack[0].resume_to is 's5', but the event log's flow_injected says 's2'"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("change", "needles"), [f[1:] for f in LOG_FORGERIES], ids=[f[0] for f in LOG_FORGERIES]
+)
+def test_a_stack_the_event_log_does_not_hold_is_refused(
+    swarm: Callable[..., Outcome],
+    monkeypatch: pytest.MonkeyPatch,
+    change: Callable[[dict[str, Any]], None],
+    needles: list[str],
+) -> None:
+    """Each of these stacks obeys the push rule, but is not the one the run pushed: taken,
+    the run would end 'succeeded' with a log ``swarm runs validate`` finds broken."""
+    run_dir = _detoured(swarm("--help").cwd, monkeypatch, depth=1)
+    original = (run_dir / "checkpoint.json").read_bytes()
+    _edit(run_dir, change)
+    before = _snapshot(run_dir)
+    refused = swarm("resume", str(run_dir), "--progress", "never")
+    assert refused.code == 2, refused.err + refused.out
+    refused.one_line_error("checkpoint.json", *needles)
+    assert _snapshot(run_dir) == before
+    (run_dir / "checkpoint.json").write_bytes(original)
+    resumed = swarm("resume", str(run_dir), "--progress", "never")
+    assert resumed.code == 0, resumed.err
+    assert validate_run_dir(run_dir) == []

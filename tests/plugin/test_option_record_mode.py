@@ -56,6 +56,25 @@ def test_new_episodes_records_only_the_calls_that_have_no_cassette(
     project.runpytest("--swarm-mode=replay", "-k", "first").assert_outcomes(passed=1)
 
 
+def test_new_episodes_counts_the_calls_it_replayed_as_played_and_only_new_ones_recorded(
+    project: pytest.Pytester, anthropic_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the summary says is what reached the server: not every call 'recorded'."""
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", anthropic_server.url)
+    project.runpytest("--swarm-mode=record", "-k", "first").assert_outcomes(passed=1)
+    kept = _cassettes(project, "test_first")
+    kept[0].unlink()
+    calls = len(anthropic_server.requests)
+    again = project.runpytest("--swarm-record-mode=new_episodes", "-k", "first")
+    again.assert_outcomes(passed=1)
+    assert len(anthropic_server.requests) - calls == 1
+    again.stdout.fnmatch_lines([f"cassettes: {len(kept) - 1} played, 1 recorded, 0 unplayed"])
+    unchanged = project.runpytest("--swarm-record-mode=new_episodes", "-k", "first")
+    unchanged.assert_outcomes(passed=1)
+    assert len(anthropic_server.requests) - calls == 1  # nothing new reached the server
+    unchanged.stdout.fnmatch_lines([f"cassettes: {len(kept)} played, 0 recorded, 0 unplayed"])
+
+
 @pytest.mark.parametrize(
     ("args", "said"),
     [

@@ -47,7 +47,7 @@ def _yaml_file(tmp_path: Path, text: str) -> Path:
             "SWARM_GEMINI_STUB",
         ),
         ({}, "engines: {gemini: {mode: cli}}\n", None, "cli", "runtime.yaml"),
-        ({"SWARM_GEMINI_STUB": "0"}, "", "stub", "stub", "argument"),
+        ({"SWARM_GEMINI_STUB": "0"}, "", "stub", "stub", "--gemini-mode"),
     ],
 )
 def test_gemini_mode_comes_from_argument_env_file_then_default(
@@ -64,10 +64,21 @@ def test_gemini_mode_comes_from_argument_env_file_then_default(
 @pytest.mark.parametrize(
     ("env", "yaml", "argument", "message"),
     [
-        ({"SWARM_GEMINI_STUB": "yes"}, "", None, "SWARM_GEMINI_STUB='yes': allowed values are 1"),
-        ({}, "engines: {gemini: {mode: sdk}}\n", None, "engines.gemini.mode 'sdk' is not one of"),
-        ({}, "", "warp", "--gemini-mode 'warp': allowed values are stub and cli"),
+        (
+            {"SWARM_GEMINI_STUB": "yes"},
+            "",
+            None,
+            "SWARM_GEMINI_STUB: 'yes' is not one of 1 (stub, the default), 0 (run the Gemini CLI)",
+        ),
+        ({}, "engines: {gemini: {mode: sdk}}\n", None, "engines.gemini.mode: 'sdk' is not one of"),
+        ({}, "", "warp", "--gemini-mode: 'warp' is not one of stub, cli"),
         ({"SWARM_RECORD_VIA": "http"}, "", None, "SWARM_RECORD_VIA: 'http' is not one of sdk, cli"),
+        (
+            {"SWARM_DURABLE": "yes"},
+            "",
+            None,
+            "SWARM_DURABLE: 'yes' is not one of 1 (fsync every write), 0 (the default)",
+        ),
     ],
 )
 def test_a_bad_cli_setting_names_where_it_came_from(
@@ -199,3 +210,64 @@ def test_a_retry_after_cap_that_is_no_number_of_seconds_is_refused(
 ) -> None:
     with pytest.raises(ConfigError, match=re.escape(message)):
         resolve_settings(env=env, config_path=_yaml_file(tmp_path, yaml), cwd=tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("name", "in_file", "env", "argument", "expected"),
+    [
+        ("mode", "replay", "sdk", "record", ("replay", "sdk", "record")),
+        ("runs_dir", "b", "a", Path("/c"), (Path("b"), Path("a"), Path("/c"))),
+        ("gemini_mode", "cli", "1", "cli", ("cli", "stub", "cli")),
+        ("record_via", "cli", "sdk", "cli", ("cli", "sdk", "cli")),
+        (
+            "navigator",
+            "deterministic",
+            "llm",
+            "deterministic",
+            ("deterministic", "llm", "deterministic"),
+        ),
+        ("max_retry_after_s", 9, "7", 5.0, (9.0, 7.0, 5.0)),
+    ],
+)
+def test_every_setting_takes_the_argument_then_the_environment_then_the_file(
+    tmp_path: Path,
+    name: str,
+    in_file: object,
+    env: str,
+    argument: object,
+    expected: tuple[object, ...],
+) -> None:
+    from swarm_runtime.config import SETTINGS
+
+    setting = SETTINGS[name]
+    *sections, key = setting.key.split(".")
+    yaml = "".join(f"{'  ' * n}{part}:\n" for n, part in enumerate(sections))
+    path = _yaml_file(tmp_path, yaml + f"{'  ' * len(sections)}{key}: {in_file!r}\n")
+
+    def resolved(environ: dict[str, str], **explicit: object) -> tuple[object, str]:
+        settings = resolve_settings(env=environ, config_path=path, cwd=tmp_path, **explicit)
+        value = getattr(settings, name)
+        if name == "runs_dir" and value.is_relative_to(tmp_path):
+            value = value.relative_to(tmp_path)  # a relative runs dir is under the project
+        return value, settings.sources[name]
+
+    assert resolved({}) == (expected[0], f"{path}: {setting.key}")
+    assert resolved({setting.env: env}) == (expected[1], setting.env)
+    assert resolved({setting.env: env}, **{name: argument}) == (expected[2], setting.flag)
+    default = resolve_settings(env={}, cwd=tmp_path)
+    assert default.sources[name] == "default"
+
+
+@pytest.mark.parametrize(
+    ("yaml", "argument", "message"),
+    [
+        ("", {"mode": "warp"}, "--mode: 'warp' is not one of stub, replay, record, sdk, cli"),
+        ("engines: {claude: {mode: live}}\n", {}, "runtime.yaml: engines.claude.mode: 'live' is"),
+        ("runs_dir: ''\n", {}, "runtime.yaml: runs_dir: '' is not a path: name a directory"),
+    ],
+)
+def test_a_bad_setting_names_the_flag_or_the_file_and_key(
+    tmp_path: Path, yaml: str, argument: dict[str, str], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        resolve_settings(env={}, config_path=_yaml_file(tmp_path, yaml), cwd=tmp_path, **argument)

@@ -213,6 +213,18 @@ def test_the_openapi_document_lists_exactly_the_api_routes(client: Any) -> None:
     }
     described = {(path, method) for path, item in document["paths"].items() for method in item}
     assert described == routes
+    components = document["components"]
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            assert operation["summary"], (path, method)  # each handler says what it answers
+            named = [
+                components["parameters"][p["$ref"].rsplit("/", 1)[1]] if "$ref" in p else p
+                for p in operation["parameters"]
+            ]
+            in_path = [p["name"] for p in named if p["in"] == "path"]
+            assert in_path == [part[1:-1] for part in path.split("/") if part.startswith("{")]
+            assert "404" in operation["responses"] or not (in_path or method == "get")
+    assert document["paths"]["/api/runs"]["get"]["parameters"][0]["name"] == "page"
 
 
 def test_the_page_and_its_files_are_served_and_nothing_else(client: Any) -> None:

@@ -176,12 +176,33 @@ def test_golden_files_skip_a_planted_symlink(tmp_path: Path) -> None:
 
 def test_only_loopback_names_are_answered(fenced: tuple[Any, Project, Path, str]) -> None:
     client, *_ = fenced
-    for host in ("127.0.0.1:5000", "LOCALHOST:5000", "[::1]:5000", "127.0.0.2", "10.1.2.3:80"):
+    for host in ("127.0.0.1:5000", "LOCALHOST:5000", "[::1]:5000", "localhost", "127.0.0.1"):
         assert client.get("/api/runs", headers={"Host": host}).status_code == 200, host
-    for host in ("attacker.example:5000", "localhost.attacker.example", "127.0.0.1.nip.io"):
+    for host in (
+        "attacker.example:5000",
+        "localhost.attacker.example",
+        "127.0.0.1.nip.io",
+        "10.1.2.3:80",
+        "[::2]:5000",
+        "",
+    ):
         rebound = client.get("/api/runs", headers={"Host": host})
-        assert rebound.status_code == 421, host
-        assert "IP addresses and to localhost" in rebound.json()["error"]
+        assert rebound.status_code == 400, host
+        assert rebound.headers["x-frame-options"] == "DENY"
+        assert "run-" not in rebound.text
+
+
+def test_a_name_the_studio_is_given_is_answered(tmp_path: Path, client_for: Any) -> None:
+    from swarm_runtime.studio.server import host_names
+
+    project = Project(tmp_path / "project")
+    project.run("stepwise-demo")
+    names = host_names("192.168.7.9", ("Studio.LAN", "fd00::5"))
+    client = client_for(project.config(allowed_hosts=names))
+    for host in ("studio.lan:5000", "192.168.7.9:5000", "[fd00::5]:5000", "localhost:5000"):
+        answer = client.get("/api/runs", headers={"Host": host})
+        assert answer.status_code == 200 and "run-" in answer.text, host
+    assert client.get("/api/runs", headers={"Host": "192.168.7.10"}).status_code == 400
 
 
 def test_the_names_a_studio_answers_to_follow_its_address() -> None:
@@ -189,13 +210,26 @@ def test_the_names_a_studio_answers_to_follow_its_address() -> None:
 
     from swarm_runtime.studio.server import host_names
 
-    assert host_names("127.0.0.1") == ("localhost",)
+    assert host_names("127.0.0.1") == ("localhost", "127.0.0.1", "[::1]")
     assert host_names("0.0.0.0", ("studio.lan",)) == (
         "localhost",
+        "127.0.0.1",
+        "[::1]",
         "studio.lan",
-        socket.gethostname(),
+        socket.gethostname().lower(),
     )
     assert "box.example" in host_names("box.example")
+    assert "[2001:db8::1]" in host_names("2001:db8::1")
+    assert host_names("::") == host_names("0.0.0.0")  # every address: no Host names it
+
+
+@pytest.mark.parametrize("name", ["*", "*.lan", "studio lan", "a/b", "-x"])
+def test_a_name_that_is_no_host_name_is_refused(name: str) -> None:
+    from swarm_runtime.errors import SwarmUsageError
+    from swarm_runtime.studio.server import host_names
+
+    with pytest.raises(SwarmUsageError, match="not a host name or IP address"):
+        host_names("127.0.0.1", (name,))
 
 
 def test_requests_from_other_sites_are_refused_but_a_link_to_the_page(

@@ -58,19 +58,20 @@ def test_total_budget_drops_oldest_items_and_says_so() -> None:
 @pytest.mark.parametrize(
     "sizes",
     [
-        [50, 80, 90, 30],  # everything fits: the fast path
+        [50, 80, 90, 30],  # everything fits
         [50, 80, 90, 250],  # the newest is too long for an older slot but fits as newest
-        [50, 120, 90, 30],  # an older item is cut: the slow path
+        [50, 120, 90, 30],  # an older item is cut
     ],
 )
-def test_fast_and_slow_rendering_agree(sizes: list[int]) -> None:
+def test_rendering_agrees_with_the_reference(sizes: list[int]) -> None:
     budget = HistoryBudget(total_chars=10_000, recent_chars=300, older_chars=100)
-    history = _history(budget, sizes)
-    fast = history.render()
-    slow = history._render_slowly()
-    assert fast.text == slow.text
-    assert fast.truncation == slow.truncation
-    assert fast.items == slow.items
+    rendered = _history(budget, sizes).render()
+    text, (kept, dropped, chars) = _reference([_item(n, s) for n, s in enumerate(sizes)], budget)
+    assert rendered.text == text
+    assert rendered.items == kept
+    assert rendered.truncation == (
+        {"items_dropped": dropped, "chars_dropped": chars} if dropped or chars else {}
+    )
 
 
 def test_truncation_reaches_the_receipt(tmp_path: Path) -> None:

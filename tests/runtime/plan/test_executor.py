@@ -204,6 +204,24 @@ def test_a_model_call_over_its_time_limit_fails_the_cycle_naming_it(
     assert validate_run_dir(result.path) == []
 
 
+def test_a_handler_that_raises_timeout_error_in_time_fails_with_its_own_error(
+    make_runtime: Callable[..., PlanRuntime], recorder: Recorder
+) -> None:
+    def impatient(call: StepCall) -> Mapping[str, Any]:
+        raise TimeoutError("the vector index did not answer")
+
+    registry = recorder.registry.copy()
+    registry.register("LLMCall", impatient, replace=True)
+    plan = plan_document()
+    plan["metadata"]["timeouts"]["llmMs"] = 60_000
+    result = make_runtime(handlers=registry).run_cycle(plan, input=INPUT, session="s")
+    assert result.status == "failed" and result.failed_step == "answer"
+    assert "TimeoutError in the LLMCall handler: the vector index did not answer" in (
+        result.error or ""
+    )
+    assert "took longer than" not in (result.error or "")
+
+
 def test_a_store_write_over_its_time_limit_is_failfast(
     make_runtime: Callable[..., PlanRuntime], recorder: Recorder, gate: threading.Event
 ) -> None:
