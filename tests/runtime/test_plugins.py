@@ -56,11 +56,19 @@ class Broken:
         raise AssertionError("never heard: the listener is deaf for the rest of the run")
 
 
+def _outside_pytest(*listeners: object) -> SwarmPlugins:
+    """``listeners`` beside a process's plugins as ``swarm run`` has them: failures on stderr.
+
+    (This session's own plugins say them in its summary once a test used ``flow_runner``.)
+    """
+    return SwarmPlugins().with_listeners(*listeners)
+
+
 def _run(runs: Path, *listeners: object) -> RunOutcome:
     return Orchestrator(
         FlowRegistry(SHIPPED_FLOWS),
         runs_dir=runs,
-        deps=RunDeps(clock=StepClock(), plugins=process_plugins().with_listeners(*listeners)),
+        deps=RunDeps(clock=StepClock(), plugins=_outside_pytest(*listeners)),
     ).run(RunSpec(flows=("stepwise-demo",)))
 
 
@@ -101,7 +109,7 @@ def test_a_listener_that_raises_is_reported_once_and_the_run_and_the_others_go_o
 
 def test_a_listener_hears_each_run_anew(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     broken = Broken()
-    plugins = process_plugins().with_listeners(broken)
+    plugins = _outside_pytest(broken)
     orchestrator = Orchestrator(
         FlowRegistry(SHIPPED_FLOWS), runs_dir=tmp_path, deps=RunDeps(plugins=plugins)
     )
