@@ -23,36 +23,36 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from swarm_runtime.documents.events import stands_of
+from swarm_runtime.documents.payload import Stands
+from swarm_runtime.documents.run_events import RouteDecision
+
 if TYPE_CHECKING:
     from pytest_swarm.run_record import RunRecord
 
 OPTIONAL_FIELDS = frozenset({"cassette", "cost", "timing", "context_truncation", "handoff"})
 """Receipt fields only some modes write."""
 
-_GRAMMAR: dict[tuple[str, str], str] = {
-    ("start", "run_created"): "created",
-    ("created", "run_started"): "between",
-    ("between", "step_start"): "step",
-    ("between", "run_completed"): "end",
-    ("step", "tool_start"): "tool",
-    ("tool", "tool_end"): "step",
-    ("step", "log"): "step",
-    ("step", "step_end"): "ended",
-    ("step", "step_error"): "between",
-    ("ended", "route_decision"): "between",
+_GRAMMAR: dict[tuple[str, Stands], str] = {
+    ("start", Stands.FIRST): "created",
+    ("created", Stands.START): "between",
+    ("between", Stands.STEP_START): "step",
+    ("between", Stands.LAST): "end",
+    ("step", Stands.TOOL_START): "tool",
+    ("tool", Stands.TOOL_END): "step",
+    ("step", Stands.IN_STEP): "step",
+    ("step", Stands.STEP_END): "ended",
+    ("step", Stands.STEP_ERROR): "between",
+    ("ended", Stands.ROUTE): "between",
     # How a navigator chose (SPEC §4.5), between a step's end and its route_decision.
-    **{("ended", kind): "ended" for kind in ("routing_decision", "graph_extended")},
-    **{("ended", kind): "ended" for kind in ("routing_offroad", "stack_overflow_prevented")},
+    ("ended", Stands.ROUTING): "ended",
     # Facts and the flow stack (SPEC §4.6, §4.7), after the route_decision.
-    **{("between", kind): "between" for kind in ("facts_updated", "assumption_recorded")},
-    **{("between", kind): "between" for kind in ("decision_recorded", "stack_push")},
-    **{("between", kind): "between" for kind in ("flow_injected", "node_injected", "stack_pop")},
+    ("between", Stands.AFTER_ROUTE): "between",
 }
-"""The event grammar as (state, kind) -> next state. Pause, stop and resume events are
-allowed between executions, and a blocked step's pause inside one (see ``_PAUSES``)."""
-_PAUSES = frozenset(
-    {"run_pausing", "run_paused", "run_resumed", "run_stopping", "run_stopped", "run_started"}
-)
+"""The event grammar as (state, where the kind stands) -> next state. Pause, stop and
+resume events are allowed between executions, and a blocked step's pause inside one (see
+``_PAUSES``); where each kind stands is its declaration's."""
+_PAUSES = frozenset({Stands.PAUSE, Stands.RESUME, Stands.STOP, Stands.START})
 _COPY = re.compile(r"~\d+(?=\.json(?:l)?$)")
 
 
@@ -116,8 +116,9 @@ def _grammar(record: RunRecord, reference_mode: str) -> list[str]:
     events = record.event_dicts
     for line, event in enumerate(events, start=1):
         kind = str(event.get("kind"))
-        following = _GRAMMAR.get((state, kind))
-        if following is None and kind in _PAUSES and state in ("between", "step"):
+        stands = stands_of(kind)
+        following = _GRAMMAR.get((state, stands)) if stands is not None else None
+        if following is None and stands in _PAUSES and state in ("between", "step"):
             following = state
         if following is None:
             return [
@@ -151,7 +152,7 @@ def _routes(run: RunRecord, step: str) -> list[Any]:
     return [
         (e.get("payload") or {}).get("to_step")
         for e in run.event_dicts
-        if e.get("kind") == "route_decision"
+        if e.get("kind") == RouteDecision.kind
         and e.get("step_id") == step_id
         and (not flow or e.get("flow_key") == flow)
     ]

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from swarm_runtime.contracts.events import Event
+    from swarm_runtime.documents.payload import Event
     from swarm_runtime.engines.base import StepResult
     from swarm_runtime.flow.registry import FlowRegistry
 
@@ -52,7 +52,7 @@ class RunRecord:
 
     ``receipts`` and ``transcripts`` hold the latest execution of each ``(flow, step)``;
     ``executions`` holds every receipt of a step in execution order. ``events`` are the
-    event models (attribute access); ``event_dicts`` the raw lines.
+    events as declared (attribute access); ``event_dicts`` the raw lines.
     """
 
     def __init__(
@@ -175,10 +175,20 @@ class RunRecord:
 
     @cached_property
     def events(self) -> list[Event]:
-        """The events as models (``event.kind``, ``event.payload.status``, …)."""
-        from swarm_runtime.contracts.events import parse_event
+        """The events, each as its kind declares it (``event.kind``, ``event.payload.status``).
 
-        return [parse_event(event) for event in self.event_dicts]
+        A line that is not the event its kind declares raises ValueError naming the line.
+        """
+        from swarm_runtime.documents.base import Invalid
+        from swarm_runtime.documents.events import read_event
+
+        events = []
+        for line, event in enumerate(self.event_dicts, start=1):
+            try:
+                events.append(read_event(event))
+            except Invalid as exc:
+                raise ValueError(f"{self.path / 'events.jsonl'}:{line}: {exc}") from None
+        return events
 
     def add_volatile(self, key: str) -> None:
         """Mark a field name as volatile for normalisation (golden comparisons)."""

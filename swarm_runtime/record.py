@@ -13,11 +13,12 @@ costs what a hand-written ``__init__`` would. Assigning to a field raises
 ``AttributeError``. The flow cache encodes and decodes records with ``msgspec``'s JSON
 codec, straight from and into these classes. ``__post_init__`` runs after ``__init__``
 (and after decoding), and may refuse values by raising ``ValueError`` or ``TypeError``.
+A class's fields, with their types and defaults, are ``msgspec.structs.fields(cls)``; its
+JSON Schema is ``msgspec.json.schema(cls)``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, TypeVar, dataclass_transform
 
 import msgspec
@@ -25,19 +26,8 @@ import msgspec.structs
 
 _R = TypeVar("_R", bound="Record")
 
-MISSING: Any = msgspec.NODEFAULT
-"""The default of a field that has none (see :func:`record_fields`)."""
-
 field = msgspec.field
 """Declare a field's default or default factory: ``field(default_factory=list)``."""
-
-
-class _Probe(msgspec.Struct):
-    value: list[Any] = msgspec.field(default_factory=list)
-
-
-_FACTORY = type(_Probe.__struct_defaults__[0])
-"""The type ``msgspec`` keeps a default factory in, among a class's defaults."""
 
 
 @dataclass_transform(frozen_default=True, field_specifiers=(msgspec.field,))
@@ -52,25 +42,3 @@ class Record(msgspec.Struct, frozen=True):
 def replace(record: _R, **changes: Any) -> _R:
     """A copy of ``record`` with some fields changed (like ``dataclasses.replace``)."""
     return msgspec.structs.replace(record, **changes)
-
-
-def record_fields(cls: type[Record]) -> dict[str, tuple[Any, Callable[[], Any] | None]]:
-    """A record class's fields in declaration order: name -> (default, default factory).
-
-    A field without a default has :data:`MISSING` as its default; one with a default
-    factory has :data:`MISSING` as its default and the factory beside it.
-    """
-    names: tuple[str, ...] = cls.__struct_fields__
-    defaults: tuple[Any, ...] = cls.__struct_defaults__
-    found: dict[str, tuple[Any, Callable[[], Any] | None]] = {}
-    first_default = len(names) - len(defaults)
-    for index, name in enumerate(names):
-        if index < first_default:
-            found[name] = (MISSING, None)
-            continue
-        default = defaults[index - first_default]
-        if isinstance(default, _FACTORY):
-            found[name] = (MISSING, default.factory)
-        else:
-            found[name] = (default, None)
-    return found

@@ -1,8 +1,10 @@
 """``swarm plan validate|run``: check an execution plan, or run it once per input (SPEC §9).
 
-``plan run`` runs one cycle per ``--input``, each into its own run directory. A cycle that
-fails (CycleFail) is reported and the next one runs; exit code 1 if any failed. A FailFast
-failure stops at once with exit code 3 (the inputs after it are not run).
+``plan run`` runs one cycle per ``--input``, each into its own run directory, a run of the
+kernel assembled as ``swarm run`` assembles one. A cycle that fails (CycleFail) is reported
+and the next one runs; exit code 1 if any failed. A FailFast failure stops at once with
+exit code 3 (the inputs after it are not run); so does a cycle paused or stopped (exit 130:
+``swarm resume RUN`` goes on with it).
 """
 
 from __future__ import annotations
@@ -13,7 +15,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from swarm_runtime.cli.common import EXIT_FAILED, EXIT_FAILFAST, EXIT_OK, EXIT_USAGE, path_arg
+from swarm_runtime.cli.common import (
+    EXIT_FAILED,
+    EXIT_FAILFAST,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    path_arg,
+)
 
 if TYPE_CHECKING:
     from swarm_runtime.engines.cassette import Cassettes
@@ -72,6 +81,15 @@ def add_parser(commands: Any) -> None:
     )
     run.add_argument("--config", type=path_arg, help="runtime.yaml")
     run.add_argument("--durable", action="store_true", default=None, help="fsync every write")
+    run.add_argument(
+        "--scenario", type=path_arg, help="stub scenario file (YAML) for the model calls"
+    )
+    run.add_argument(
+        "--progress",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="per-step lines: on a terminal (auto), always, or never",
+    )
     run.set_defaults(handler=handle_run)
 
 
@@ -112,6 +130,8 @@ def handle_run(args: argparse.Namespace) -> int:
                 )
                 return EXIT_FAILFAST
             _report(number, result)
+            if result.status in ("paused", "stopped"):
+                return EXIT_INTERRUPTED
             if result.status != "succeeded":
                 code = EXIT_FAILED
     finally:
@@ -126,18 +146,28 @@ def _report(number: int, result: CycleResult) -> None:
     if result.status == "succeeded":
         print(f"cycle {number}: succeeded, run {result.run_id} ({len(result.results)} steps)")
         return
-    print(f"cycle {number}: failed, run {result.run_id}")
+    print(f"cycle {number}: {result.status}, run {result.run_id}")
+    if result.status == "paused":
+        print(
+            f"swarm: cycle {number} paused at a step boundary; resume with: swarm resume "
+            f"{result.run_id} (the inputs after it were not run)",
+            file=sys.stderr,
+        )
+        return
     print(f"swarm: cycle {number}: {result.error}", file=sys.stderr)
 
 
 def _prepare(args: argparse.Namespace) -> tuple[PlanRuntime, Cassettes | None, str]:
+    from swarm_runtime.cli.render import listeners
+    from swarm_runtime.cli.run import run_with_signals
     from swarm_runtime.config import resolve_settings
+    from swarm_runtime.engines.scenario import Scenario
     from swarm_runtime.engines.settings import engine_config
     from swarm_runtime.errors import SwarmUsageError
     from swarm_runtime.ids import new_run_id
-    from swarm_runtime.orchestrator.deps import RunDeps, RunLimits, engine_for_mode, no_wait
+    from swarm_runtime.orchestrator.deps import RunDeps, engine_for_mode, no_wait
     from swarm_runtime.plan.executor import PlanPaths, PlanRuntime
-    from swarm_runtime.timeutil import system_clock
+    from swarm_runtime.timeutil import interruptible_sleep, system_clock
 
     settings = resolve_settings(
         env=os.environ,
@@ -146,7 +176,6 @@ def _prepare(args: argparse.Namespace) -> tuple[PlanRuntime, Cassettes | None, s
         durable=args.durable,
         config_path=args.config,
     )
-    config = engine_config(settings, os.environ)
     cassettes = None
     mode = settings.mode
     if mode in ("record", "replay"):
@@ -156,20 +185,32 @@ def _prepare(args: argparse.Namespace) -> tuple[PlanRuntime, Cassettes | None, s
                 f"{len(args.input)}), and a --cassette-dir per cycle"
             )
         cassettes = _cassettes(args, mode)
-    engine = engine_for_mode(mode, cassettes=cassettes, config=config)
+    engine = engine_for_mode(
+        mode,
+        cassettes=cassettes,
+        config=engine_config(settings, os.environ),
+        scenario=Scenario.from_file(args.scenario) if args.scenario else None,
+    )
     store = args.store or Path(os.environ.get("SWARM_PLAN_STORE") or DEFAULT_STORE)
     session = args.session or "session-" + new_run_id(system_clock()).removeprefix("run-")
     if not session.strip():
         raise SwarmUsageError("--session: an empty session ref is not allowed")
-    runtime = PlanRuntime(
+    runtime = PlanRuntime.from_settings(
+        settings,
         PlanPaths(runs_dir=settings.runs_dir, store_path=store, repo_root=args.repo or Path.cwd()),
-        deps=RunDeps(sleep=no_wait) if engine.replays else None,
+        env=os.environ,
+        deps=RunDeps(
+            plugins=listeners(args.progress),
+            sleep=no_wait if engine.replays else interruptible_sleep,
+        ),
         engine=engine,
-        limits=RunLimits(durable=settings.durable, max_retry_after_s=settings.max_retry_after_s),
-        refuse_values=config["credentials"],
         initiator="cli",
-        origin={"plan_file": str(args.plan.resolve())},
+        origin={
+            "plan_file": str(args.plan.resolve()),
+            "config": str(args.config.resolve()) if args.config else None,
+        },
     )
+    runtime.around = run_with_signals
     return runtime, cassettes, session
 
 

@@ -22,7 +22,7 @@ NAMES = (
     "execution_plan",
 )
 EVENTS = "events"
-"""Not a JSON Schema: every event kind, its payload fields and whether runs write it yet."""
+"""Not a JSON Schema: every event kind, where it may stand in the log, its payload fields."""
 
 
 def add_parser(commands: Any) -> None:
@@ -49,20 +49,23 @@ def handle(args: argparse.Namespace) -> int:
 
 
 def event_table() -> list[str]:
-    """The lines of the event-kind table, from the event models (SPEC §3.3).
+    """The lines of the event-kind table, from the kinds' declarations (SPEC §3.3).
 
-    A field marked ``?`` may be absent, ``...`` says other fields may come with them; a
-    reserved kind is named by the contract and validated when present, but no run writes
-    it yet.
+    ``stands`` says where an event of the kind may come in the log (``in_step``: inside a
+    step execution, ``routing``: between a step's end and its route_decision, …); a field
+    marked ``?`` may be absent, ``...`` says other fields may come with them.
     """
-    from swarm_runtime.contracts.events import kind_table
+    from swarm_runtime.documents.events import kind_table
 
     table = kind_table()
     width = max(map(len, table))
-    lines = [f"{'kind':<{width}}  {'written':<8} payload", f"{'-' * width}  {'-' * 8} {'-' * 7}"]
+    place = max(len(row["stands"]) for row in table.values())
+    lines = [
+        f"{'kind':<{width}}  {'stands':<{place}}  payload",
+        f"{'-' * width}  {'-' * place}  {'-' * 7}",
+    ]
     for kind, row in table.items():
         names = [name if name in row["required"] else f"{name}?" for name in row["fields"]]
         text = ", ".join(names + ["..."] * row["open"])
-        written = "yes" if row["written"] else "reserved"
-        lines.append(f"{kind:<{width}}  {written:<8} {text}")
+        lines.append(f"{kind:<{width}}  {row['stands']:<{place}}  {text}")
     return lines

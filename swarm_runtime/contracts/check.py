@@ -11,29 +11,30 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from swarm_runtime.contracts.agreement import (
     check_meta_agrees,
     check_receipts_present,
     check_stray_files,
 )
-from swarm_runtime.contracts.events import parse_event
-from swarm_runtime.contracts.receipt import Receipt
-from swarm_runtime.contracts.run import RunSpecDocument, RunSummary
 from swarm_runtime.contracts.sequence import check_event_sequence
 from swarm_runtime.contracts.transcript import explain, parse_transcript_line
 from swarm_runtime.contracts.violation import Violation
+from swarm_runtime.documents.base import Invalid, Location, dotted, read
+from swarm_runtime.documents.events import read_event
+from swarm_runtime.documents.receipt import Receipt
+from swarm_runtime.documents.run import RunSpecDocument, RunSummary
 from swarm_runtime.errors import StorageError
 from swarm_runtime.inputs.files import read_run_text
 from swarm_runtime.inputs.json_input import load_json
 
 
-def _key_line(text: str, path: Sequence[str | int]) -> int | None:
+def _key_line(text: str, path: Location) -> int | None:
     """The line of a (nested) key in pretty-printed JSON text, best effort."""
     lines = text.split("\n")
     start = 0
@@ -52,18 +53,22 @@ def _key_line(text: str, path: Sequence[str | int]) -> int | None:
     return found
 
 
-def _pydantic_messages(exc: ValidationError) -> list[tuple[tuple[str | int, ...], str]]:
+def _messages(exc: Invalid, kind: object = None) -> list[tuple[Location, str]]:
+    """Each problem of a document as ``field.path: what is wrong``, with its place.
+
+    An event's payload problems name its kind: ``step_end.payload.duration_ms``.
+    """
     found = []
-    for error in exc.errors(include_url=False):
-        loc = tuple(error["loc"])
-        field = ".".join(str(part) for part in loc) or "(document)"
-        message = str(error["msg"]).removeprefix("Value error, ")
-        found.append((loc, f"{field}: {message}"))
+    for where, what in exc.problems:
+        field = dotted(where) or "(document)"
+        if isinstance(kind, str) and where[:1] == ("payload",):
+            field = f"{kind}.{field}"
+        found.append((where, f"{field}: {what}"))
     return found
 
 
 def _check_document(
-    path: Path, root: Path, model: type[BaseModel]
+    path: Path, root: Path, kind: type
 ) -> tuple[list[Violation], dict[str, Any] | None]:
     rel = str(path.relative_to(root))
     try:
@@ -77,11 +82,10 @@ def _check_document(
         line = getattr(exc, "line", None)  # an InputRefused may name its line
         return [Violation(rel, line, f"unreadable: {_reason(exc)}")], None
     try:
-        model.model_validate(value)
-    except ValidationError as exc:
+        read(value, kind)
+    except Invalid as exc:
         return [
-            Violation(rel, _key_line(text, loc) or 1, message)
-            for loc, message in _pydantic_messages(exc)
+            Violation(rel, _key_line(text, loc) or 1, message) for loc, message in _messages(exc)
         ], value if isinstance(value, dict) else None
     return [], value
 
@@ -199,9 +203,10 @@ def _events_file(
             found.append(Violation(rel, number, "an event must be a JSON object"))
             continue
         try:
-            parse_event(event)
-        except ValidationError as exc:
-            found.extend(Violation(rel, number, msg) for _, msg in _pydantic_messages(exc))
+            read_event(event)
+        except Invalid as exc:
+            messages = _messages(exc, event.get("kind"))
+            found.extend(Violation(rel, number, msg) for _, msg in messages)
         parsed.append((number, event))
     if tail:
         try:

@@ -1,10 +1,12 @@
 """The sequencing invariants of SPEC §3.3 over the events of one run.
 
-Walked once over the (line, event) pairs of an event log that parsed: ``run_created``
-first, steps that open and close in turn with their tool events between, a
-``route_decision`` after every ``step_end`` (a navigator's ``routing_decision`` and
-``routing_offroad`` between the two, naming moves it was offered and the one taken), one
-``run_completed`` per attempt, ``seq`` with no gap or repeat, across resumes too.
+Walked once over the (line, event) pairs of an event log that parsed: the run's first
+event first, steps that open and close in turn with the events inside them between, a
+route_decision after every step_end (how a navigator chose between the two, naming moves
+it was offered and the one taken; what the move brought right after it), one
+run_completed per attempt, ``seq`` with no gap or repeat, across resumes too. Where each
+kind may stand is its declaration's :class:`~swarm_runtime.documents.payload.Stands`; a
+kind nobody declared is the schema check's to report.
 """
 
 from __future__ import annotations
@@ -13,18 +15,33 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from swarm_runtime.contracts.violation import Violation
+from swarm_runtime.documents.events import KINDS, stands_of
+from swarm_runtime.documents.payload import Stands
+from swarm_runtime.documents.route_events import (
+    FlowInjected,
+    NodeInjected,
+    RoutingDecision,
+    RoutingOffroad,
+    StackPop,
+    StackPush,
+)
+from swarm_runtime.documents.run_events import RunCompleted, RunPaused, RunStarted
 
-ROUTING_KINDS = (
-    "routing_decision",
-    "graph_extended",
-    "routing_offroad",
-    "stack_overflow_prevented",
+STARTED_FIRST = frozenset(
+    {
+        Stands.STEP_START,
+        Stands.IN_STEP,
+        Stands.TOOL_START,
+        Stands.TOOL_END,
+        Stands.STEP_END,
+        Stands.STEP_ERROR,
+        Stands.ROUTING,
+        Stands.ROUTE,
+    }
 )
-STACK_KINDS = ("stack_push", "flow_injected", "node_injected", "stack_pop")
-STEP_EVENTS = (
-    *("step_start", "step_end", "step_error", "tool_start", "tool_end", "route_decision"),
-    *ROUTING_KINDS,
-)
+"""Where an event needs its attempt's run_started before it."""
+INSIDE_STEP = frozenset({Stands.IN_STEP, Stands.TOOL_START, Stands.TOOL_END})
+"""Where an event belongs to the open step execution, which it leaves open."""
 
 
 def _payload(event: dict[str, Any]) -> dict[str, Any]:
@@ -47,7 +64,7 @@ def check_event_sequence(
     checker.check_head(events)
     for line, event in events:
         checker.event(line, event)
-    checker.finish(events[-1][0], open_end=crashed or events[-1][1].get("kind") == "run_paused")
+    checker.finish(events[-1][0], open_end=crashed or events[-1][1].get("kind") == RunPaused.kind)
     return checker.found
 
 
@@ -68,6 +85,8 @@ class _SequenceCheck:
         self.completed_status: object = None
         self.paused_open = False
         """A step stays open across a pause (it answered ``blocked``)."""
+        self.routed = False
+        """The last event was a route_decision, or what the move brought after one."""
         self.stack = _StackCheck(self.at)
 
     def at(self, line: int, message: str) -> None:
@@ -76,8 +95,12 @@ class _SequenceCheck:
     def check_head(self, events: Sequence[tuple[int, dict[str, Any]]]) -> None:
         """The first event, one run id, and ``seq`` running 1, 2, 3 … without gaps."""
         first_line, first = events[0]
-        if first.get("kind") != "run_created":
-            self.at(first_line, f"the first event must be run_created, got {first.get('kind')}")
+        if stands_of(first.get("kind")) is not Stands.FIRST:
+            firsts = [kind for kind, payload in KINDS.items() if payload.stands is Stands.FIRST]
+            self.at(
+                first_line,
+                f"the first event must be {' or '.join(firsts)}, got {first.get('kind')}",
+            )
         run_ids = {str(event.get("run_id")) for _, event in events}
         if len(run_ids) > 1:
             self.at(first_line, f"events carry several run ids: {sorted(map(str, run_ids))}")
@@ -99,39 +122,44 @@ class _SequenceCheck:
     def event(self, line: int, event: dict[str, Any]) -> None:
         """Check one event against what came before it."""
         kind = event.get("kind")
-        if kind == "run_resumed":
+        stands = stands_of(kind)
+        if stands is Stands.RESUME:
             self._resumed(line)
             return
-        if kind == "run_paused" and self.open_step is not None:
+        if stands is Stands.PAUSE and self.open_step is not None:
             self.paused_open = True
         if self.completed:
             self.at(
                 line,
-                f"{kind} after run_completed (line {self.completed[0]}); run_completed must be "
-                "last",
+                f"{kind} after {RunCompleted.kind} (line {self.completed[0]}); "
+                f"{RunCompleted.kind} must be last",
             )
-        if kind == "run_started":
+        if stands is Stands.START:
             self.started = True
-        elif kind == "run_completed":
+        elif stands is Stands.LAST:
             self.completed.append(line)
             self.completed_status = _payload(event).get("status")
             self._close_open_step()
             return
-        if kind in STEP_EVENTS and not self.started:
-            self.at(line, f"{kind} before run_started")
-        if self.awaiting_route is not None and kind not in ("route_decision", *ROUTING_KINDS):
+        if stands in STARTED_FIRST and not self.started:
+            self.at(line, f"{kind} before {RunStarted.kind}")
+        if self.awaiting_route is not None and stands not in (Stands.ROUTE, Stands.ROUTING):
             self._unrouted()
-        if kind == "step_start":
+        if stands is not Stands.AFTER_ROUTE:
+            self.routed = stands is Stands.ROUTE
+        elif not self.routed:
+            self.at(line, f"{kind} does not follow a route_decision (it comes right after one)")
+        if stands is Stands.STEP_START:
             self.stack.step_start(line, event)
             self._step_start(line, event)
-        elif kind in STACK_KINDS:
+        elif stands is Stands.AFTER_ROUTE:
             self.stack.event(line, str(kind), event)
-        elif kind in ("step_end", "step_error", "tool_start", "tool_end"):
-            self._inside_step(line, str(kind), event)
-        elif kind == "route_decision":
+        elif stands in INSIDE_STEP or stands in (Stands.STEP_END, Stands.STEP_ERROR):
+            self._inside_step(line, str(kind), stands, event)
+        elif stands is Stands.ROUTE:
             self._route_decision(line, event)
             self.stack.routed(event)
-        elif kind in ROUTING_KINDS:
+        elif stands is Stands.ROUTING:
             self._routing(line, str(kind), event)
 
     def _resumed(self, line: int) -> None:
@@ -175,7 +203,7 @@ class _SequenceCheck:
             )
         self.open_step = (line, event)
 
-    def _inside_step(self, line: int, kind: str, event: dict[str, Any]) -> None:
+    def _inside_step(self, line: int, kind: str, stands: Stands, event: dict[str, Any]) -> None:
         step = event.get("step_id")
         if self.open_step is None:
             self.at(line, f"{kind} of '{step}' outside any step execution (no open step_start)")
@@ -187,9 +215,9 @@ class _SequenceCheck:
                 line,
                 f"{kind} of '{step}' inside the execution of '{self.open_step[1].get('step_id')}'",
             )
-        if kind in ("step_end", "step_error"):
+        if stands not in INSIDE_STEP:
             self.open_step = None
-            if kind == "step_end":
+            if stands is Stands.STEP_END:
                 self.awaiting_route = (line, event)
 
     def _routing(self, line: int, kind: str, event: dict[str, Any]) -> None:
@@ -204,15 +232,15 @@ class _SequenceCheck:
         if event.get("step_id") != step:
             self.at(line, f"{kind} of '{event.get('step_id')}' follows the step_end of '{step}'")
         payload = _payload(event)
-        if kind == "routing_decision":
+        if kind == RoutingDecision.kind:
             candidates = [c for c in payload.get("candidates") or [] if isinstance(c, dict)]
             self.offered = {str(c.get("to")) for c in candidates}
             chosen = payload.get("chosen")
             if chosen is not None and chosen not in {c.get("id") for c in candidates}:
                 self.at(line, f"routing_decision chose '{chosen}', which it was not offered")
             return
-        if kind in ("graph_extended", "stack_overflow_prevented"):
-            return  # a proposal (never followed), or a detour not made
+        if kind != RoutingOffroad.kind:
+            return  # a proposal (never followed), a detour not made: no move of their own
         self.offroad = str(payload.get("actual_step"))
         if self.offered is not None and self.offroad not in self.offered:
             self.at(
@@ -288,8 +316,9 @@ class _StackCheck:
             )
 
     def event(self, line: int, kind: str, event: dict[str, Any]) -> None:
+        """An event after a route_decision: the stack's own move it, others pass."""
         payload = _payload(event)
-        if kind == "stack_push":
+        if kind == StackPush.kind:
             route = _payload(self.last_route) if self.last_route else {}
             if route.get("routing_source") != "navigator:detour":
                 self.at(line, "stack_push without a route_decision that takes a detour")
@@ -300,15 +329,17 @@ class _StackCheck:
                 )
             self.flows.append((line, str(payload.get("injected_flow"))))
             self.pushed = str(payload.get("injected_flow"))
-        elif kind in ("flow_injected", "node_injected"):
+        elif kind in (FlowInjected.kind, NodeInjected.kind):
             entered = (
                 payload.get("flow")
-                if kind == "flow_injected"
+                if kind == FlowInjected.kind
                 else str(payload.get("step", "")).partition("/")[0]
             )
             if self.pushed is None or entered != self.pushed:
                 self.at(line, f"{kind} of '{entered}' does not follow its stack_push")
             self.pushed = None
+        elif kind != StackPop.kind:
+            return  # what else a move brings (facts) does not touch the stack
         elif not self.flows:
             self.at(line, "stack_pop with nothing on the stack")
         else:

@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
+from swarm_runtime.documents.run_events import Log, ToolEnd, ToolStart
 from swarm_runtime.ids import ENGINE_SHORT_RE
 from swarm_runtime.record import Record, field
 
@@ -145,11 +146,16 @@ def truncate_output(text: str) -> str:
 
 
 class RunEvent(Record):
-    """An event an engine reports; the orchestrator adds run id, seq and timestamp."""
+    """An event an engine reports; the orchestrator adds run id, seq (and ts if none)."""
 
-    kind: str
-    payload: dict[str, Any]
+    payload: ToolStart | ToolEnd | Log
+    """A tool call's start or end, or a message (the kinds that stand inside a step)."""
     ts: str | None = None
+
+    @property
+    def kind(self) -> str:
+        """The event's kind."""
+        return self.payload.kind
 
 
 class TokenUsage(Record):
@@ -194,6 +200,9 @@ class StepOutcome(Record):
     request_sha256: str | None = None
     """The sha256 of the normalised request the engine sent (SPEC §10.7); the
     orchestrator fills it from :meth:`StepEngine.request_sha256` when an engine does not."""
+    prompt: Prompt | None = None
+    """What the step's transcript shows as its system and user lines, when not the prompt
+    of its context (a plan step's handler asks the model its own prompt)."""
 
     def envelope(
         self,

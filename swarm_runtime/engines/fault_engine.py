@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from swarm_runtime.documents.run_events import Log
 from swarm_runtime.engines.base import (
     RunEvent,
     StepContext,
@@ -97,14 +98,14 @@ def _with_log(
         else f"fault plan {source}: {fault.describe()} for attempt {ctx.attempt} of {where} "
         "was not served: the engine made no HTTP request in this attempt"
     )
-    payload = {
-        "message": message,
-        "fault": fault.kind,
-        "attempt": ctx.attempt,
-        "served": served,
-        "result_code": outcome.result_code,
-    }
-    return replace(outcome, events=(RunEvent("log", payload), *outcome.events))
+    payload = Log(
+        message=message,
+        fault=fault.kind,
+        attempt=ctx.attempt,
+        served=served,
+        result_code=outcome.result_code,
+    )
+    return replace(outcome, events=(RunEvent(payload), *outcome.events))
 
 
 CLI_EXIT_SCRIPT = (

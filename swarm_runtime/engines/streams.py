@@ -20,6 +20,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from swarm_runtime.documents.run_events import ToolEnd, ToolStart
 from swarm_runtime.engines.base import ResultCode, RunEvent, TokenUsage
 from swarm_runtime.engines.process import StreamBroken
 from swarm_runtime.engines.status import code_for_status
@@ -111,7 +112,7 @@ class StreamReport:
     def tool_start(self, tool_id: str, tool: str, tool_input: Any) -> None:
         ts = self.clock()
         self._tools[tool_id] = tool
-        self.events.append(RunEvent("tool_start", {"tool": tool, "input": tool_input}, ts))
+        self.events.append(RunEvent(ToolStart(tool=tool, input=tool_input), ts))
         self.transcript.append(
             {"timestamp": ts, "type": "tool_use", "tool": tool, "input": tool_input}
         )
@@ -119,9 +120,9 @@ class StreamReport:
     def tool_end(self, tool_id: str, success: bool, output: Any) -> None:
         ts = self.clock()
         tool = self._tools.get(tool_id, "unknown")
-        payload = {"tool": tool, "success": success, "output": output}
-        self.events.append(RunEvent("tool_end", payload, ts))
-        self.transcript.append({"timestamp": ts, "type": "tool_result", **payload})
+        self.events.append(RunEvent(ToolEnd(tool=tool, success=success, output=output), ts))
+        line = {"type": "tool_result", "tool": tool, "success": success, "output": output}
+        self.transcript.append({"timestamp": ts, **line})
 
     def fail(self, message: str, status: int | None) -> None:
         self.error = message

@@ -17,6 +17,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from swarm_runtime.documents.run_events import ToolEnd, ToolStart
 from swarm_runtime.engines.base import (
     DEFAULT_TIMEOUT_S,
     ResultCode,
@@ -199,13 +200,9 @@ def _tool_calls(outcome: Outcome | None) -> tuple[list[RunEvent], list[dict[str,
     events: list[RunEvent] = []
     lines: list[dict[str, Any]] = []
     for call in outcome.tools if outcome else ():
-        events.append(RunEvent("tool_start", {"tool": call.tool, "input": call.input}))
+        events.append(RunEvent(ToolStart(tool=call.tool, input=call.input)))
         lines.append({"type": "tool_use", "tool": call.tool, "input": call.input})
-        events.append(
-            RunEvent(
-                "tool_end", {"tool": call.tool, "success": call.success, "output": call.output}
-            )
-        )
+        events.append(RunEvent(ToolEnd(tool=call.tool, success=call.success, output=call.output)))
         lines.append(
             {
                 "type": "tool_result",

@@ -3,7 +3,7 @@
 ``swarm run`` and the pytest plugin both build their orchestrator here, so
 ``runtime.yaml`` (engine strategy, history budgets, engine settings) means the same under
 ``pytest`` as under ``swarm run``. What differs between the two is passed in: where runs
-go, the engines (the plugin adds its hooks' engines and cassettes), the observers.
+go, the engines (the plugin adds its hooks' engines and cassettes), the listeners.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from swarm_runtime.config import MAX_RETRY_AFTER_S
+from swarm_runtime.documents.run_events import Log
 from swarm_runtime.engines.base import (
     StepContext,
     StepEngine,
@@ -74,7 +75,6 @@ class EngineCaller:
             llm_ms += ms_between(began, clock())
             for event in outcome.events if outcome else ():
                 self.recorder.emit(
-                    event.kind,
                     event.payload,
                     flow_key=flow.key,
                     step_id=step.id,
@@ -116,15 +116,14 @@ class EngineCaller:
         """Log the retry, then sleep: ``retry_after_ms`` when given, else backoff (§7.3)."""
         delay = backoff_delay(attempt, outcome.retry_after_ms, self.jitter())
         self.recorder.emit(
-            "log",
-            {
-                "message": f"retrying {flow.key}/{step.id} in {delay:.3f} s "
+            Log(
+                message=f"retrying {flow.key}/{step.id} in {delay:.3f} s "
                 f"(attempt {attempt + 1} of {max_attempts})",
-                "attempt": attempt,
-                "max_attempts": max_attempts,
-                "error": outcome.result.error,
-                "retry_in_ms": round(delay * 1000),
-            },
+                attempt=attempt,
+                max_attempts=max_attempts,
+                error=outcome.result.error,
+                retry_in_ms=round(delay * 1000),
+            ),
             flow_key=flow.key,
             step_id=step.id,
             agent_key=step.primary_agent,

@@ -9,11 +9,13 @@ prompt), and :func:`bounded_event` is the last guard of every event line: one lo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import islice
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from swarm_runtime.documents import EventDoc
+import msgspec
+
+from swarm_runtime.documents.payload import Event
 
 MAX_EVENT_LINE = 32_768
 """The longest line of ``events.jsonl``, in characters."""
@@ -32,20 +34,20 @@ def cut(text: str, limit: int = MAX_LOGGED_CHARS) -> str:
     return f"{text[:limit]}[TRUNCATED: {len(text) - limit} of {len(text)} chars cut]"
 
 
-def bounded_event(event: EventDoc, line: str, encode: Any) -> tuple[EventDoc, str]:
-    """``event`` and its line, cut to fit :data:`MAX_EVENT_LINE` when the line is longer.
+def bounded_event(event: Event, line: str, encode: Callable[[Any], str]) -> str:
+    """The line of ``event``, cut to fit :data:`MAX_EVENT_LINE` when ``line`` is longer.
 
     ``encode`` turns an event into its line. Strings are cut, then lists (a marker item
     says how many items went), harder on each pass; what the kernel writes itself (ids,
     kinds, numbers) is short and stays.
     """
+    document: dict[str, Any] = msgspec.to_builtins(event)
     for chars, items, depth in _PASSES:
         if len(line) <= MAX_EVENT_LINE:
             break
-        payload = _cut_value(event["payload"], chars, items, depth)
-        event = {**event, "payload": payload}
-        line = encode(event)
-    return event, line
+        document = {**document, "payload": _cut_value(document["payload"], chars, items, depth)}
+        line = encode(document)
+    return line
 
 
 def _cut_value(value: Any, chars: int, items: int, depth: int) -> Any:

@@ -11,19 +11,28 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from swarm_runtime.documents.base import Invalid
+from swarm_runtime.documents.events import KINDS, read_event, stands_of
+from swarm_runtime.documents.payload import Stands
+from swarm_runtime.documents.route_events import FlowInjected, NodeInjected, StackPop, StackPush
 from swarm_runtime.errors import RunControlError
 from swarm_runtime.flow.spec import FlowSpec
 from swarm_runtime.orchestrator.checkpoint import Checkpoint
 from swarm_runtime.orchestrator.plan import FlowSlice
 from swarm_runtime.orchestrator.stack import DEFAULT_MAX_DEPTH, on_stack, push_refusal
 
-PENDING_KINDS = frozenset(
-    {"step_end", "routing_decision", "graph_extended", "routing_offroad", "step_error"}
-    | {"route_decision"}
-    | {"facts_updated", "assumption_recorded", "decision_recorded", "run_pausing", "run_paused"}
-    | {"stack_push", "flow_injected", "node_injected", "stack_pop", "stack_overflow_prevented"}
+PENDING = frozenset(
+    {
+        Stands.STEP_END,
+        Stands.STEP_ERROR,
+        Stands.ROUTING,
+        Stands.ROUTE,
+        Stands.AFTER_ROUTE,
+        Stands.PAUSE,
+    }
 )
-"""The events a checkpoint may carry for the log: those of the step it was written after."""
+"""Where the events a checkpoint may carry for the log stand: those of the step it was
+written after (its end, its routing, what the move brought), or a waiting step's pause."""
 
 
 def check_checkpoint(
@@ -105,13 +114,18 @@ def _pending_problem(
     for offset, event in enumerate(pending):
         seq = event.get("seq")
         name = f"pending_events[{offset}]"
-        if event.get("kind") not in PENDING_KINDS:
+        if stands_of(event.get("kind")) not in PENDING:
+            allowed = sorted(kind for kind, payload in KINDS.items() if payload.stands in PENDING)
             return (
                 f"{name} is a {event.get('kind')!r} event; a checkpoint carries only "
-                f"{', '.join(sorted(PENDING_KINDS))}"
+                f"{', '.join(allowed)}"
             )
         if seq != first + offset or isinstance(seq, bool):
             return f"{name} has seq {seq!r}, not {first + offset}"
+        try:
+            read_event(event)
+        except Invalid as exc:
+            return f"{name} is not the {event.get('kind')} event its kind declares: {exc}"
         if event.get("run_id") != checkpoint.run_id:
             return f"{name} is of run {event.get('run_id')!r}"
         step = (event.get("flow_key"), event.get("step_id"))
@@ -181,14 +195,14 @@ def _logged_stack(checkpoint: Checkpoint, events: Sequence[dict[str, Any]]) -> l
         kind, payload = event.get("kind"), event.get("payload")
         if not isinstance(payload, dict):
             continue
-        if kind == "stack_push":
+        if kind == StackPush.kind:
             frames.append({name: payload.get(name) for name in PUSHED} | {"only_step": None})
-        elif kind == "flow_injected" and frames:
+        elif kind == FlowInjected.kind and frames:
             back = payload.get("return_address")
             frames[-1]["resume_to"] = back.partition("/")[2] if isinstance(back, str) else None
-        elif kind == "node_injected" and frames:
+        elif kind == NodeInjected.kind and frames:
             frames[-1]["only_step"] = str(payload.get("step")).partition("/")[2]
-        elif kind == "stack_pop" and frames:
+        elif kind == StackPop.kind and frames:
             frames.pop()
     return frames
 
@@ -209,8 +223,8 @@ def _logged_stack_problem(checkpoint: Checkpoint, events: Sequence[dict[str, Any
         for name, value in said.items():
             held = getattr(frame, name)
             if held != value:
-                event = "stack_push" if name in PUSHED else "flow_injected"
-                event = "node_injected" if name == "only_step" else event
+                event = StackPush.kind if name in PUSHED else FlowInjected.kind
+                event = NodeInjected.kind if name == "only_step" else event
                 return (
                     f"stack[{number}].{name} is {held!r}, but the event log's {event} "
                     f"says {value!r}"

@@ -19,7 +19,12 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from swarm_runtime.orchestrator import payloads
+from swarm_runtime.documents.payload import Payload
+from swarm_runtime.documents.route_events import (
+    AssumptionRecorded,
+    DecisionRecorded,
+    FactsUpdated,
+)
 from swarm_runtime.orchestrator.bounded import cut
 
 FACT_ID_RE = re.compile(r"(REQ|SOL|TRC|ASM|DEC)-[0-9]{1,9}")
@@ -71,12 +76,12 @@ class Facts:
 
     def add(
         self, found: list[tuple[str, str]], flow: str, step: str, iteration: int
-    ) -> tuple[list[dict[str, Any]], list[tuple[str, Mapping[str, object]]]]:
+    ) -> tuple[list[dict[str, Any]], list[Payload]]:
         """Record a step's facts: the new journal entries, and the events that say so."""
         added: list[str] = []
         updated: list[str] = []
         new: list[dict[str, Any]] = []
-        events: list[tuple[str, Mapping[str, object]]] = []
+        events: list[Payload] = []
         for fact_id, text in found:
             (updated if fact_id in self.current else added).append(fact_id)
             entry = {
@@ -91,13 +96,12 @@ class Facts:
             self._keep(entry)
             new.append(entry)
             if entry["kind"] == "ASM":
-                events.append(("assumption_recorded", payloads.fact(fact_id, text)))
+                events.append(AssumptionRecorded(id=fact_id, text=text))
             elif entry["kind"] == "DEC":
-                events.append(("decision_recorded", payloads.fact(fact_id, text)))
+                events.append(DecisionRecorded(id=fact_id, text=text))
         if not new:
             return [], []
-        update = payloads.facts_updated(added, updated, len(self.current))
-        return new, [("facts_updated", update), *events]
+        return new, [FactsUpdated.counted(added, updated, len(self.current)), *events]
 
     def values(
         self, found: Sequence[tuple[str, str]] = (), flow: str = "", step: str = ""

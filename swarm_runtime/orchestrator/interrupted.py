@@ -10,7 +10,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from swarm_runtime.orchestrator import payloads
+from swarm_runtime.documents.events import stands_of
+from swarm_runtime.documents.payload import Stands
+from swarm_runtime.documents.run_events import StepError
 from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.storage.layout import RunLayout
 from swarm_runtime.timeutil import ms_between, parse_ts
@@ -20,10 +22,10 @@ def find_open_step(events: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The ``step_start`` that has no end in the log, if any."""
     open_step: dict[str, Any] | None = None
     for event in events:
-        kind = event.get("kind")
-        if kind == "step_start":
+        stands = stands_of(event.get("kind"))
+        if stands is Stands.STEP_START:
             open_step = event
-        elif kind in ("step_end", "step_error"):
+        elif stands in (Stands.STEP_END, Stands.STEP_ERROR):
             open_step = None
     return open_step
 
@@ -38,12 +40,13 @@ def interrupted_error(start: dict[str, Any], last: dict[str, Any]) -> dict[str, 
     except (KeyError, ValueError):
         duration = 0
     payload = start.get("payload") or {}
+    engine = payload.get("engine") if isinstance(payload, dict) else None
     return {
-        "kind": "step_error",
-        "payload": payloads.step_error(
-            duration,
-            "interrupted",
-            payload.get("engine") if isinstance(payload, dict) else None,
+        "payload": StepError(
+            status="failed",
+            duration_ms=duration,
+            error="interrupted",
+            engine=engine if isinstance(engine, str) else "unknown",
         ),
         "flow_key": start.get("flow_key"),
         "step_id": start.get("step_id"),

@@ -11,10 +11,19 @@ from __future__ import annotations
 
 import contextlib
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+import msgspec
+
+from swarm_runtime.documents.run_events import (
+    Ended,
+    RunPaused,
+    RunPausing,
+    RunStarted,
+    RunStopped,
+    RunStopping,
+)
 from swarm_runtime.errors import StorageError
-from swarm_runtime.orchestrator import payloads
 from swarm_runtime.orchestrator.checkpoint import BlockedStep, Checkpoint, Position
 from swarm_runtime.orchestrator.control import Blocked, Interrupted
 from swarm_runtime.orchestrator.deps import RunContext
@@ -53,12 +62,11 @@ class RunLifecycle:
         self.clock = deps.clock
         self.state = state
         self.recorder = recorder
-        self._listeners = recorder.listeners
         self.flows = [part.flow.key for part in plan]
         """The flows this run runs: those of the spec, less what a slice leaves out."""
         self.budget = RunBudget.of(limits, plan)
         recorder.dir_size.limit = self.budget.size  # no write may take the run dir past it
-        choice = context.engine
+        choice, heard = context.engine, recorder.listeners
         self.book = RunBook(
             recorder,
             state,
@@ -82,9 +90,7 @@ class RunLifecycle:
                 max_attempts=limits.max_attempts,
                 max_retry_after_s=limits.max_retry_after_s,
                 repo_root=context.repo_root,
-                result_observer=partial(self._listeners.step_result, recorder.layout.root)
-                if self._listeners is not None
-                else None,
+                result_observer=partial(heard.step_result, recorder.layout.root) if heard else None,
                 navigator=choice.navigator,
                 injections=Injections(
                     utilities=tuple(context.flows.utilities()),
@@ -95,7 +101,9 @@ class RunLifecycle:
             ),
             prompts=PromptParts(context.flows, spec.params, context.flows.system_prompts),
             engine_for=context.engines.engine_for,
-            spec=spec.as_document(mode=context.engine.mode, engine=context.engine.engine_id),
+            spec=msgspec.to_builtins(
+                spec.as_document(mode=context.engine.mode, engine=context.engine.engine_id)
+            ),
             completed=self._checkpoint,
         )
 
@@ -128,29 +136,13 @@ class RunLifecycle:
             self.context.engines.close()
 
     def execute(self, reopened: Reopened | None = None) -> RunOutcome:
-        """Run the run to its end or pause; its listeners hear how it ended.
-
-        Also when it ends by an exception (its log could not be written): they hear the
-        status it was left in.
-        """
+        """Run the run to its end or pause; its listeners hear how (an exception too)."""
         outcome: RunOutcome | None = None
         try:
             outcome = self._execute(reopened)
             return outcome
         finally:
-            if self._listeners is not None:
-                self._listeners.run_end(outcome or self._left())
-
-    def _left(self) -> RunOutcome:
-        """How a run that ended by an exception was left."""
-        state = self.state
-        return RunOutcome(
-            run_id=self.recorder.run_id,
-            status=state.status,
-            error=state.error,
-            path=self.recorder.layout.root,
-            summary=dict(self.book.summary()),
-        )
+            self.book.tell_end(outcome)
 
     def _execute(self, reopened: Reopened | None) -> RunOutcome:
         interrupted: Interrupted | None = None
@@ -173,7 +165,7 @@ class RunLifecycle:
             status=self.state.status,
             error=self.state.error,
             path=self.recorder.layout.root,
-            summary=dict(self.book.summary(completed)),
+            summary=msgspec.to_builtins(self.book.summary(completed)),
             interrupted=interrupted is not None,
             aborted=interrupted is not None and interrupted.aborted,
             paused=interrupted is not None and interrupted.pause,
@@ -184,7 +176,7 @@ class RunLifecycle:
     def _finish_bookkeeping(self, completed: dict[str, Any]) -> RunOutcome:
         """A run killed after its ``run_completed``: write the ``meta.json`` it missed."""
         payload = completed["payload"]
-        self.state.status = str(payload["status"])
+        self.state.status = cast(Ended, payload["status"])  # the log's, as resume read it
         self.state.error = payload.get("error")
         self.book.set_status(self.state.status, str(completed["ts"]))
         return RunOutcome(
@@ -192,7 +184,7 @@ class RunLifecycle:
             status=self.state.status,
             error=self.state.error,
             path=self.recorder.layout.root,
-            summary=dict(self.book.summary(str(completed["ts"]))),
+            summary=msgspec.to_builtins(self.book.summary(str(completed["ts"]))),
         )
 
     def _begin(self, reopened: Reopened | None) -> Position:
@@ -207,9 +199,9 @@ class RunLifecycle:
             recorder.emit(**event)
         self.state.error = None
         self.book.set_status("running")
-        recorder.emit("run_resumed", reopened.resumed_payload())
+        recorder.emit(reopened.resumed_payload())
         if reopened.needs_started:
-            recorder.emit("run_started", payloads.run_started())
+            recorder.emit(RunStarted(mode="stepwise", routing_enabled=True))
         return reopened.position
 
     def _count_time(self) -> None:
@@ -287,8 +279,8 @@ class RunLifecycle:
         resume asked for on seeing "paused" finds ``run_paused`` (and waits for this
         process to let go of the run, SPEC §8.2).
         """
-        self.recorder.emit("run_pausing", payloads.reason(reason))
-        self.recorder.emit("run_paused", payloads.reason(reason))
+        self.recorder.emit(RunPausing(reason=reason))
+        self.recorder.emit(RunPaused(reason=reason))
         self.state.error = None
         self.book.set_status("paused")
 
@@ -296,17 +288,18 @@ class RunLifecycle:
         """A blocked step: checkpoint it (still open), then pause the run."""
         recorder = self.recorder
         reason = f"blocked: {step.reason}"
-        payload = {"reason": reason, "step": f"{step.flow_key}/{step.step_id}"}
+        where = f"{step.flow_key}/{step.step_id}"
         pending = [
             recorder.event(
-                kind,
                 payload,
                 flow_key=step.flow_key,
                 step_id=step.step_id,
                 agent_key=step.agent_key,
                 ahead=ahead,
             )
-            for ahead, kind in enumerate(("run_pausing", "run_paused"))
+            for ahead, payload in enumerate(
+                (RunPausing(reason=reason, step=where), RunPaused(reason=reason, step=where))
+            )
         ]
         recorder.write_checkpoint(
             Checkpoint.capture(
@@ -326,7 +319,10 @@ class RunLifecycle:
     def _complete(self, interrupted: Interrupted | None) -> str:
         """Append ``run_completed`` and write the final ``meta.json``."""
         state = self.state
-        final = state.status if state.status != "running" else "succeeded"
+        status = state.status
+        final: Ended = (
+            "failed" if status == "failed" else "stopped" if status == "stopped" else "succeeded"
+        )
         if state.seq == 0:
             # Not even run_created could be written (a full disk): leave no run behind.
             self.recorder.discard()
@@ -335,8 +331,8 @@ class RunLifecycle:
             raise StorageError(state.error or "the run could not be started")
         try:
             if interrupted is not None:
-                self.recorder.emit("run_stopping", payloads.reason(interrupted.reason))
-                self.recorder.emit("run_stopped", payloads.reason(interrupted.reason))
+                self.recorder.emit(RunStopping(reason=interrupted.reason))
+                self.recorder.emit(RunStopped(reason=interrupted.reason))
             self.book.emit_completed(final)
         except StorageError as exc:
             # The log cannot be written (disk full, …): meta.json says why it ends open.

@@ -19,9 +19,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
+from swarm_runtime.documents.payload import Payload
+from swarm_runtime.documents.route_events import (
+    Candidate,
+    Condition,
+    GraphExtended,
+    RoutingDecision,
+    RoutingOffroad,
+)
+from swarm_runtime.documents.run_events import RoutingSource
 from swarm_runtime.flow.conditions import Activation, Evaluation, evaluate
 from swarm_runtime.flow.spec import Detour, FlowSpec, StepSpec
-from swarm_runtime.orchestrator import payloads
 from swarm_runtime.orchestrator.bounded import cut
 from swarm_runtime.orchestrator.routing import Decision
 from swarm_runtime.record import Record, replace
@@ -77,7 +85,7 @@ class NavigatorRoute(Record):
     """The move, and the events that say how it was chosen, in the order they are written."""
 
     decision: Decision
-    events: tuple[tuple[str, Mapping[str, object]], ...] = ()
+    events: tuple[Payload, ...] = ()
     detour: Move | None = None
     """The detour or utility flow taken, if one was."""
     golden: Decision | None = None
@@ -145,26 +153,23 @@ def route(
     if picked is None:
         why = answer.error or f"invalid_choice:{cut(str(answer.choice), 200)}"
         decision = replace(golden, reason=f"navigator_fallback:{why}", source="navigator")
-        decision = replace(
-            decision, receipt_routing={**golden.receipt_routing, "reason": decision.reason}
-        )
     else:
         decision = _taken(picked, golden, own, f"navigator:{picked.id}", "navigator")
-    events: list[tuple[str, Mapping[str, object]]] = [
-        (
-            "routing_decision",
-            payloads.routing_decision(
-                step.id,
-                [{"id": m.id, "kind": m.kind, "to": m.to} for m in held],
-                picked.id if picked is not None else None,
-                rationale=answer.rationale,
-                confidence=answer.confidence,
-                evaluated=[{"expr": e.expr, "value": e.value} for e in conditions],
-            ),
+    events: list[Payload] = [
+        RoutingDecision(
+            step=step.id,
+            candidates=[Candidate(id=m.id, kind=m.kind, to=m.to) for m in held],
+            chosen=picked.id if picked is not None else None,
+            routing_source="navigator",
+            rationale=answer.rationale,
+            confidence=answer.confidence,
+            evaluated_conditions=[Condition(expr=e.expr, value=e.value) for e in conditions],
+            tie_breaker_used=False,
         )
     ]
     if answer.proposal is not None:  # recorded, never followed
-        events.append(("graph_extended", payloads.graph_extended(step.id, *answer.proposal)))
+        proposed, why_proposed = answer.proposal
+        events.append(GraphExtended(from_step=step.id, to_step=proposed, rationale=why_proposed))
     if picked is not None:
         events.extend(_offroad(flow, step, picked, golden, conditions, answer))
     return NavigatorRoute(decision, tuple(events), _detour_of(picked), golden)
@@ -175,7 +180,7 @@ def _detour_of(move: Move | None) -> Move | None:
 
 
 def _taken(
-    move: Move, golden: Decision, own: Decision | None, reason: str, source: str
+    move: Move, golden: Decision, own: Decision | None, reason: str, source: RoutingSource
 ) -> Decision:
     """The decision that takes ``move``."""
     if move.kind != "edge":
@@ -185,12 +190,8 @@ def _taken(
     return _decision(move.to, reason, source)
 
 
-def _decision(to_step: str | None, reason: str, source: str) -> Decision:
-    if to_step is None:
-        return Decision(
-            None, "terminate", reason, source, {"decision": "terminate", "reason": reason}
-        )
-    return Decision(to_step, "advance", reason, source, {"decision": "advance", "reason": reason})
+def _decision(to_step: str | None, reason: str, source: RoutingSource) -> Decision:
+    return Decision(to_step, "terminate" if to_step is None else "advance", reason, source)
 
 
 def resume_step(move: Move, golden: Decision) -> str | None:
@@ -208,7 +209,7 @@ def _offroad(
     golden: Decision,
     conditions: Sequence[Evaluation],
     answer: NavigatorAnswer,
-) -> tuple[tuple[str, Mapping[str, object]], ...]:
+) -> tuple[RoutingOffroad, ...]:
     """``routing_offroad`` when ``chosen`` is not the golden path, else nothing."""
     if chosen.kind == "edge" and chosen.to == golden.to_step:
         return ()
@@ -223,13 +224,14 @@ def _offroad(
         route_type = "LOOP"
     else:
         route_type = "SKIP"
-    payload = payloads.routing_offroad(
-        golden.to_step,
-        chosen.to or "",
-        route_type,
+    payload = RoutingOffroad(
+        golden_path_step=golden.to_step,
+        actual_step=chosen.to or "",
+        route_type=route_type,
         rationale=answer.rationale,
-        confidence=answer.confidence,
-        held=[e.expr for e in conditions if e.value],
         return_address=back,
+        confidence=answer.confidence,
+        evaluated_conditions=[e.expr for e in conditions if e.value],
+        tie_breaker_used=False,
     )
-    return (("routing_offroad", payload),)
+    return (payload,)

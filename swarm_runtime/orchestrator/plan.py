@@ -11,7 +11,10 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from msgspec import UNSET
+
 from swarm_runtime.credentials import Credentials
+from swarm_runtime.documents.run import RunSpecDocument
 from swarm_runtime.engines.faults import FaultPlan
 from swarm_runtime.engines.scenario import Scenario
 from swarm_runtime.errors import ConfigError, FlowDefinitionError, SwarmUsageError
@@ -19,10 +22,8 @@ from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
 from swarm_runtime.orchestrator.params import check_params
 from swarm_runtime.record import Record, field
-from swarm_runtime.versions import SCHEMA_VERSION
 
 if TYPE_CHECKING:
-    from swarm_runtime.documents import RunSpecDoc
     from swarm_runtime.engines.registry import EngineRegistry
 
 DEFAULT_MAX_RUN_MB = 1024
@@ -59,22 +60,19 @@ class RunSpec(Record):
 
     def as_document(
         self, *, mode: str, engine: str, origin: dict[str, Any] | None = None
-    ) -> RunSpecDoc:
+    ) -> RunSpecDocument:
         """The document written to ``spec.json`` (``origin``: what a resume needs too)."""
-        doc: RunSpecDoc = {
-            "schema_version": SCHEMA_VERSION,
-            "flows": list(self.flows),
-            "params": self.params,
-            "backend": self.backend,
-            "initiator": self.initiator,
-            "mode": mode,
-            "engine": engine,
-            "start_step": self.start_step,
-            "end_step": self.end_step,
-        }
-        if origin is not None:
-            doc["origin"] = origin
-        return doc
+        return RunSpecDocument(
+            flows=list(self.flows),
+            params=self.params,
+            backend=self.backend,
+            initiator=self.initiator,
+            mode=mode,
+            engine=engine,
+            start_step=self.start_step,
+            end_step=self.end_step,
+            origin=UNSET if origin is None else origin,
+        )
 
 
 class RunOutcome(Record):

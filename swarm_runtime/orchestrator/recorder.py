@@ -9,12 +9,17 @@ the file and the variable and shows only a masked value.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from swarm_runtime.credentials import Credentials
 from swarm_runtime.digest import sha256
+from swarm_runtime.documents.payload import Event, Payload
+from swarm_runtime.documents.receipt import PointerArtifact, Receipt
+from swarm_runtime.documents.run import RunSpecDocument, RunSummary
 from swarm_runtime.engines.base import HistoryItem
 from swarm_runtime.errors import StorageError
 from swarm_runtime.orchestrator.bounded import MAX_EVENT_LINE, bounded_event
@@ -33,7 +38,6 @@ from swarm_runtime.storage.store import (
 from swarm_runtime.timeutil import Clock, format_ts
 
 if TYPE_CHECKING:
-    from swarm_runtime.documents import EventDoc, ReceiptDoc, RunSpecDoc, RunSummaryDoc
     from swarm_runtime.plugins import RunListeners
 
 ARTIFACT_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -81,7 +85,7 @@ class RunRecorder:
     def create(
         cls,
         runs_dir: Path,
-        spec: RunSpecDoc,
+        spec: RunSpecDocument,
         state: RunState,
         *,
         clock: Clock,
@@ -143,78 +147,73 @@ class RunRecorder:
 
     def event(
         self,
-        kind: str,
-        payload: Mapping[str, Any],
+        payload: Payload,
         *,
         flow_key: str | None = None,
         step_id: str | None = None,
         agent_key: str | None = None,
         ts: str | None = None,
         ahead: int = 0,
-    ) -> EventDoc:
-        """An event to append next (``ahead`` events after the next), not yet written."""
-        return {
-            "run_id": self.layout.run_id,
-            "seq": self.state.seq + 1 + ahead,
-            "ts": ts or format_ts(self.clock()),
-            "kind": kind,
-            "flow_key": flow_key,
-            "step_id": step_id,
-            "agent_key": agent_key,
-            "payload": payload if isinstance(payload, dict) else dict(payload),
-        }
+    ) -> Event:
+        """The event of ``payload`` to append next (``ahead`` events after the next), unwritten."""
+        return payload.event(
+            run_id=self.layout.run_id,
+            seq=self.state.seq + 1 + ahead,
+            ts=ts or format_ts(self.clock()),
+            flow_key=flow_key,
+            step_id=step_id,
+            agent_key=agent_key,
+            payload=payload,
+        )
 
     def emit(
         self,
-        kind: str,
-        payload: Mapping[str, Any],
+        payload: Payload,
         *,
         flow_key: str | None = None,
         step_id: str | None = None,
         agent_key: str | None = None,
         ts: str | None = None,
     ) -> None:
-        """Append one event; ``seq`` moves on only once its line is written."""
+        """Append the event of ``payload``; ``seq`` moves on only once its line is written."""
         self.append(
-            self.event(
-                kind, payload, flow_key=flow_key, step_id=step_id, agent_key=agent_key, ts=ts
-            )
+            self.event(payload, flow_key=flow_key, step_id=step_id, agent_key=agent_key, ts=ts)
         )
 
-    def append_all(self, events: Iterable[EventDoc]) -> None:
+    def append_all(self, events: Iterable[Event]) -> None:
         """Append events made by :meth:`event`, in order."""
         for event in events:
             self.append(event)
 
-    def encode(self, event: EventDoc) -> str:
+    def encode(self, event: Event) -> str:
         """The line :meth:`append` writes for ``event``, checked for credentials.
 
         Encoded once, it can go into a checkpoint's pending events and then the log.
         """
         line = encode_line(event)
         if len(line) > MAX_EVENT_LINE:  # text from outside, cut visibly to fit a line
-            event, line = bounded_event(event, line, encode_line)
+            line = bounded_event(event, line, encode_line)
         if self.credentials:  # the message is made only when there is something to find
-            self.credentials.check(line, f"a {event['kind']} event to {self._events_path}")
+            self.credentials.check(line, f"a {event.kind} event to {self._events_path}")
         return line
 
-    def append(self, event: EventDoc, line: str | None = None) -> None:
+    def append(self, event: Event, line: str | None = None) -> None:
         """Append one event made by :meth:`event`; its ``seq`` must be the next one.
 
         ``line``: the event as :meth:`encode` gave it, when it was encoded already.
         """
         self.append_encoded([event], [self.encode(event) if line is None else line])
 
-    def append_encoded(self, events: list[EventDoc], lines: list[str]) -> None:
+    def append_encoded(self, events: list[Event], lines: list[str]) -> None:
         """Append events made by :meth:`event` with their lines from :meth:`encode`.
 
         They are written with one write: all of them, or (the log cut back) none.
         """
         state = self.state
         for offset, event in enumerate(events, start=1):
-            if event["seq"] != state.seq + offset:
+            if event.seq != state.seq + offset:
                 raise StorageError(
-                    f"event {event['kind']} has seq {event['seq']}, expected {state.seq + offset}"
+                    f"event {event.kind} has seq {event.seq}, expected {state.seq + offset}"
                 )
         text = lines[0] if len(lines) == 1 else "".join(lines)
         self.lock.check()  # a lease taken over: the run is another process's now
@@ -225,9 +224,9 @@ class RunRecorder:
         state.seq += len(events)
         if self.listeners is not None:  # each on its own: one that raises is only reported
             for event in events:
-                self.listeners.event(dict(event), self.layout.root)
+                self.listeners.event(msgspec.to_builtins(event), self.layout.root)
 
-    def write_meta(self, summary: RunSummaryDoc) -> None:
+    def write_meta(self, summary: RunSummary) -> None:
         """Rewrite ``meta.json`` atomically."""
         self._write(self.layout.meta, dump_json(summary, pretty=True))
 
@@ -279,13 +278,13 @@ class RunRecorder:
 
     def write_artifacts(
         self, flow_key: str, step_id: str, iteration: int, artifacts: tuple[dict[str, Any], ...]
-    ) -> list[dict[str, Any]]:
+    ) -> list[PointerArtifact]:
         """Write a step's artifacts under ``<flow>/artifacts/``; their pointers (SPEC §7.4).
 
         An artifact is ``{name, content, content_type}``; a name already written by an
         earlier execution of the step is kept as ``~n`` first, as receipts are.
         """
-        refs: list[dict[str, Any]] = []
+        refs: list[PointerArtifact] = []
         if not artifacts:
             return refs
         directory = self.layout.artifacts(flow_key)
@@ -305,15 +304,14 @@ class RunRecorder:
             data = content.encode("utf-8")
             self._write(path, content, checked=True)
             refs.append(
-                {
-                    "kind": "pointer",
-                    "name": name,
+                PointerArtifact(
+                    name=name,
                     # Relative to the run dir: a run dir moved, copied or archived verifies.
-                    "uri": path.relative_to(self.layout.root).as_posix(),
-                    "contentType": str(artifact.get("content_type") or "text/plain"),
-                    "sizeBytes": len(data),
-                    "sha256": _digest(data),
-                }
+                    uri=path.relative_to(self.layout.root).as_posix(),
+                    content_type=str(artifact.get("content_type") or "text/plain"),
+                    size_bytes=len(data),
+                    sha256=_digest(data),
+                )
             )
         return refs
 
@@ -329,7 +327,7 @@ class RunRecorder:
         self,
         receipt_path: str,
         transcript_path: str,
-        receipt: ReceiptDoc,
+        receipt: Receipt,
         lines: list[TranscriptLine],
         *,
         iteration: int,

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.credentials import Credentials
 from swarm_runtime.digest import sha256
+from swarm_runtime.documents.events import read_event
+from swarm_runtime.documents.run_events import RunResumed
 from swarm_runtime.engines.base import HistoryItem
 from swarm_runtime.errors import RunControlError, StorageError
 from swarm_runtime.flow.spec import FlowSpec
@@ -76,16 +78,16 @@ class Reopened(Record):
     """The ``run_completed`` of a run killed after it (before its final ``meta.json``):
     there is nothing to run, only the bookkeeping to finish."""
 
-    def resumed_payload(self) -> dict[str, Any]:
+    def resumed_payload(self) -> RunResumed:
         """The payload of ``run_resumed``."""
-        return {
-            "reason": f"resumed after {'a crash' if self.previous == 'crashed' else self.previous}",
-            "previous_status": self.previous,
-            "flow_index": self.position.flow_index,
-            "step_id": self.position.step_id,
-            "external_input": self.external_input is not None,
-            "repairs": list(self.repairs),
-        }
+        return RunResumed(
+            reason=f"resumed after {'a crash' if self.previous == 'crashed' else self.previous}",
+            previous_status=self.previous,
+            flow_index=self.position.flow_index,
+            step_id=self.position.step_id,
+            external_input=self.external_input is not None,
+            repairs=list(self.repairs),
+        )
 
 
 def read_json(path: Path) -> Any:
@@ -103,11 +105,6 @@ def read_run_spec(run_dir: Path) -> tuple[RunSpec, dict[str, Any]]:
         raise RunControlError(
             f"{run_dir / 'spec.json'}: missing or unreadable; this is not a run directory "
             "that can be resumed"
-        )
-    if doc.get("backend") == "plan-executor":
-        raise RunControlError(
-            f"{run_dir.name} is a cycle of an execution plan; a cycle is not resumed - run "
-            "the plan again with 'swarm plan run'"
         )
     try:
         spec = RunSpec.from_document(doc)
@@ -266,7 +263,7 @@ def _mend_log(
         state.seq = int(events[-1].get("seq", 0)) if events else 0
         for event in checkpoint.pending_events:  # written to the checkpoint, not the log
             if event["seq"] > state.seq:
-                recorder.append(event)  # type: ignore[arg-type]
+                recorder.append(read_event(event))  # its kind's, as check_checkpoint found it
                 events.append(event)
                 repairs.append(f"appended {event['kind']} (seq {event['seq']}) from the checkpoint")
     return events, checkpoint

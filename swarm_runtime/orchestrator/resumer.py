@@ -5,6 +5,7 @@
 size limits and config come from ``spec.json`` (its ``origin``), so a run resumed from any
 of them goes on exactly as it began. A caller may override the mode, flows dir, scenario
 or config (``swarm resume --mode …``); each override is announced through ``notice``.
+A run whose flows are no flows dir (a plan cycle's) is given them by its caller.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from swarm_runtime.orchestrator.stack import DEFAULT_MAX_DEPTH
 from swarm_runtime.record import Record, replace
 
 if TYPE_CHECKING:
+    from swarm_runtime.flow.registry import FlowRegistry
     from swarm_runtime.orchestrator.deps import RunDeps, RunLimits
     from swarm_runtime.plugins import SwarmPlugins
 
@@ -43,11 +45,14 @@ def orchestrator_for_run(
     sleep: Callable[[float], None] | None = None,
     plugins: SwarmPlugins | None = None,
     notice: Callable[[str], None] = lambda _message: None,
+    flows: FlowRegistry | None = None,
 ) -> Orchestrator:
-    """The orchestrator that resumes the run at ``run_dir`` as it was made."""
+    """The orchestrator that resumes the run at ``run_dir`` as it was made.
+
+    ``flows``: the run's flows, when they are not its flows dir's (a plan cycle's).
+    """
     from swarm_runtime.config import resolve_settings
     from swarm_runtime.engines.scenario import Scenario
-    from swarm_runtime.flow.registry import FlowRegistry
     from swarm_runtime.orchestrator.assembly import build_orchestrator
     from swarm_runtime.orchestrator.deps import EngineChoice
 
@@ -62,17 +67,14 @@ def orchestrator_for_run(
     mode = _override("--mode", chosen.mode, str(doc.get("mode") or "stub"), notice)
     if mode not in RESUMED_MODES:
         raise SwarmUsageError(f"--mode {mode}: a run is resumed in {', '.join(RESUMED_MODES)} mode")
-    flows_dir = _override("--flows-dir", chosen.flows_dir, origin.get("flows_dir"), notice)
-    if flows_dir is None or not Path(flows_dir).is_dir():
-        raise SwarmUsageError(
-            f"the flows dir of run {run_dir.name} ({flows_dir}) is not there; pass --flows-dir DIR"
-        )
+    if flows is None:
+        flows = _flows_dir(run_dir, doc, chosen, notice)
     config = chosen.config or (Path(origin["config"]) if origin.get("config") else None)
     settings = resolve_settings(
         env=env,
         mode=mode,
         runs_dir=run_dir.parent,
-        flows_dir=Path(flows_dir),
+        flows_dir=flows.flows_dir,
         config_path=config,
         navigator=str(origin.get("navigator") or "llm"),  # as the run began
     )
@@ -81,7 +83,7 @@ def orchestrator_for_run(
     settings = replace(settings, max_depth=int(origin.get("max_depth") or DEFAULT_MAX_DEPTH))
     return build_orchestrator(
         settings,
-        FlowRegistry(Path(flows_dir)),
+        flows,
         env=env,
         runs_dir=run_dir.parent,
         deps=_deps(sleep, plugins, notice),
@@ -108,6 +110,26 @@ def _deps(
     return RunDeps(
         sleep=sleep or interruptible_sleep, plugins=plugins or process_plugins(), notice=notice
     )
+
+
+def _flows_dir(
+    run_dir: Path, doc: dict[str, Any], chosen: ResumeChoices, notice: Callable[[str], None]
+) -> FlowRegistry:
+    """The flows of the run's flows dir (or the one chosen instead)."""
+    from swarm_runtime.flow.registry import FlowRegistry
+
+    if doc.get("backend") == "plan-executor":
+        raise RunControlError(
+            f"{run_dir.name} is a cycle of an execution plan: resume it with 'swarm resume "
+            f"{run_dir.name}'"
+        )
+    origin = doc.get("origin") or {}
+    flows_dir = _override("--flows-dir", chosen.flows_dir, origin.get("flows_dir"), notice)
+    if flows_dir is None or not Path(flows_dir).is_dir():
+        raise SwarmUsageError(
+            f"the flows dir of run {run_dir.name} ({flows_dir}) is not there; pass --flows-dir DIR"
+        )
+    return FlowRegistry(Path(flows_dir))
 
 
 def _limits(run_dir: Path, origin: dict[str, Any]) -> RunLimits:

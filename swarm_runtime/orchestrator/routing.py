@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from swarm_runtime.documents.receipt import ReceiptRouting
+from swarm_runtime.documents.run_events import RouteMove, RoutingSource
 from swarm_runtime.errors import RoutingError
 from swarm_runtime.flow.kinds import NO_FURTHER_HELP_FIELD
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
@@ -19,12 +21,26 @@ class Decision(Record):
     """Where to go after a step, and why."""
 
     to_step: str | None
-    decision: str
+    decision: RouteMove
     """loop | advance | terminate."""
     reason: str
-    source: str
+    source: RoutingSource
     """fast_path | deterministic | navigator."""
-    receipt_routing: dict[str, Any]
+    loop: tuple[int, int] | None = None
+    """A microloop's (0-based iteration, max_iterations), which its receipt records."""
+
+    @property
+    def receipt_routing(self) -> ReceiptRouting:
+        """The receipt's ``routing`` (SPEC §4.4)."""
+        if self.loop is None:
+            return ReceiptRouting(decision=self.decision, reason=self.reason)
+        iteration, most = self.loop
+        return ReceiptRouting(
+            decision=self.decision,
+            reason=self.reason,
+            loop_iteration=iteration,
+            max_iterations=most,
+        )
 
 
 def _lookup(name: str, handoff: Mapping[str, Any] | None, receipt: Mapping[str, Any]) -> Any:
@@ -40,21 +56,17 @@ def _following(flow: FlowSpec, step: StepSpec) -> str | None:
     return flow.steps[position].id if position < len(flow.steps) else None
 
 
-def _onward(target: str | None, reason: str, source: str, extra: dict[str, Any]) -> Decision:
-    if target is None:
-        return Decision(
-            None, "terminate", reason, source, {"decision": "terminate", "reason": reason, **extra}
-        )
-    return Decision(
-        target, "advance", reason, source, {"decision": "advance", "reason": reason, **extra}
-    )
+def _onward(
+    target: str | None, reason: str, source: RoutingSource, loop: tuple[int, int] | None
+) -> Decision:
+    return Decision(target, "terminate" if target is None else "advance", reason, source, loop)
 
 
 def _microloop(
     flow: FlowSpec, step: StepSpec, value_of: Callable[[str], Any], executions: int
 ) -> Decision:
     routing = step.routing
-    extra = {"loop_iteration": executions - 1, "max_iterations": routing.max_iterations}
+    extra = (executions - 1, routing.max_iterations)
     value = value_of(routing.loop_condition_field or "status")
     success = {item.lower() for item in routing.loop_success_values}
     onward = _following(flow, step)
@@ -64,13 +76,8 @@ def _microloop(
         return _onward(onward, "no_further_help", "deterministic", extra)
     if executions >= routing.max_iterations:
         return _onward(onward, "max_iterations", "deterministic", extra)
-    reason = f"loop_iteration:{executions}"
     return Decision(
-        routing.loop_target,
-        "loop",
-        reason,
-        "deterministic",
-        {"decision": "loop", "reason": reason, **extra},
+        routing.loop_target, "loop", f"loop_iteration:{executions}", "deterministic", extra
     )
 
 
@@ -82,10 +89,10 @@ def _branch(
     table = {key.lower(): target for key, target in routing.branches}
     if value is not None and str(value).lower() in table:
         target = table[str(value).lower()]
-        return _onward(target, f"branch:{routing.branch_field}={value}", "deterministic", {})
+        return _onward(target, f"branch:{routing.branch_field}={value}", "deterministic", None)
     if routing.default:
         return _onward(
-            routing.default, f"branch_default:{routing.branch_field}={value}", "deterministic", {}
+            routing.default, f"branch_default:{routing.branch_field}={value}", "deterministic", None
         )
     raise RoutingError(
         f"branch step '{step.id}' of flow '{flow.key}': {routing.branch_field}={value!r} "
@@ -99,15 +106,15 @@ def _linear(
 ) -> Decision:
     onward = _following(flow, step)
     if onward is None:
-        return _onward(None, "end_of_flow", "fast_path", {})
+        return _onward(None, "end_of_flow", "fast_path", None)
     reason = f"next:{onward}" if step.routing.next else "linear"
-    return _onward(onward, reason, "fast_path", {})
+    return _onward(onward, reason, "fast_path", None)
 
 
 def _navigator(
     flow: FlowSpec, step: StepSpec, _value_of: Callable[[str], Any], _executions: int
 ) -> Decision:
-    return _onward(step.routing.default, "navigator_default", "deterministic", {})
+    return _onward(step.routing.default, "navigator_default", "deterministic", None)
 
 
 ROUTERS: dict[str, Callable[[FlowSpec, StepSpec, Callable[[str], Any], int], Decision]] = {

@@ -10,14 +10,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from swarm_runtime.orchestrator import payloads
+import msgspec
+
+from swarm_runtime.documents.run import RunStatus, RunSummary
+from swarm_runtime.documents.run_events import Ended, RunCreated, RunStarted
 from swarm_runtime.orchestrator.recorder import RunRecorder
 from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.record import Record
 from swarm_runtime.timeutil import Clock, format_ts
 
 if TYPE_CHECKING:
-    from swarm_runtime.documents import RunSummaryDoc
+    from swarm_runtime.orchestrator.plan import RunOutcome
 
 
 class RunHeader(Record):
@@ -43,7 +46,7 @@ class RunBook:
         self.created_at = format_ts(clock())
         """When the run was made (a resumed run keeps its first attempt's)."""
 
-    def summary(self, completed_at: str | None = None) -> RunSummaryDoc:
+    def summary(self, completed_at: str | None = None) -> RunSummary:
         """``meta.json`` as the run stands."""
         header = self.header
         return self.state.summary(
@@ -54,7 +57,7 @@ class RunBook:
             completed_at,
         )
 
-    def set_status(self, status: str, completed_at: str | None = None) -> None:
+    def set_status(self, status: RunStatus, completed_at: str | None = None) -> None:
         """A new status, into ``meta.json`` at once."""
         self.state.status = status
         self.recorder.write_meta(self.summary(completed_at))
@@ -63,7 +66,12 @@ class RunBook:
         """``run_created``: the run's flows, its backend and who started it."""
         header = self.header
         self.recorder.emit(
-            "run_created", payloads.run_created(header.flows, header.backend, header.initiator)
+            RunCreated(
+                flows=list(header.flows),
+                backend=header.backend,
+                initiator=header.initiator,
+                stepwise=True,
+            )
         )
 
     def open(self) -> None:
@@ -71,14 +79,32 @@ class RunBook:
         self.set_status("pending")
         self.created()
         self.set_status("running")
-        self.recorder.emit("run_started", payloads.run_started())
+        self.recorder.emit(RunStarted(mode="stepwise", routing_enabled=True))
 
-    def emit_completed(self, status: str) -> None:
+    def emit_completed(self, status: Ended) -> None:
         """``run_completed`` of this attempt, ending with ``status``."""
-        self.recorder.emit("run_completed", self.state.completed(status))
+        self.recorder.emit(self.state.completed(status))
 
-    def finish(self, status: str) -> str:
+    def finish(self, status: Ended) -> str:
         """The final ``meta.json`` after ``run_completed``; when the attempt ended."""
         completed = format_ts(self.clock())
         self.set_status(status, completed)
         return completed
+
+    def tell_end(self, outcome: RunOutcome | None) -> None:
+        """The run's listeners hear how its attempt ended (None: by an exception, as left)."""
+        listeners = self.recorder.listeners
+        if listeners is None:
+            return
+        if outcome is None:
+            from swarm_runtime.orchestrator.plan import RunOutcome
+
+            state = self.state
+            outcome = RunOutcome(
+                run_id=self.recorder.run_id,
+                status=state.status,
+                error=state.error,
+                path=self.recorder.layout.root,
+                summary=msgspec.to_builtins(self.summary()),
+            )
+        listeners.run_end(outcome)

@@ -47,7 +47,7 @@ class Orchestrator:
     """Runs flows from a :class:`FlowRegistry` with engines from an :class:`EngineRegistry`.
 
     What a run is handed comes in as records: ``deps`` (clock, ids, sleep, engines,
-    observers), ``engine`` (engine id, mode, scenario, strategy, settings) and ``limits``;
+    listeners), ``engine`` (engine id, mode, scenario, strategy, settings) and ``limits``;
     nothing here reads the environment
     (:func:`swarm_runtime.orchestrator.assembly.build_orchestrator` builds one from
     resolved settings).

@@ -10,13 +10,20 @@ inside an injected flow resumes inside it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from swarm_runtime.orchestrator import payloads
+from swarm_runtime.documents.payload import Payload
+from swarm_runtime.documents.route_events import (
+    FlowInjected,
+    NodeInjected,
+    StackOverflowPrevented,
+    StackPop,
+    StackPush,
+)
 from swarm_runtime.record import Record
 
-Events = list[tuple[str, Mapping[str, object]]]
+Events = list[Payload]
 
 DEFAULT_MAX_DEPTH = 4
 """The largest ``current_depth`` (flows on the stack, the run's own included)."""
@@ -96,7 +103,11 @@ def refused(stack: Sequence[Frame], at: tuple[str, str], injected: str, max_dept
     """``stack_overflow_prevented`` when entering ``injected`` from ``at`` may not be done."""
     if push_refusal(on_stack(stack, at[0]), injected, max_depth) is None:
         return []
-    return [("stack_overflow_prevented", payloads.stack_overflow(at, injected, max_depth))]
+    return [
+        StackOverflowPrevented(
+            paused_flow=at[0], paused_step=at[1], injected_flow=injected, max_depth=max_depth
+        )
+    ]
 
 
 def enter(
@@ -112,13 +123,15 @@ def enter(
     flow, step = at
     stack.append(Frame(flow, step, target[0], resume_to, target[1] if only_step else None))
     back = f"{flow}/{resume_to}" if resume_to is not None else None
-    injected: tuple[str, Mapping[str, object]] = (
-        ("node_injected", payloads.node_injected(f"{target[0]}/{target[1]}", flow, step))
+    injected: Payload = (
+        NodeInjected(step=f"{target[0]}/{target[1]}", into_flow=flow, after_step=step)
         if only_step
-        else ("flow_injected", payloads.flow_injected(target[0], step, trigger, back))
+        else FlowInjected(flow=target[0], by_step=step, trigger=trigger, return_address=back)
     )
-    depth = len(stack) + 1
-    return [("stack_push", payloads.stack_push(at, target[0], depth)), injected], Next(*target)
+    push = StackPush(
+        paused_flow=flow, paused_step=step, injected_flow=target[0], current_depth=len(stack) + 1
+    )
+    return [push, injected], Next(*target)
 
 
 def leave(stack: list[Frame]) -> tuple[Events, Next]:
@@ -126,9 +139,13 @@ def leave(stack: list[Frame]) -> tuple[Events, Next]:
     events: Events = []
     while True:
         frame = stack.pop()
-        resumed = (frame.paused_flow, frame.resume_to)
         events.append(
-            ("stack_pop", payloads.stack_pop(resumed, frame.injected_flow, len(stack) + 1))
+            StackPop(
+                resumed_flow=frame.paused_flow,
+                resumed_step=frame.resume_to,
+                injected_flow=frame.injected_flow,
+                current_depth=len(stack) + 1,
+            )
         )
         if frame.resume_to is not None or not stack:
             return events, Next(frame.paused_flow, frame.resume_to)

@@ -7,18 +7,15 @@ cycles alike.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
+from swarm_runtime.documents.receipt import Tokens
+from swarm_runtime.documents.run import FlowTotals, RunStatus, RunSummary
+from swarm_runtime.documents.run_events import Ended, RunCompleted
 from swarm_runtime.engines.base import TokenUsage
-from swarm_runtime.orchestrator import payloads
 from swarm_runtime.orchestrator.facts import Facts
 from swarm_runtime.orchestrator.history import History, HistoryBudget
 from swarm_runtime.orchestrator.loops import LoopCounters
 from swarm_runtime.orchestrator.stack import Frame
-from swarm_runtime.versions import SCHEMA_VERSION
-
-if TYPE_CHECKING:
-    from swarm_runtime.documents import FlowTotalsDoc, RunSummaryDoc, TokensDoc
 
 
 class Totals:
@@ -56,24 +53,21 @@ class Totals:
         """The total cost; None when any call's cost is unknown (never a guess)."""
         return None if self.steps_without_cost else round(self.cost_usd, 6)
 
-    def tokens(self) -> TokensDoc:
+    def tokens(self) -> Tokens:
         """The ``tokens`` object of ``meta.json``."""
-        return {
-            "prompt": self.prompt_tokens,
-            "completion": self.completion_tokens,
-            "total": self.prompt_tokens + self.completion_tokens,
-        }
+        prompt, completion = self.prompt_tokens, self.completion_tokens
+        return Tokens(prompt=prompt, completion=completion, total=prompt + completion)
 
-    def as_flow_document(self) -> FlowTotalsDoc:
+    def as_flow_document(self) -> FlowTotals:
         """One flow's entry in ``meta.json``'s ``flow_totals``."""
-        return {
-            "steps_executed": self.executed,
-            "loop_iterations": self.loops,
-            "tokens": self.prompt_tokens + self.completion_tokens,
-            "cost_usd": self.cost,
-            "steps_without_cost": self.steps_without_cost,
-            "duration_ms": self.duration_ms,
-        }
+        return FlowTotals(
+            steps_executed=self.executed,
+            loop_iterations=self.loops,
+            tokens=self.prompt_tokens + self.completion_tokens,
+            cost_usd=self.cost,
+            steps_without_cost=self.steps_without_cost,
+            duration_ms=self.duration_ms,
+        )
 
 
 class RunState:
@@ -94,7 +88,7 @@ class RunState:
     )
 
     def __init__(self, budget: HistoryBudget) -> None:
-        self.status = "pending"
+        self.status: RunStatus = "pending"
         self.error: str | None = None
         self.seq = 0
         """The last event number written; the next event gets ``seq + 1``."""
@@ -130,35 +124,34 @@ class RunState:
         choice: tuple[str, str, str],
         created_at: str,
         completed_at: str | None,
-    ) -> RunSummaryDoc:
+    ) -> RunSummary:
         """``meta.json`` as the run stands; ``choice`` is its (backend, mode, engine)."""
         totals = self.totals
         backend, mode, engine = choice
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "run_id": run_id,
-            "status": self.status,
-            "flows": list(flows),
-            "backend": backend,
-            "mode": mode,
-            "engine": engine,
-            "created_at": created_at,
-            "completed_at": completed_at,
-            "error": self.error,
-            "steps_completed": totals.steps_completed,
-            "total_steps_executed": totals.executed,
-            "loop_iterations": totals.loops,
-            "tokens": totals.tokens(),
-            "cost_usd": totals.cost,
-            "steps_without_cost": totals.steps_without_cost,
-            "flow_totals": {key: ft.as_flow_document() for key, ft in self.flow_totals.items()},
-        }
+        return RunSummary(
+            run_id=run_id,
+            status=self.status,
+            flows=list(flows),
+            backend=backend,
+            mode=mode,
+            engine=engine,
+            created_at=created_at,
+            completed_at=completed_at,
+            error=self.error,
+            steps_completed=totals.steps_completed,
+            total_steps_executed=totals.executed,
+            loop_iterations=totals.loops,
+            tokens=totals.tokens(),
+            cost_usd=totals.cost,
+            steps_without_cost=totals.steps_without_cost,
+            flow_totals={key: ft.as_flow_document() for key, ft in self.flow_totals.items()},
+        )
 
-    def completed(self, status: str) -> payloads.RunCompletedPayload:
+    def completed(self, status: Ended) -> RunCompleted:
         """The ``run_completed`` of an attempt that ends with ``status``."""
-        return payloads.run_completed(
-            status,
-            self.error,
+        return RunCompleted(
+            status=status,
+            error=self.error,
             steps_completed=self.totals.steps_completed,
             total_steps_executed=self.totals.executed,
         )

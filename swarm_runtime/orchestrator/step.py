@@ -12,9 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
+
+import msgspec
 
 from swarm_runtime.config import MAX_RETRY_AFTER_S
+from swarm_runtime.documents.payload import Event
+from swarm_runtime.documents.receipt import Receipt
+from swarm_runtime.documents.route_events import GraphExtended
+from swarm_runtime.documents.run_events import RouteDecision
 from swarm_runtime.engines.base import (
     HistoryItem,
     StepEngine,
@@ -23,7 +29,7 @@ from swarm_runtime.engines.base import (
 )
 from swarm_runtime.errors import RoutingError
 from swarm_runtime.flow.spec import Budget, FlowSpec, StepSpec
-from swarm_runtime.orchestrator import payloads, stack
+from swarm_runtime.orchestrator import stack
 from swarm_runtime.orchestrator.attempts import EngineCaller
 from swarm_runtime.orchestrator.budgets import BudgetCheck, Spent
 from swarm_runtime.orchestrator.checkpoint import BlockedStep
@@ -36,7 +42,14 @@ from swarm_runtime.orchestrator.navigator import (
 )
 from swarm_runtime.orchestrator.navigator_call import NavigatorCall
 from swarm_runtime.orchestrator.prompt import PromptParts
-from swarm_runtime.orchestrator.receipt import Call, build_receipt, settle, step_timing
+from swarm_runtime.orchestrator.receipt import (
+    Call,
+    Execution,
+    ReceiptSoFar,
+    Verdict,
+    build_receipt,
+    step_timing,
+)
 from swarm_runtime.orchestrator.recorder import RunRecorder, TranscriptLine
 from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.orchestrator.step_context import ContextMaker
@@ -46,10 +59,7 @@ from swarm_runtime.orchestrator.verdict import outcome_error
 from swarm_runtime.record import Record, replace
 from swarm_runtime.timeutil import Clock, format_ts, ms_between, parse_ts
 
-if TYPE_CHECKING:
-    from swarm_runtime.documents import EventDoc, ReceiptDoc
-
-Completed = Callable[[list["EventDoc"], stack.Next], list[str]]
+Completed = Callable[[list[Event], stack.Next], list[str]]
 """Called once a step is complete, with its ``step_end``, ``route_decision`` and the events
 around them (not yet written) and where the run goes next: the run checkpoints there and
 gives back the events' encoded lines, which are then appended."""
@@ -155,23 +165,23 @@ class StepRunner:
         over = error is None and self._over_budget(flow, step, call, started, completed)
         if over:
             error = over
-        receipt = self._receipt(flow, step, engine, call, iteration, rendered, (started, completed))
-        if over:
-            receipt["result_code"] = "fatal"  # SPEC §10.7: budget_exceeded, a fatal failure
+        made = self._execution(flow, step, engine, call, iteration, rendered, (started, completed))
         moved: NavigatorRoute | None = None
         if error is None:
             try:
-                moved = self.router.route(flow, step, end, outcome, receipt, (engine, ctx))
+                so_far = ReceiptSoFar(made)
+                moved = self.router.route(flow, step, end, outcome, so_far, (engine, ctx))
             except RoutingError as exc:
                 error = str(exc)
         decision = moved.decision if moved is not None else None
-        settle(receipt, error=error, routing=decision.receipt_routing if decision else None)
-        self._write(receipt, flow, step, engine, outcome, user)
-        if error is not None or decision is None:
-            self._fail(flow, step, receipt["duration_ms"], error or "no routing decision")
+        routing = decision.receipt_routing if decision is not None else None
+        # SPEC §10.7: a broken budget is a fatal failure, whatever the engine answered.
+        receipt = build_receipt(made, Verdict(error, routing, over_budget=bool(over)))
+        self._write(receipt, made, user)
+        if error is not None or moved is None:
+            self._fail(flow, step, receipt.duration_ms, error or "no routing decision")
             return None
-        assert moved is not None
-        return self._succeed(flow, step, receipt["duration_ms"], outcome, iteration, moved)
+        return self._succeed(flow, step, receipt.duration_ms, outcome, iteration, moved)
 
     def _count_call(self, flow: FlowSpec, call: Call) -> None:
         """Add the engine call's tokens and cost (every attempt's) to the run's and flow's."""
@@ -256,7 +266,7 @@ class StepRunner:
 
     # -- after the call ------------------------------------------------------------------
 
-    def _receipt(
+    def _execution(
         self,
         flow: FlowSpec,
         step: StepSpec,
@@ -265,37 +275,38 @@ class StepRunner:
         iteration: int,
         rendered: RenderedHistory,
         span: tuple[datetime, datetime],
-    ) -> ReceiptDoc:
-        """The execution's artifacts written, and its receipt, before the verdict."""
-        outcome = call.outcome
+    ) -> Execution:
+        """The execution's artifacts written: all its receipt says but the verdict."""
         artifacts = self.recorder.write_artifacts(
-            flow.key, step.id, iteration, outcome.result.artifacts
+            flow.key, step.id, iteration, call.outcome.result.artifacts
         )
-        envelope = outcome.envelope(self.recorder.run_id, step_timing(span, call), artifacts)
-        return build_receipt(
-            self.recorder.run_id, flow, step, engine, call, iteration, rendered, envelope
+        return Execution(
+            self.recorder.run_id,
+            flow,
+            step,
+            engine,
+            call,
+            iteration,
+            rendered,
+            step_timing(span, call),
+            list(artifacts),
         )
 
-    def _write(
-        self,
-        receipt: ReceiptDoc,
-        flow: FlowSpec,
-        step: StepSpec,
-        engine: StepEngine,
-        outcome: StepOutcome,
-        user: str,
-    ) -> None:
+    def _write(self, receipt: Receipt, made: Execution, user: str) -> None:
+        flow, step = made.flow, made.step
         receipt_path, transcript_path = self.recorder.layout.step_files(
-            flow.key, step.id, step.primary_agent, engine.engine_short
+            flow.key, step.id, step.primary_agent, made.engine.engine_short
         )
-        started_ts, completed_ts = receipt["started_at"], receipt["completed_at"]
+        started_ts, completed_ts = receipt.started_at, receipt.completed_at
+        asked = made.call.outcome.prompt
+        system = asked.system if asked is not None else self.prompts.system(flow, step)
         lines: list[TranscriptLine] = [
-            {"content": self.prompts.system(flow, step), "role": "system", "timestamp": started_ts},
-            {"content": user, "role": "user", "timestamp": started_ts},
+            {"content": system, "role": "system", "timestamp": started_ts},
+            {"content": asked.user if asked else user, "role": "user", "timestamp": started_ts},
         ]
-        lines.extend({"timestamp": completed_ts, **line} for line in outcome.transcript)
+        lines.extend({"timestamp": completed_ts, **line} for line in made.call.outcome.transcript)
         self.recorder.write_step(
-            receipt_path, transcript_path, receipt, lines, iteration=receipt["iteration"]
+            receipt_path, transcript_path, receipt, lines, iteration=made.iteration
         )
 
     def _fail(self, flow: FlowSpec, step: StepSpec, duration: int, error: str) -> None:
@@ -322,9 +333,9 @@ class StepRunner:
         if entries:
             self.recorder.append_journal("facts", entries)
         proposed = [
-            dict(p, flow=flow.key, iteration=iteration)
-            for k, p in moved.events
-            if k == "graph_extended"
+            {**msgspec.structs.asdict(p), "flow": flow.key, "iteration": iteration}
+            for p in moved.events
+            if isinstance(p, GraphExtended)
         ]
         if proposed:  # graph_proposals.jsonl: what the navigator suggested, never followed
             self.recorder.append_journal("graph_proposals", proposed)
@@ -337,11 +348,11 @@ class StepRunner:
         self.log.ended(
             "skipped" if skipped else "succeeded",
             duration,
-            payloads.route_decision(
-                step.id,
-                decision.to_step,
-                decision.decision,
-                decision.reason,
+            RouteDecision(
+                from_step=step.id,
+                to_step=decision.to_step,
+                decision=decision.decision,
+                reason=decision.reason,
                 loop_state=loop_state,
                 routing_source=decision.source,
             ),

@@ -11,16 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Literal
 
-from swarm_runtime.orchestrator import payloads
+from swarm_runtime.documents.payload import Event, Payload
+from swarm_runtime.documents.run_events import RouteDecision, StepEnd, StepError, StepStart
 from swarm_runtime.orchestrator.recorder import RunRecorder
 from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.record import Record
 from swarm_runtime.timeutil import Clock, format_ts, ms_between
-
-if TYPE_CHECKING:
-    from swarm_runtime.documents import EventDoc
 
 
 class OpenStep(Record):
@@ -55,8 +53,13 @@ class StepLog:
         self.state.totals.executed += 1
         self.state.flow(step.flow_key).executed += 1
         self.recorder.emit(
-            "step_start",
-            payloads.step_start(role, agents, index, step.engine_id, iteration),
+            StepStart(
+                role=role,
+                agents=list(agents),
+                step_index=index,
+                engine=step.engine_id,
+                iteration=iteration,
+            ),
             flow_key=step.flow_key,
             step_id=step.step_id,
             agent_key=step.agent_key,
@@ -72,11 +75,11 @@ class StepLog:
         """The execution stays open in the log on purpose (a ``blocked`` step's pause)."""
         self.open_step = None
 
-    def emit_in_step(self, kind: str, payload: dict[str, Any]) -> None:
+    def emit_in_step(self, payload: Payload) -> None:
         """An event of the execution under way (``tool_start``, ``tool_end``, ``log``)."""
         step = self._open()
         self.recorder.emit(
-            kind, payload, flow_key=step.flow_key, step_id=step.step_id, agent_key=step.agent_key
+            payload, flow_key=step.flow_key, step_id=step.step_id, agent_key=step.agent_key
         )
 
     def fail(self, duration_ms: int, error: str, *, ts: str | None = None) -> None:
@@ -84,8 +87,7 @@ class StepLog:
         step = self._open()
         self.open_step = None
         self.recorder.emit(
-            "step_error",
-            payloads.step_error(duration_ms, error, step.engine_id),
+            StepError(status="failed", duration_ms=duration_ms, error=error, engine=step.engine_id),
             ts=ts,
             flow_key=step.flow_key,
             step_id=step.step_id,
@@ -99,34 +101,33 @@ class StepLog:
 
     def ended(
         self,
-        status: str,
+        status: Literal["succeeded", "skipped"],
         duration_ms: int,
-        route: payloads.RouteDecisionPayload,
+        route: RouteDecision,
         *,
         ts: str | None = None,
-        routing: Sequence[tuple[str, Any]] = (),
-        after: Sequence[tuple[str, Any]] = (),
-        before: Callable[[list[EventDoc]], list[str]] | None = None,
+        routing: Sequence[Payload] = (),
+        after: Sequence[Payload] = (),
+        before: Callable[[list[Event]], list[str]] | None = None,
     ) -> None:
         """``step_end`` and ``route_decision`` of the execution under way, which ends it.
 
         ``routing`` are the events that say how a navigator chose the move
-        (``routing_decision``, ``routing_offroad``: kind and payload), written between the
-        two; ``after`` follow them (``facts_updated``…). ``before`` is given the events before
-        they are written (a flow run checkpoints them) and gives back their encoded lines. The
+        (``routing_decision``, ``routing_offroad``), written between the two; ``after``
+        follow them (``facts_updated``…). ``before`` is given the events before they are
+        written (a flow run checkpoints them) and gives back their encoded lines. The
         execution stays open until all are appended, so a run cut short still closes it.
         """
         step = self._open()
         recorder = self.recorder
-        kinds = [
-            ("step_end", payloads.step_end(status, duration_ms, step.engine_id)),
+        payloads = [
+            StepEnd(status=status, duration_ms=duration_ms, engine=step.engine_id),
             *routing,
-            ("route_decision", route),
+            route,
             *after,
         ]
         events = [
             recorder.event(
-                kind,
                 payload,
                 ts=ts,
                 ahead=ahead,
@@ -134,7 +135,7 @@ class StepLog:
                 step_id=step.step_id,
                 agent_key=step.agent_key,
             )
-            for ahead, (kind, payload) in enumerate(kinds)
+            for ahead, payload in enumerate(payloads)
         ]
         lines = before(events) if before else [recorder.encode(event) for event in events]
         recorder.append_encoded(events, lines)

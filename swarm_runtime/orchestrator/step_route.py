@@ -9,8 +9,9 @@ the stack, is refused here. :meth:`StepRouter.next` then moves the flow stack (S
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
+from swarm_runtime.documents.route_events import RoutingOffroad
 from swarm_runtime.engines.base import StepContext, StepEngine, StepOutcome
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
 from swarm_runtime.orchestrator import stack
@@ -26,9 +27,6 @@ from swarm_runtime.orchestrator.navigator_call import NavigatorCall
 from swarm_runtime.orchestrator.routing import Decision, decide
 from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.record import replace
-
-if TYPE_CHECKING:
-    from swarm_runtime.documents import ReceiptDoc
 
 
 class StepRouter:
@@ -55,9 +53,10 @@ class StepRouter:
         step: StepSpec,
         end: str | None,
         outcome: StepOutcome,
-        receipt: ReceiptDoc,
+        receipt: Mapping[str, Any],
         asked: tuple[StepEngine, StepContext],
     ) -> NavigatorRoute:
+        """The move after ``step``; ``receipt`` is its receipt as routing reads it."""
         skipped = outcome.result_code == "skipped"
         own = None
         if step.routing.kind != "navigator" or skipped:
@@ -65,7 +64,7 @@ class StepRouter:
                 flow,
                 step,
                 handoff=outcome.handoff,
-                receipt=cast(Mapping[str, Any], receipt),
+                receipt=receipt,
                 executions=self.state.loops.executions(flow.key, step),
                 linear_only=skipped,
             )
@@ -76,13 +75,7 @@ class StepRouter:
         decision = moved.decision
         if end == step.id and decision.decision != "loop":
             reason = f"end_step:{step.id}"
-            ended = Decision(
-                None,
-                "terminate",
-                reason,
-                decision.source,
-                {**decision.receipt_routing, "decision": "terminate", "reason": reason},
-            )
+            ended = Decision(None, "terminate", reason, decision.source, decision.loop)
             return replace(moved, decision=ended)
         return moved
 
@@ -100,7 +93,7 @@ class StepRouter:
         flow: FlowSpec,
         step: StepSpec,
         outcome: StepOutcome,
-        receipt: ReceiptDoc,
+        receipt: Mapping[str, Any],
         asked: tuple[StepEngine, StepContext],
         own: Decision | None,
     ) -> NavigatorRoute:
@@ -108,7 +101,7 @@ class StepRouter:
         facts = self.state.facts
         values = {
             "handoff": outcome.handoff or {},
-            "receipt": receipt,
+            "receipt": lambda: dict(receipt),  # made only when a condition reads it
             "params": self.spec.get("params") or {},
             "loop_state": self.state.loops.of_flow(flow.key),
             # Made only when a condition reads them, from what earlier steps made ready.
@@ -140,13 +133,8 @@ class StepRouter:
         if not overflow:
             return moved
         assert moved.golden is not None
-        kept = [event for event in moved.events if event[0] != "routing_offroad"]
-        reason = f"stack_overflow_prevented:{moved.detour.id}"
-        golden = replace(
-            moved.golden,
-            reason=reason,
-            receipt_routing={**moved.golden.receipt_routing, "reason": reason},
-        )
+        kept = [event for event in moved.events if not isinstance(event, RoutingOffroad)]
+        golden = replace(moved.golden, reason=f"stack_overflow_prevented:{moved.detour.id}")
         return NavigatorRoute(golden, (*kept, *overflow), None, moved.golden)
 
     def next(

@@ -3,8 +3,10 @@
 The handler runs in a worker thread only when its type has a time limit in
 ``metadata.timeouts``; when the limit passes, the step fails naming it and the handler is
 told to give up (``StepCall.cancelled``: a store write rolls back). Events the handler's
-model calls produce are kept and written by the cycle once the handler is back, so a
-late worker never writes into a later step.
+model calls produce are kept and handed to the kernel with the step's answer, so a late
+worker never writes into a later step. A model that answers ``retryable`` ends the
+handler's attempt (:class:`RetryableAnswer`): the kernel's attempts run the step again,
+with the one backoff every step has (SPEC §7.3).
 """
 
 from __future__ import annotations
@@ -15,9 +17,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future, wait
 from typing import TYPE_CHECKING, Any
 
-from swarm_runtime.config import MAX_RETRY_AFTER_S
 from swarm_runtime.engines.base import Prompt, StepContext, StepEngine, StepOutcome
-from swarm_runtime.orchestrator.verdict import backoff_delay, retry_after_refused
 from swarm_runtime.plan.handlers import HandlerError, LLMReply
 from swarm_runtime.record import replace
 
@@ -57,34 +57,37 @@ def call_handler(
     return future.result()
 
 
+class RetryableAnswer(Exception):
+    """The model answered ``retryable``: this attempt of the step ends here."""
+
+    def __init__(self, outcome: StepOutcome) -> None:
+        super().__init__(outcome.result.error or "retryable")
+        self.outcome = outcome
+
+
 class ModelCalls:
-    """``StepCall.complete`` for one step: budget check, engine call, retries, record."""
+    """``StepCall.complete`` for one attempt of a step: budget check, engine call, record."""
 
     def __init__(
         self,
         *,
         engine_for: Callable[[str | None], StepEngine],
-        context: Callable[[Prompt, int], StepContext],
+        context: Callable[[Prompt], StepContext],
         prompt_budget: int | None,
-        max_attempts: int,
-        sleep: Callable[[float], None],
-        max_retry_after_s: float = MAX_RETRY_AFTER_S,
     ) -> None:
         self.engine_for = engine_for
-        self.max_retry_after_s = max_retry_after_s
         self.context = context
         self.prompt_budget = prompt_budget
-        self.max_attempts = max_attempts
-        self.sleep = sleep
         self.outcomes: list[tuple[StepEngine, StepOutcome, Prompt]] = []
-        self.events: list[tuple[str, dict[str, Any]]] = []
-        """Events of the calls (tools, retries), for the cycle to write after the handler."""
-        self.attempts = 0
+        """Each call made, in order: the engine, its answer, and what it was asked."""
 
     def __call__(
         self, prompt: str, *, system: str | None = None, engine: str | None = None
     ) -> LLMReply:
-        """One model call (and its retries); the reply, or a HandlerError saying why not."""
+        """One model call; the reply, or a HandlerError saying why not.
+
+        A ``retryable`` answer raises :class:`RetryableAnswer`: the kernel retries the step.
+        """
         if not isinstance(prompt, str) or not prompt.strip():
             raise HandlerError("the prompt is empty: there is nothing to ask the model")
         parts = Prompt(system=system or "", user=prompt)
@@ -95,34 +98,15 @@ class ModelCalls:
                 f"metadata.budgets.promptTokens = {self.prompt_budget}; the model was not called"
             )
         built = self.engine_for(engine)
-        for attempt in range(1, self.max_attempts + 1):
-            self.attempts = attempt
-            asked = self.context(parts, attempt)
-            outcome = built.run_step(asked)
-            if outcome.request_sha256 is None:
-                outcome = replace(outcome, request_sha256=built.request_sha256(asked))
-            self.events.extend((event.kind, dict(event.payload)) for event in outcome.events)
-            code = outcome.result_code
-            retry = code == "retryable" and attempt < self.max_attempts
-            cap = self.max_retry_after_s
-            refused = retry_after_refused(outcome, attempt, cap) if retry else None
-            if retry and refused is None:
-                wait = backoff_delay(attempt, outcome.retry_after_ms, 1.0)
-                self.events.append(
-                    (
-                        "log",
-                        {
-                            "message": f"retryable answer, attempt {attempt} of "
-                            f"{self.max_attempts}; retrying in {wait:.1f} s",
-                            "error": outcome.result.error,
-                        },
-                    )
-                )
-                self.sleep(wait)
-                continue
-            self.outcomes.append((built, outcome, parts))
-            if code not in ("ok", "skipped"):
-                reason = refused or outcome.result.error or "no reason given"
-                raise HandlerError(f"the model call failed ({code}): {reason}")
-            return LLMReply(text=outcome.text, engine=built.engine_id, model=outcome.model)
-        raise AssertionError("unreachable: the last attempt returns or raises")
+        asked = self.context(parts)
+        outcome = built.run_step(asked)
+        if outcome.request_sha256 is None:
+            outcome = replace(outcome, request_sha256=built.request_sha256(asked))
+        self.outcomes.append((built, outcome, parts))
+        code = outcome.result_code
+        if code == "retryable":
+            raise RetryableAnswer(outcome)
+        if code not in ("ok", "skipped"):
+            reason = outcome.result.error or "no reason given"
+            raise HandlerError(f"the model call failed ({code}): {reason}")
+        return LLMReply(text=outcome.text, engine=built.engine_id, model=outcome.model)

@@ -149,12 +149,12 @@ class _Studio:
         return _JSONResponse({"run_id": run_id, "events": events})
 
     async def event_kinds(self, request: Request) -> Response:
-        """Every event kind: its payload fields in order, which are required, and more.
+        """Every event kind: what it is, where it may stand in the log, its payload fields.
 
-        Whether other fields may come, whether runs write it yet: the timeline shows each
-        event's fields in this order.
+        Its payload fields in order, the required ones, whether others may come: the
+        timeline shows each event's fields in this order.
         """
-        from swarm_runtime.contracts.events import kind_table
+        from swarm_runtime.documents.events import kind_table
 
         return _JSONResponse(await run_in_threadpool(kind_table))
 

@@ -185,3 +185,16 @@ def test_a_recorded_cycle_replays_with_no_server(project: Path) -> None:
     assert answer_a["tokens"] == answer_b["tokens"] and answer_a["model"] == answer_b["model"]
     two = _swarm(project, *cycle, "--input", "b", "--mode", "replay", "--cassette-dir", "cas")
     assert two.returncode == 2 and "give one --input" in two.stderr
+
+
+def test_runtime_yamls_run_budget_bounds_a_cycle_as_it_bounds_a_run(project: Path) -> None:
+    (project / "runtime.yaml").write_text("budget:\n  tokens: 10\n")
+    done = _swarm(
+        project, "plan", "run", "plan.json", "--input", "postgres", "--config", "runtime.yaml"
+    )
+    assert done.returncode == 1
+    assert "step 'answer' (LLMCall) failed: budget_exceeded" in done.stderr
+    (run_dir,) = _runs(project)
+    assert not (run_dir / "cycle" / "receipts" / "summarize-summarize-memory.json").exists()
+    spec = json.loads((run_dir / "spec.json").read_text())
+    assert spec["origin"]["budget"] == {"tokens": 10}  # a resume keeps it

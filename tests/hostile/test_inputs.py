@@ -157,7 +157,7 @@ CASES: list[tuple[str, Setup, list[str | bytes], dict[str, str], int, list[str]]
         ["run", "stepwise-demo", "--runs-dir", "runs"],
         {"SWARM_GEMINI_STUB": "7"},
         2,
-        ["SWARM_GEMINI_STUB='7'", "1 (stub, the default) and 0"],
+        ["SWARM_GEMINI_STUB: '7'", "1 (stub, the default), 0 (run the Gemini CLI)"],
     ),
     (
         "scenario tokens of 10**29",

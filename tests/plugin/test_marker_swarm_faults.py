@@ -29,7 +29,7 @@ def test_triage_survives_a_rate_limit_and_a_cut_stream(flow_runner):
     assert record.status == "succeeded"
     assert record.receipts[("triage", "read_ticket")]["attempt"] == 2
     assert record.receipts[("triage", "draft_reply")]["attempt"] == 2
-    faults = [e.payload.fault for e in record.events if e.kind == "log" and "fault" in e.payload.model_dump()]
+    faults = [e.payload.fault for e in record.events if e.kind == "log" and "fault" in e.payload]
     assert faults == ["http_429", "stream_cut"]
 
 

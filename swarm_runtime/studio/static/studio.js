@@ -310,7 +310,7 @@ function applyEvent(event, page) {
 }
 
 // An event's payload as one line: the fields its kind declares, in the contract's order
-// (GET /api/event-kinds, made from the event models), then any others it carries.
+// (GET /api/event-kinds, made from the kinds' declarations), then any others it carries.
 function summarise(kind, payload, kinds) {
   if (!payload || typeof payload !== "object") return "";
   const declared = (kinds && kinds[kind] && kinds[kind].fields) || [];

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from swarm_runtime.documents.run_events import ToolEnd, ToolStart
 from swarm_runtime.engines.process import StreamBroken
 from swarm_runtime.engines.streams import ClaudeStream, GeminiStream, StreamReport, status_in
 
@@ -63,15 +64,11 @@ def test_claude_tool_turn_gives_tool_events_in_order_and_result_usage(
     # never the assistant lines' stream-start counts added up.
     assert (report.tokens.prompt, report.tokens.completion) == (prompt, completion)
     assert report.cost_usd == pytest.approx(cost)
-    assert [(e.kind, e.payload) for e in report.events] == [
-        (
-            "tool_start",
-            {
-                "tool": "Bash",
-                "input": {"command": "echo fake-tool-ok", "description": "Print a marker"},
-            },
+    assert [e.payload for e in report.events] == [
+        ToolStart(
+            tool="Bash", input={"command": "echo fake-tool-ok", "description": "Print a marker"}
         ),
-        ("tool_end", {"tool": "Bash", "success": True, "output": "fake-tool-ok"}),
+        ToolEnd(tool="Bash", success=True, output="fake-tool-ok"),
     ]
     assert _kinds(report) == ["tool_use", "tool_result", "assistant"]
     assert report.text == "tool said: fake-tool-ok"
@@ -83,7 +80,7 @@ def test_claude_multiblock_message_keeps_every_block_in_order() -> None:
     assert report.texts == ["Let me run it.", "Done: multi-ok"]
     assert report.text == "Let me run it.\n\nDone: multi-ok"
     assert _kinds(report) == ["assistant", "tool_use", "tool_result", "assistant"]
-    assert report.events[1].payload == {"tool": "Bash", "success": True, "output": "multi-ok"}
+    assert report.events[1].payload == ToolEnd(tool="Bash", success=True, output="multi-ok")
     assert (report.tokens.prompt, report.tokens.completion) == (6526, 54)
 
 
@@ -170,11 +167,9 @@ def test_gemini_tool_call() -> None:
         "command": "echo fake-tool-ok",
         "description": "marker",
     }
-    assert report.events[1].payload == {
-        "tool": "run_shell_command",
-        "success": True,
-        "output": "fake-tool-ok",
-    }
+    assert report.events[1].payload == ToolEnd(
+        tool="run_shell_command", success=True, output="fake-tool-ok"
+    )
     assert _kinds(report) == ["tool_use", "tool_result", "assistant"]
     assert report.text.startswith("tool said:") and report.text.endswith("PGID: 24116")
     assert (report.tokens.prompt, report.tokens.completion) == (416, 56)

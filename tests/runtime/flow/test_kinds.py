@@ -93,7 +93,7 @@ def test_a_new_kind_is_its_entry_its_router_and_its_name(
 
     def route(flow: Any, step: Any, _value_of: Any, _executions: int) -> Decision:
         to = step.routing.default
-        return Decision(to, "advance", "relay", "deterministic", {"decision": "advance"})
+        return Decision(to, "advance", "relay", "deterministic")
 
     monkeypatch.setitem(ROUTERS, "relay", route)
     flows = tmp_path / "flows"

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from swarm_runtime.contracts.check import validate_run_dir
+from swarm_runtime.documents.run_events import ToolStart
 from swarm_runtime.engines.base import (
     RunEvent,
     StepContext,
@@ -66,7 +67,7 @@ class LeakyToolEngine(StepEngine):
     def run_step(self, ctx: StepContext) -> StepOutcome:
         return StepOutcome(
             result=StepResult(step_id=ctx.step_id, status="succeeded", output="ok"),
-            events=(RunEvent("tool_start", {"tool": "shell", "input": f"curl -H {SECRET}"}),),
+            events=(RunEvent(ToolStart(tool="shell", input=f"curl -H {SECRET}")),),
             transcript=({"role": "assistant", "content": "ok"},),
         )
 

@@ -174,7 +174,8 @@ def test_a_failfast_step_stops_the_runtime_and_leaves_no_partial_row(
     kinds = _kinds(runs[0])
     assert kinds[-1] == ("run_completed", None)
     completed = RunRecord(runs[0]).event_dicts[-1]["payload"]
-    assert completed["status"] == "failed" and completed["error"].startswith("FailFast: ")
+    assert completed["status"] == "failed"  # as a flow run's: the step, then why
+    assert completed["error"].startswith(f"cycle/{caught.value.step_id}: cannot store ")
     assert validate_run_dir(runs[0]) == []
     with sqlite3.connect(runtime.store_path) as db:  # reopened: the transaction left nothing
         assert db.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0
@@ -301,3 +302,38 @@ def test_a_model_call_whose_retry_after_is_past_the_cap_fails_the_step_without_w
     assert slept == []
     assert "the server asked to wait 3600 s" in (result.error or "")
     assert "max_retry_after_s = 30 s" in (result.error or "")
+
+
+def test_a_retryable_model_answer_is_retried_with_the_kernels_one_backoff(
+    tmp_path: Any, repo: Any, recorder: Recorder
+) -> None:
+    from swarm_runtime.engines.scenario import Scenario
+    from swarm_runtime.orchestrator.deps import EngineChoice, RunDeps
+    from swarm_runtime.plan import PlanPaths
+    from tests.conftest import StepClock
+
+    slept: list[float] = []
+    scenario = {"answer": {"result_code": "retryable", "error": "busy", "failing_attempts": 1}}
+    runtime = PlanRuntime(
+        PlanPaths(runs_dir=tmp_path / "runs", store_path=tmp_path / "s.sqlite3", repo_root=repo),
+        handlers=recorder.registry,
+        deps=RunDeps(clock=StepClock(), sleep=slept.append, jitter=lambda: 0.5),
+        engine=EngineChoice(scenario=Scenario.from_mapping(scenario, source="s.yaml")),
+    )
+    try:
+        result = runtime.run_cycle(plan_document(), input=INPUT, session="s1")
+    finally:
+        runtime.close()
+    assert result.status == "succeeded", result.error
+    assert slept == [0.375]  # equal jitter: 0.5 s / 2 + 0.5 s / 2 * 0.5, as a flow step waits
+    record = RunRecord(result.path)
+    (retry,) = [e for e in record.event_dicts if e["kind"] == "log"]
+    assert (retry["step_id"], retry["payload"]["attempt"], retry["payload"]["max_attempts"]) == (
+        "answer",
+        1,
+        3,
+    )
+    assert retry["payload"]["retry_in_ms"] == 375
+    answer = record.receipts[("cycle", "answer")]
+    assert (answer["attempt"], answer["max_attempts"], answer["status"]) == (2, 3, "succeeded")
+    assert recorder.steps.count("answer") == 2  # the handler ran again: one attempt each

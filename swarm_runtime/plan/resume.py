@@ -1,0 +1,83 @@
+"""``swarm resume`` of a plan cycle: the kernel's one resume, given the cycle's plan.
+
+The run's ``spec.json`` keeps what the cycle needs besides what a flow run keeps: the plan
+as it ran (``origin.plan``), its store and the repository its handlers read. The
+orchestrator is the one :func:`~swarm_runtime.orchestrator.resumer.orchestrator_for_run`
+builds for any run, with the plan's flow and the plan's step engines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from swarm_runtime.errors import PlanError, RunControlError
+from swarm_runtime.orchestrator.resume import read_run_spec
+from swarm_runtime.orchestrator.resumer import ResumeChoices, orchestrator_for_run
+from swarm_runtime.plan.builtins import default_handlers
+from swarm_runtime.plan.engine import PlanCycle
+from swarm_runtime.plan.kernel import PlanEngines, PlanFlows
+from swarm_runtime.plan.validate import checked_plan
+
+if TYPE_CHECKING:
+    from swarm_runtime.orchestrator.runner import Orchestrator
+    from swarm_runtime.plan.memory_store import MemoryStore
+    from swarm_runtime.plugins import SwarmPlugins
+
+
+def orchestrator_for_cycle(
+    run_dir: Path,
+    *,
+    env: Mapping[str, str],
+    choices: ResumeChoices | None = None,
+    plugins: SwarmPlugins | None = None,
+    notice: Callable[[str], None] = lambda _message: None,
+) -> Orchestrator:
+    """The orchestrator that resumes the plan cycle at ``run_dir`` as it began."""
+    _, doc = read_run_spec(run_dir)
+    origin = doc.get("origin") or {}
+    try:
+        plan = checked_plan(origin.get("plan"))
+    except PlanError as exc:
+        raise RunControlError(
+            f"{run_dir / 'spec.json'}: origin.plan is not the plan a cycle ran ({exc}); the "
+            "cycle cannot be resumed"
+        ) from None
+    repo = Path(str(origin.get("repo") or Path.cwd()))
+    store = _Store(Path(str(origin.get("store") or "")))
+    orchestrator = orchestrator_for_run(
+        run_dir,
+        env=env,
+        choices=choices,
+        plugins=plugins,
+        notice=notice,
+        flows=PlanFlows(plan, repo),
+    )
+    orchestrator.repo_root = repo
+    PlanEngines.install(
+        orchestrator,
+        PlanCycle(plan, default_handlers(), store.open, repo, orchestrator.deps.clock),
+        on_close=store.close,
+    )
+    return orchestrator
+
+
+class _Store:
+    """The cycle's plan store, opened on first use and closed with the run's engines."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._store: MemoryStore | None = None
+
+    def open(self) -> MemoryStore:
+        if self._store is None:
+            from swarm_runtime.plan.memory_store import MemoryStore
+
+            self._store = MemoryStore(self.path)
+        return self._store
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
