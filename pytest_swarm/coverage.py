@@ -17,7 +17,6 @@ import pytest
 
 if TYPE_CHECKING:
     from pytest_swarm.run_record import RunRecord
-    from pytest_swarm.summary import SwarmTotals
     from swarm_runtime.coverage.routes import Taken
 
 REPORT_FILE = "swarm-coverage.json"
@@ -180,14 +179,16 @@ def configure(config: pytest.Config) -> None:
         config.pluginmanager.register(coverage, "swarm-coverage")
 
 
-def run_observer(config: pytest.Config, totals: SwarmTotals) -> Callable[[RunRecord], None]:
-    """What a ``flow_runner`` calls after each run: the totals, and coverage when it is on."""
+def run_observer(config: pytest.Config) -> Callable[[RunRecord], None]:
+    """What a ``flow_runner`` calls after each run: coverage, when it is on.
+
+    (The session's counters hear each run as a listener: :class:`~.listeners.RunCounter`.)
+    """
     coverage = config.stash.get(COVERAGE_KEY, None)
     if coverage is None:
-        return lambda record: totals.add_run(record.summary, record.budget_use)
+        return lambda record: None
 
     def observe(record: RunRecord) -> None:
-        totals.add_run(record.summary, record.budget_use)
         if not record.reference:  # mode parity's stub reference is not the session's mode
             coverage.add_run(record)
 

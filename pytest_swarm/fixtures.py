@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -10,6 +11,7 @@ import pytest
 
 from pytest_swarm.cassettes import CALL_PASSED, SwarmCassette
 from pytest_swarm.coverage import run_observer
+from pytest_swarm.listeners import PLUGINS_KEY, RunCounter
 from pytest_swarm.markers import fault_plan_of
 from pytest_swarm.options import OPTIONS_KEY, SwarmOptions
 from pytest_swarm.runner import (
@@ -86,16 +88,27 @@ def _swarm_settings(pytestconfig: pytest.Config, swarm_options: SwarmOptions) ->
 
 @pytest.fixture(scope="session")
 def _swarm_engine_registry(pytestconfig: pytest.Config) -> EngineRegistry:
-    from swarm_runtime.engines.registry import default_registry
+    from swarm_runtime.plugins import engine_registry
 
-    registry = default_registry()
-    pytestconfig.hook.pytest_swarm_register_engines(registry=registry)
+    pytestconfig.stash[PLUGINS_KEY].attach()
+    registry = engine_registry()  # with every swarm_register_engines, conftest.py's too
+    old = pytestconfig.hook.pytest_swarm_register_engines
+    for impl in old.get_hookimpls():
+        warnings.warn(
+            f"pytest_swarm_register_engines (in {impl.plugin_name}) is deprecated and called "
+            "for one more release: name the function swarm_register_engines(registry) - "
+            "the same function, which swarm run and the workers call too when it is in a "
+            "module of the 'swarm_runtime' entry point group",
+            DeprecationWarning,
+            stacklevel=1,
+        )
+    old(registry=registry)
     return registry
 
 
 @pytest.fixture
 def swarm_engine(_swarm_engine_registry: EngineRegistry, swarm_mode: str) -> SwarmEngine:
-    """Engines (with every ``pytest_swarm_register_engines`` hook's) and the mode.
+    """Engines (with every plugin's ``swarm_register_engines``) and the mode.
 
     Per test: setting ``swarm_engine.engine_id`` picks the engine of this test's runs only.
     """
@@ -165,12 +178,19 @@ def flow_runner(
     marker = request.node.get_closest_marker("swarm_flow")
     totals = request.config.stash[TOTALS_KEY]
     node, golden = node_of(request.node), "swarm_golden" in request.fixturenames
+    request.config.stash[PLUGINS_KEY].attach()
     runner = FlowRunner(
-        session=SwarmSession(swarm_options, _swarm_settings, swarm_engine, swarm_flows),
+        session=SwarmSession(
+            swarm_options,
+            _swarm_settings,
+            swarm_engine,
+            swarm_flows,
+            listeners=(RunCounter(totals),),
+        ),
         runs_dir=swarm_options.runs_dir or isolated_runs_env.runs_dir,
         scenario=_swarm_stub_holder,
         default_flow=marker.args[0] if marker else None,
-        on_run=run_observer(request.config, totals),
+        on_run=run_observer(request.config),
         cassette=swarm_cassette,
         nodeid=request.node.nodeid,
         on_miss=lambda: totals.rerecord.update({node: golden}),

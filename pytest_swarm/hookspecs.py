@@ -10,10 +10,11 @@ if TYPE_CHECKING:
 
 
 def pytest_swarm_register_engines(registry: EngineRegistry) -> None:
-    """Add engines to the registry the plugin's fixtures run with.
+    """Deprecated: the runtime's ``swarm_register_engines`` hook replaces it.
 
-    Called once per session. ``registry.register("my-step", factory)`` adds an engine;
-    ``replace=True`` overrides a built-in one.
+    Called for one more release, with a DeprecationWarning, once per session:
+    ``registry.register("my-step", factory)`` adds an engine to the registry the plugin's
+    fixtures run with; ``replace=True`` overrides a built-in one.
     """
 
 

@@ -18,6 +18,7 @@ import yaml  # noqa: F401
 
 from pytest_swarm.budgets import MARKER_HELP
 from pytest_swarm.cassettes import CALL_PASSED
+from pytest_swarm.listeners import PLUGINS_KEY, RuntimePlugins
 from pytest_swarm.markers import marker_errors
 from pytest_swarm.options import OPTIONS_KEY, add_options, check_credentials, resolve
 from pytest_swarm.repeat import RepeatPlugin
@@ -66,6 +67,10 @@ def pytest_configure(config: pytest.Config) -> None:
         check_credentials(options, config.rootpath)
     config.stash[OPTIONS_KEY] = options
     config.stash[TOTALS_KEY] = SwarmTotals()
+    # conftest.py files and plugins with swarm hooks join the runtime's plugins (historic:
+    # those registered before this are seen too).
+    config.stash[PLUGINS_KEY] = RuntimePlugins(config.stash[TOTALS_KEY])
+    config.pluginmanager.register(config.stash[PLUGINS_KEY], "swarm-runtime-plugins")
     config.pluginmanager.register(fixtures, "swarm-fixtures")
     config.pluginmanager.register(_SkipWatcher(config.stash[TOTALS_KEY]), "swarm-skips")
     coverage.configure(config)
@@ -266,6 +271,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         or totals.unused_goldens
         or totals.unused_cassettes
         or totals.rerecord
+        or totals.plugin_warnings
     ):
         return
     terminalreporter.write_sep("-", "swarm")

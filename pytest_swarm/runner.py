@@ -19,8 +19,8 @@ from pytest_swarm.run_record import RunRecord
 from swarm_runtime.record import Record
 
 if TYPE_CHECKING:
+    from pytest_swarm.listeners import StepResults
     from swarm_runtime.config import Settings
-    from swarm_runtime.engines.base import StepResult
     from swarm_runtime.engines.cassette import Cassettes
     from swarm_runtime.engines.faults import FaultPlan
     from swarm_runtime.engines.registry import EngineRegistry
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 
 class SwarmEngine:
-    """The engine registry (with engines from ``pytest_swarm_register_engines``) and mode."""
+    """The engine registry (with every plugin's ``swarm_register_engines``) and mode."""
 
     def __init__(self, registry: EngineRegistry, mode: str, engine_id: str = "claude-step"):
         self.registry = registry
@@ -99,6 +99,8 @@ class SwarmSession(Record):
     """``runtime.yaml`` and the environment, resolved as ``swarm run`` resolves them."""
     engine: SwarmEngine
     flows: FlowRegistry
+    listeners: tuple[object, ...] = ()
+    """Listeners of every run (the session's counters), beside the process's plugins."""
 
 
 class FlowRunner:
@@ -120,6 +122,7 @@ class FlowRunner:
         self.settings = session.settings
         self.engine = session.engine
         self.flows = session.flows
+        self.listeners = session.listeners
         self.runs_dir = runs_dir
         self.scenario = scenario
         self.default_flow = default_flow
@@ -162,10 +165,11 @@ class FlowRunner:
         *,
         reference: bool = False,
     ) -> RunRecord:
+        from pytest_swarm.listeners import StepResults
         from swarm_runtime.errors import SwarmUsageError
         from swarm_runtime.orchestrator.plan import RunSpec
 
-        results: list[tuple[str, StepResult]] = []
+        results = StepResults()
         problem: str | None = None
         deps, engine, cassettes = self._engine(mode, results, reference=reference)
         try:
@@ -189,7 +193,7 @@ class FlowRunner:
             __tracebackhide__ = True
             pytest.fail(f"swarm: {problem}", pytrace=False)
         self.scenario.ran = self.scenario.ran or self.scenario.scenario is not None
-        record = RunRecord(outcome.path, flows=self.flows, results=results, mode=mode)
+        record = RunRecord(outcome.path, flows=self.flows, results=results.results, mode=mode)
         record.reference = reference
         record.budget_use = outcome.budget_use
         if mode != "stub":
@@ -223,10 +227,11 @@ class FlowRunner:
         )
 
     def _engine(
-        self, mode: str, results: list[tuple[str, StepResult]], *, reference: bool
+        self, mode: str, results: StepResults, *, reference: bool
     ) -> tuple[RunDeps, EngineChoice, Cassettes | None]:
         """The mode, resolved: the engine choice, what the run is handed, the cassettes."""
         from swarm_runtime.orchestrator.plan import RunDeps, engine_for_mode, no_wait
+        from swarm_runtime.plugins import process_plugins
         from swarm_runtime.timeutil import interruptible_sleep
 
         # The reference run: every engine's stub, gemini-step's too (whatever
@@ -248,7 +253,9 @@ class FlowRunner:
             engine = replace(engine, faults=self.faults)
         deps = RunDeps(
             engines=self.engine.registry,
-            result_observer=lambda flow, result: results.append((flow, result)),
+            # The run's listeners: the process's plugins (conftest.py's among them), the
+            # session's counters and this run's results, side by side.
+            plugins=process_plugins().with_listeners(*self.listeners, results),
             # A replayed retry is logged and counted as recorded, without the wait.
             sleep=no_wait if engine.replays else interruptible_sleep,
         )

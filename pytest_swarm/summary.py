@@ -42,6 +42,7 @@ class SwarmTotals:
         "unexplained_skips",
         "passed_over",
         "failed_by_unused",
+        "plugin_warnings",
         *COUNTERS,
     )
 
@@ -86,6 +87,8 @@ class SwarmTotals:
         """Tests skipped because they script the stub (controller only: it sees every report)."""
         self.budgets: dict[str, str] = {}
         """Per flow (``""``: the run), the largest share of a declared budget used."""
+        self.plugin_warnings: dict[str, str] = {}
+        """Per runtime plugin that failed (a listener that raised), the first line said."""
 
     def count(self, name: str, amount: int = 1) -> None:
         """Add to a counter (``goldens_compared``, …), or note ``scenario:<name>`` as used."""
@@ -117,6 +120,7 @@ class SwarmTotals:
             "passed_over": sorted(self.passed_over),
             "rerecord": dict(self.rerecord),
             "budgets": dict(self.budgets),
+            "plugin_warnings": dict(self.plugin_warnings),
             **{name: getattr(self, name) for name in COUNTERS},
         }
 
@@ -130,6 +134,8 @@ class SwarmTotals:
         self.passed_over.update(other.get("passed_over", ()))
         self.rerecord.update(other.get("rerecord", {}))
         add_shares(self.budgets, other.get("budgets", {}))
+        for plugin, line in other.get("plugin_warnings", {}).items():
+            self.plugin_warnings.setdefault(plugin, line)
 
     def lines(self, mode: str) -> list[str]:
         """The summary lines: runs, then goldens and cassettes when any were used."""
@@ -180,6 +186,7 @@ class SwarmTotals:
             )
         if self.unused_goldens or self.unused_cassettes:
             out.extend(self.unused_lines())
+        out.extend(f"warning: {line}" for line in self.plugin_warnings.values())
         if self.stub_only_skipped:
             out.append(
                 f"stub-only: {self.stub_only_skipped} test(s) skipped (they script the stub; "

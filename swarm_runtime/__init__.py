@@ -42,14 +42,9 @@ if TYPE_CHECKING:
     from swarm_runtime.flow.loader import load_flow
     from swarm_runtime.flow.registry import FlowRegistry
     from swarm_runtime.orchestrator.context import HistoryBudget
-    from swarm_runtime.orchestrator.plan import (
-        EngineChoice,
-        RunDeps,
-        RunLimits,
-        RunOutcome,
-        RunSpec,
-    )
+    from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps, RunLimits, RunSpec
     from swarm_runtime.orchestrator.run import Orchestrator
+    from swarm_runtime.orchestrator.state import RunOutcome
     from swarm_runtime.service import Backend, get_backend, register_backend
 
 __all__ = [
@@ -106,7 +101,7 @@ _LAZY = {
     "HistoryBudget": "swarm_runtime.orchestrator.context",
     "Orchestrator": "swarm_runtime.orchestrator.run",
     "RoutingError": "swarm_runtime.errors",
-    "RunOutcome": "swarm_runtime.orchestrator.plan",
+    "RunOutcome": "swarm_runtime.orchestrator.state",
     "RunSpec": "swarm_runtime.orchestrator.plan",
     "Scenario": "swarm_runtime.engines.scenario",
     "ScenarioError": "swarm_runtime.errors",

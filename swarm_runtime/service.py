@@ -20,7 +20,7 @@ import os
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.errors import ConfigError, RunControlError
 from swarm_runtime.orchestrator.assembly import (
@@ -30,9 +30,13 @@ from swarm_runtime.orchestrator.assembly import (
     orchestrator_for_run,
     run_spec_from,
 )
-from swarm_runtime.orchestrator.plan import RunOutcome, RunSpec
+from swarm_runtime.orchestrator.plan import RunSpec
 from swarm_runtime.orchestrator.run import Orchestrator
+from swarm_runtime.orchestrator.state import RunOutcome
 from swarm_runtime.record import Record, replace
+
+if TYPE_CHECKING:
+    from swarm_runtime.plugins import SwarmPlugins
 
 ResumeFactory = Callable[[Path, Callable[[float], None]], Orchestrator]
 """Builds the orchestrator that resumes the run dir given, with that sleep."""
@@ -58,12 +62,15 @@ class Backend(BackendBase):
         factory: OrchestratorFactory,
         env: Mapping[str, str] | None = None,
         resume: ResumeFactory | None = None,
+        plugins: SwarmPlugins | None = None,
     ) -> None:
         super().__init__(backend_id, runs_dir)
         self._factory = factory
         environ: Mapping[str, str] = os.environ if env is None else env
         self._resume: ResumeFactory = resume or (
-            lambda run_dir, sleep: orchestrator_for_run(run_dir, env=environ, sleep=sleep)
+            lambda run_dir, sleep: orchestrator_for_run(
+                run_dir, env=environ, sleep=sleep, plugins=plugins
+            )
         )
         """Builds a resumed run's orchestrator: as the run was made (its spec.json), through
         the one resume; a backend may pass its own to wrap what it injects (the sleep)."""
@@ -242,15 +249,16 @@ def _builtin(
     **options: Any,
 ) -> Backend:
     scenario = options.pop("scenario", None)
+    plugins = options.pop("plugins", None)
     if options:
         raise ConfigError(
             f"backend {backend_id!r}: unknown option(s) {', '.join(sorted(options))}; "
-            "allowed: scenario"
+            "allowed: scenario, plugins"
         )
     runs, factory = orchestrator_factory(
-        BACKENDS[backend_id], runs_dir, flows_dir, mode, env, scenario=scenario
+        BACKENDS[backend_id], runs_dir, flows_dir, mode, env, scenario=scenario, plugins=plugins
     )
-    return Backend(backend_id, runs, factory, env=env)
+    return Backend(backend_id, runs, factory, env=env, plugins=plugins)
 
 
 def reset_backends() -> None:

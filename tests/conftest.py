@@ -116,3 +116,19 @@ def anthropic_server() -> Iterator[Any]:
     from tests.fakes.anthropic_server import running_server
 
     yield from running_server()
+
+
+def plugin_distribution(root: Path, module: str, source: str, entry_points: str) -> Path:
+    """A distribution as pip installs one: ``<module>.py`` and its ``*.dist-info`` (with
+    ``entry_points.txt``) in ``root``, which a process has on its ``PYTHONPATH``."""
+    import textwrap
+
+    root.mkdir(parents=True, exist_ok=True)
+    (root / f"{module}.py").write_text(textwrap.dedent(source), encoding="utf-8")
+    info = root / f"{module}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {module}\nVersion: 1.0\n", encoding="utf-8"
+    )
+    (info / "entry_points.txt").write_text(textwrap.dedent(entry_points), encoding="utf-8")
+    return root

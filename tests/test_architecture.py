@@ -30,7 +30,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("credentials", "config", "config_file", "flow"),  # settings and flow definitions
     ("engines",),  # one step's call
     ("contracts", "coverage"),  # the run-file contracts, checked; route coverage
-    ("orchestrator",),  # the run kernel
+    ("orchestrator", "hookspecs", "plugins"),  # the run kernel, and who hears it
     ("plan", "service", "distributed"),  # what runs on the kernel, here or on workers
     ("studio",),
     ("cli", "__main__", ""),  # the edges: the command line and the package's face

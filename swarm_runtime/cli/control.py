@@ -81,11 +81,10 @@ def handle_resume(args: argparse.Namespace) -> int:
 
 def _orchestrator_for(run_dir: Path, args: argparse.Namespace) -> Orchestrator:
     """The orchestrator ``spec.json`` describes, with the flags' overrides (the one resume)."""
-    from swarm_runtime.cli.render import ProgressPrinter
+    from swarm_runtime.cli.render import listeners
     from swarm_runtime.orchestrator.assembly import ResumeChoices, orchestrator_for_run
     from swarm_runtime.orchestrator.resume import read_run_spec
 
-    show = args.progress == "always" or (args.progress == "auto" and sys.stdout.isatty())
     resume: Callable[..., Orchestrator] = orchestrator_for_run
     if read_run_spec(run_dir)[1].get("backend") == "plan-executor":
         from swarm_runtime.plan.resume import orchestrator_for_cycle
@@ -97,6 +96,6 @@ def _orchestrator_for(run_dir: Path, args: argparse.Namespace) -> Orchestrator:
         choices=ResumeChoices(
             mode=args.mode, flows_dir=args.flows_dir, scenario=args.scenario, config=args.config
         ),
-        observer=ProgressPrinter(sys.stdout) if show else None,
+        plugins=listeners(args.progress),
         notice=lambda message: print(f"swarm: {message}", file=sys.stderr),
     )

@@ -52,12 +52,12 @@ def handle_list(args: argparse.Namespace) -> int:
 
 def handle_validate(args: argparse.Namespace) -> int:
     """Print one line per error; exit 2 if there is any."""
-    from swarm_runtime.engines.registry import default_registry
     from swarm_runtime.flow.registry import FlowRegistry, default_flows_dir
     from swarm_runtime.orchestrator.plan import engine_errors
+    from swarm_runtime.plugins import engine_registry
 
     registry = FlowRegistry(default_flows_dir(args.dir or args.flows_dir))
-    errors = registry.validate_all() + engine_errors(registry, default_registry())
+    errors = registry.validate_all() + engine_errors(registry, engine_registry())
     errors.sort(key=lambda error: (error.file, error.line or 0))
     for error in errors:
         print(str(error), file=sys.stderr)

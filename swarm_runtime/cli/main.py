@@ -131,6 +131,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problem:
         print(f"swarm: error: {problem}", file=sys.stderr)
         return EXIT_USAGE
+    if not sys.warnoptions:  # what swarm_runtime deprecates is said (Python hides it)
+        import warnings
+
+        warnings.filterwarnings("default", category=DeprecationWarning, module="swarm_runtime")
     parser = build_parser(arguments[0] if arguments else None)
     args = parser.parse_args(arguments)
     handler: Handler = args.handler

@@ -158,7 +158,7 @@ def _report(number: int, result: CycleResult) -> None:
 
 
 def _prepare(args: argparse.Namespace) -> tuple[PlanRuntime, Cassettes | None, str]:
-    from swarm_runtime.cli.render import ProgressPrinter
+    from swarm_runtime.cli.render import listeners
     from swarm_runtime.cli.run import run_with_signals
     from swarm_runtime.config import resolve_settings
     from swarm_runtime.engines.scenario import Scenario
@@ -195,13 +195,12 @@ def _prepare(args: argparse.Namespace) -> tuple[PlanRuntime, Cassettes | None, s
     session = args.session or "session-" + new_run_id(system_clock()).removeprefix("run-")
     if not session.strip():
         raise SwarmUsageError("--session: an empty session ref is not allowed")
-    show = args.progress == "always" or (args.progress == "auto" and sys.stdout.isatty())
     runtime = PlanRuntime.from_settings(
         settings,
         PlanPaths(runs_dir=settings.runs_dir, store_path=store, repo_root=args.repo or Path.cwd()),
         env=os.environ,
         deps=RunDeps(
-            observer=ProgressPrinter(sys.stdout) if show else None,
+            plugins=listeners(args.progress),
             sleep=no_wait if engine.replays else interruptible_sleep,
         ),
         engine=engine,

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 from swarm_runtime.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 
 if TYPE_CHECKING:
-    from swarm_runtime.orchestrator.plan import RunOutcome
+    from swarm_runtime.orchestrator.state import RunOutcome
+    from swarm_runtime.plugins import SwarmPlugins
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -87,8 +88,20 @@ def _cost(value: object) -> str:
     return f"{value:.4f}" if isinstance(value, int | float) else "\u2014"
 
 
+def listeners(progress: str) -> SwarmPlugins:
+    """The process's plugins, with the progress lines beside them when ``--progress`` asks.
+
+    ``auto`` shows them on a terminal only; ``always`` and ``never`` say it outright.
+    """
+    from swarm_runtime.plugins import process_plugins
+
+    show = progress == "always" or (progress == "auto" and sys.stdout.isatty())
+    plugins = process_plugins()
+    return plugins.with_listeners(ProgressPrinter(sys.stdout)) if show else plugins
+
+
 class ProgressPrinter:
-    """Prints a line per step as it starts and as it finishes.
+    """A listener that prints a line per step as it starts and as it finishes.
 
     On a terminal the start line ("[ .. ] flow/step") is replaced by the finish line, so
     the screen shows what is running now and one line per finished step.
@@ -98,7 +111,8 @@ class ProgressPrinter:
         self.stream = stream
         self.live = stream.isatty() if live is None else live
 
-    def __call__(self, event: dict[str, Any]) -> None:
+    def swarm_event(self, event: dict[str, Any]) -> None:
+        """Print the line of ``event``, if it makes one."""
         kind = event["kind"]
         payload = event["payload"]
         where = f"{event['flow_key']}/{event['step_id']}"
@@ -171,8 +185,6 @@ def report(outcome: RunOutcome, wall_ms: int) -> int:
         code = EXIT_INTERRUPTED
     else:
         code = EXIT_OK if outcome.status == "succeeded" else EXIT_FAILED
-    for warning in outcome.warnings:
-        print(f"swarm: warning: {warning}", file=sys.stderr)
     if outcome.interrupted and not outcome.paused:
         executed = outcome.summary.get("total_steps_executed", 0)
         if outcome.aborted:

@@ -17,8 +17,9 @@ from swarm_runtime.cli.submit import add_celery_options, submit_and_follow
 if TYPE_CHECKING:
     from swarm_runtime.engines.cassette import Cassettes
     from swarm_runtime.engines.scenario import Scenario
-    from swarm_runtime.orchestrator.plan import EngineChoice, RunOutcome, RunSpec
+    from swarm_runtime.orchestrator.plan import EngineChoice, RunSpec
     from swarm_runtime.orchestrator.run import Orchestrator
+    from swarm_runtime.orchestrator.state import RunOutcome
 
 
 def add_parser(commands: Any) -> None:
@@ -241,7 +242,7 @@ def _settle_cassettes(cassettes: Cassettes, outcome: RunOutcome) -> int:
 
 def _prepare(args: argparse.Namespace) -> tuple[Orchestrator, RunSpec, Cassettes | None]:
     """The orchestrator and the run the arguments, environment and runtime.yaml ask for."""
-    from swarm_runtime.cli.render import ProgressPrinter
+    from swarm_runtime.cli.render import listeners
     from swarm_runtime.config import resolve_settings
     from swarm_runtime.engines.scenario import Scenario
     from swarm_runtime.errors import SwarmUsageError
@@ -267,7 +268,6 @@ def _prepare(args: argparse.Namespace) -> tuple[Orchestrator, RunSpec, Cassettes
     registry = FlowRegistry(default_flows_dir(settings.flows_dir))
     flow_keys = tuple(args.flows) or tuple(registry.order())
     scenario = Scenario.from_file(args.scenario) if args.scenario else None
-    show = args.progress == "always" or (args.progress == "auto" and sys.stdout.isatty())
     cassettes = _cassettes(args, settings.mode) if settings.mode in ("record", "replay") else None
     engine = _engine(args, settings.mode, cassettes, scenario)
     orchestrator = build_orchestrator(
@@ -275,7 +275,7 @@ def _prepare(args: argparse.Namespace) -> tuple[Orchestrator, RunSpec, Cassettes
         registry,
         env=os.environ,
         deps=RunDeps(
-            observer=ProgressPrinter(sys.stdout) if show else None,
+            plugins=listeners(args.progress),
             sleep=no_wait if engine.replays else interruptible_sleep,
         ),
         engine=engine,

@@ -36,7 +36,7 @@ def submit_and_follow(
     began: float,
 ) -> int:
     """Queue the run (its dir made here); print its id (``--detach``) or follow it to the end."""
-    from swarm_runtime.cli.render import ProgressPrinter
+    from swarm_runtime.cli.render import listeners
     from swarm_runtime.distributed.app import BROKER_ENV, import_celery, shown_url
     from swarm_runtime.distributed.follow import Patience, follow
     from swarm_runtime.distributed.submit import Submitter
@@ -64,11 +64,10 @@ def submit_and_follow(
         file=sys.stderr,
         flush=True,
     )
-    show = args.progress == "always" or (args.progress == "auto" and sys.stdout.isatty())
     try:
         outcome = follow(
             orchestrator.runs_dir / run_id,
-            observer=ProgressPrinter(sys.stdout) if show else None,
+            plugins=listeners(args.progress),
             patience=Patience(lambda text: print(f"swarm: {text}", file=sys.stderr, flush=True)),
         )
     except KeyboardInterrupt:

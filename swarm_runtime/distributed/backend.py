@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.distributed.app import BROKER_ENV, DEFAULT_QUEUE
 from swarm_runtime.distributed.follow import follow
@@ -26,14 +26,25 @@ from swarm_runtime.orchestrator.plan import RunSpec
 from swarm_runtime.record import replace
 from swarm_runtime.timeutil import interruptible_sleep
 
+if TYPE_CHECKING:
+    from swarm_runtime.plugins import SwarmPlugins
+
 
 class CeleryBackend(BackendBase):
     """Starts runs on the workers of a Celery broker and reads and controls them."""
 
-    def __init__(self, runs_dir: Path, factory: OrchestratorFactory, submitter: Submitter) -> None:
+    def __init__(
+        self,
+        runs_dir: Path,
+        factory: OrchestratorFactory,
+        submitter: Submitter,
+        plugins: SwarmPlugins | None = None,
+    ) -> None:
         super().__init__("celery", runs_dir)
         self._factory = factory
         self.submitter = submitter
+        self.plugins = plugins
+        """Whose listeners hear what :meth:`wait` follows (default: the process's plugins)."""
 
     def start(self, spec: RunSpec | Mapping[str, Any]) -> str:
         """Make the run here and queue it for the workers; its id."""
@@ -69,8 +80,11 @@ class CeleryBackend(BackendBase):
         ask_running_process(self._run_dir(run_id), request, reason or f"{request} requested")
 
     def wait(self, run_id: str, timeout: float | None = None) -> dict[str, Any]:
-        """Wait until the run ends or pauses; its summary. TimeoutError if it does not."""
-        follow(self._run_dir(run_id), timeout=timeout)
+        """Wait until the run ends or pauses; its summary. TimeoutError if it does not.
+
+        The run's events are told to the listeners as they come (``followed=True``).
+        """
+        follow(self._run_dir(run_id), timeout=timeout, plugins=self.plugins)
         return self.get_summary(run_id)
 
     def is_running(self, run_id: str) -> bool:
@@ -87,18 +101,22 @@ def celery_backend(
     env: Mapping[str, str],
     **options: Any,
 ) -> CeleryBackend:
-    """The celery backend: ``broker`` (or ``SWARM_BROKER_URL``), ``queue``, ``scenario``."""
+    """The celery backend.
+
+    Its options: ``broker`` (or ``SWARM_BROKER_URL``), ``queue``, ``scenario``, ``plugins``.
+    """
     broker = options.pop("broker", None) or env.get(BROKER_ENV, "")
     queue = options.pop("queue", DEFAULT_QUEUE)
     scenario = options.pop("scenario", None)
+    plugins = options.pop("plugins", None)
     if options:
         raise ConfigError(
             f"backend 'celery': unknown option(s) {', '.join(sorted(options))}; "
-            "allowed: broker, queue, scenario"
+            "allowed: broker, queue, scenario, plugins"
         )
     if not broker:
         raise ConfigError(f"backend 'celery' needs broker=URL or {BROKER_ENV}")
     runs, factory = orchestrator_factory(
         "claude-step", runs_dir, flows_dir, mode, env, scenario=scenario
     )
-    return CeleryBackend(runs, factory, Submitter(broker, queue=queue))
+    return CeleryBackend(runs, factory, Submitter(broker, queue=queue), plugins)

@@ -2,7 +2,9 @@
 
 ``swarm run --backend celery`` shows the same progress and table as a local run by
 reading the run dir (shared storage), never the broker: the lines come from the events,
-the table from ``meta.json``.
+the table from ``meta.json``. What is followed is told to the follower's listeners (its
+progress lines, a ``conftest.py``'s) as it is read, with ``followed=True``; the workers'
+own listeners hear the run where it is executed.
 """
 
 from __future__ import annotations
@@ -11,14 +13,17 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.errors import ConfigError
-from swarm_runtime.orchestrator.plan import RunOutcome
+from swarm_runtime.orchestrator.state import RunOutcome
 from swarm_runtime.record import Record
 from swarm_runtime.storage.lock import live_holder
 from swarm_runtime.storage.queued import read_queued, read_refused
 from swarm_runtime.storage.status import observed_status, read_meta
+
+if TYPE_CHECKING:
+    from swarm_runtime.plugins import SwarmPlugins
 
 ENDED = ("succeeded", "failed", "stopped")
 
@@ -60,7 +65,7 @@ class EventTail:
 def follow(
     run_dir: Path,
     *,
-    observer: Callable[[dict[str, Any]], None] | None = None,
+    plugins: SwarmPlugins | None = None,
     sleep: Callable[[float], None] = time.sleep,
     poll_s: float = 0.1,
     timeout: float | None = None,
@@ -70,7 +75,11 @@ def follow(
 
     RunRefused when a worker refuses it; TimeoutError after ``timeout`` seconds. With
     ``patience``, a run left queued or crashed with nothing new for a while is said once.
+    ``plugins`` (default: the process's) hear each event and the end, as followed.
     """
+    from swarm_runtime.plugins import process_plugins
+
+    listeners = (plugins or process_plugins()).for_run(followed=True)
     tail = EventTail(run_dir / "events.jsonl")
     deadline = None if timeout is None else time.monotonic() + timeout
     waiting = patience.start() if patience is not None else None
@@ -78,8 +87,7 @@ def follow(
         for event in tail.read():
             if waiting is not None:
                 waiting.heard()
-            if observer is not None:
-                observer(event)
+            listeners.event(event, run_dir)
         meta = read_meta(run_dir) or {}
         status = meta.get("status")
         ended = (status in ENDED and meta.get("completed_at")) or status == "paused"
@@ -87,9 +95,10 @@ def follow(
         # that took it up again and has not yet said so in meta.json).
         if ended and read_queued(run_dir) is None and live_holder(run_dir) is None:
             for event in tail.read():  # what was written after the last look
-                if observer is not None:
-                    observer(event)
-            return outcome_of(run_dir, meta)
+                listeners.event(event, run_dir)
+            outcome = outcome_of(run_dir, meta)
+            listeners.run_end(outcome)
+            return outcome
         refused = read_refused(run_dir)
         if refused is not None:
             raise RunRefused(refused)

@@ -101,9 +101,12 @@ def run_worker(options: WorkerOptions) -> int:
     """Start the worker and serve until it is told to stop; its exit code."""
     from celery import signals
 
+    from swarm_runtime.plugins import process_plugins
     from swarm_runtime.storage.lock import set_lease_seconds
 
     set_lease_seconds(options.lease_s)
+    # Loaded now (one that fails is said now), and heard by every run of this worker.
+    plugins = process_plugins().names()
     app = make_app(options.broker, lease_s=options.lease_s, queue=options.queue)
     app.conf.broker_connection_max_retries = None  # a worker waits out any broker outage
     server = TaskServer(options)
@@ -116,6 +119,7 @@ def run_worker(options: WorkerOptions) -> int:
         _say(
             f"ready on {shown_url(options.broker)}, queue {options.queue}, runs dir "
             f"{server.runs_dir}, {options.concurrency} at once, lease {options.lease_s:g} s"
+            + (f", plugins: {', '.join(plugins)}" if plugins else "")
         )
 
     signals.worker_ready.connect(ready, weak=False)

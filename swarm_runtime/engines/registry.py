@@ -4,14 +4,16 @@ An engine is one module with a factory, registered under its id: the factory get
 mode and its own ``engines.<section>`` of runtime.yaml (``EngineOptions.section``), and
 builds the engine for that mode; the engine names its provider in what it returns.
 
-Third parties add engines through the entry-point group ``swarm_runtime.engines`` (each
-entry point is a callable taking the registry) or the pytest hook
-``pytest_swarm_register_engines``. Entry points are read only when an id is not found
-among the built-in engines, so a plain run pays nothing for them.
+Third parties add engines through a plugin's ``swarm_register_engines(registry)`` hook
+(:mod:`swarm_runtime.plugins`): a registry made with ``extend`` calls it once, before its
+first engine is built. The entry point group ``swarm_runtime.engines`` (each entry point a
+callable taking the registry) is still read, when an id is not found among the registered
+engines, with a DeprecationWarning saying what to write instead; it goes in the next release.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +24,7 @@ from swarm_runtime.record import Record, field
 from swarm_runtime.record import replace as replace_record
 
 ENTRY_POINT_GROUP = "swarm_runtime.engines"
+"""Deprecated: a plugin's ``swarm_register_engines`` hook replaces it (read for one release)."""
 
 
 class EngineOptions(Record):
@@ -39,12 +42,17 @@ EngineFactory = Callable[[EngineOptions], StepEngine]
 
 
 class EngineRegistry:
-    """Maps engine ids to factories."""
+    """Maps engine ids to factories.
 
-    def __init__(self) -> None:
+    ``extend`` (the plugins' engines) is called once, before the first engine is built or
+    the ids are listed.
+    """
+
+    def __init__(self, *, extend: Callable[[EngineRegistry], None] | None = None) -> None:
         self._factories: dict[str, EngineFactory] = {}
         self._sections: dict[str, str] = {}
         self._entry_points_loaded = False
+        self._extend = extend
 
     def register(
         self,
@@ -71,11 +79,13 @@ class EngineRegistry:
 
     def sections(self) -> dict[str, str]:
         """The runtime.yaml sections registered engines own: section -> engine id."""
+        self._extended()
         self._load_entry_points()
         return {section: engine_id for engine_id, section in sorted(self._sections.items())}
 
     def copy(self) -> EngineRegistry:
         """A new registry with the same engines, to add to or replace in without touching this."""
+        self._extended()
         self._load_entry_points()
         other = EngineRegistry()
         other._factories = dict(self._factories)
@@ -85,8 +95,15 @@ class EngineRegistry:
 
     def ids(self) -> list[str]:
         """Every registered engine id, sorted."""
+        self._extended()
         self._load_entry_points()
         return sorted(self._factories)
+
+    def _extended(self) -> None:
+        """Call ``extend`` once (first, so the plugins' engines are there for what follows)."""
+        extend, self._extend = self._extend, None
+        if extend is not None:
+            extend(self)
 
     def _load_entry_points(self) -> None:
         if self._entry_points_loaded:
@@ -95,6 +112,14 @@ class EngineRegistry:
         from importlib.metadata import entry_points
 
         for entry in entry_points(group=ENTRY_POINT_GROUP):
+            warnings.warn(
+                f"engine plugin '{entry.name}' ({entry.value}) is in the entry point group "
+                f"'{ENTRY_POINT_GROUP}', which is deprecated and read for one more release: "
+                "name a module in the 'swarm_runtime' group instead, with a function "
+                "swarm_register_engines(registry) that registers the engines",
+                DeprecationWarning,
+                stacklevel=3,
+            )
             try:
                 hook = entry.load()
                 hook(self)
@@ -106,12 +131,13 @@ class EngineRegistry:
     def unknown(self, engine_id: str) -> str:
         """What is wrong with an engine id no engine is registered under."""
         return (
-            f"no engine '{engine_id}' (registered: {', '.join(self.ids())}); "
-            "engines are added through the 'swarm_runtime.engines' entry points"
+            f"no engine '{engine_id}' (registered: {', '.join(self.ids())}); a plugin adds "
+            "engines with swarm_register_engines(registry)"
         )
 
     def create(self, engine_id: str, options: EngineOptions) -> StepEngine:
         """Build the engine ``engine_id`` for ``options.mode``."""
+        self._extended()
         if engine_id not in self._factories:
             self._load_entry_points()
         factory = self._factories.get(engine_id)
@@ -260,9 +286,9 @@ def _cli_engine(engine_id: str, config: dict[str, Any], cassettes: Any) -> StepE
     )
 
 
-def default_registry() -> EngineRegistry:
-    """A registry with the built-in engines."""
-    registry = EngineRegistry()
+def default_registry(*, extend: Callable[[EngineRegistry], None] | None = None) -> EngineRegistry:
+    """A registry with the built-in engines (``extend`` adds more: see the class)."""
+    registry = EngineRegistry(extend=extend)
     registry.register("claude-step", _builtin("claude-step", "claude"), section="claude")
     registry.register("gemini-step", _builtin("gemini-step", "gemini"), section="gemini")
     return registry

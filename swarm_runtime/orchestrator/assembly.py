@@ -12,7 +12,7 @@ One assembly of an :class:`Orchestrator` from resolved settings.
 ``swarm run`` and the pytest plugin both build their orchestrator here, so
 ``runtime.yaml`` (engine strategy, history budgets, engine settings) means the same under
 ``pytest`` as under ``swarm run``. What differs between the two is passed in: where runs
-go, the engines (the plugin adds its hooks' engines and cassettes), the observers.
+go, the engines (the plugin adds its hooks' engines and cassettes), the listeners.
 
 What every run-service backend shares: reading runs, and building orchestrators.
 
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.config import Settings
 from swarm_runtime.engines.registry import EngineRegistry
@@ -35,11 +35,13 @@ from swarm_runtime.errors import ConfigError, RunControlError, SwarmUsageError
 from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.orchestrator.context import HistoryBudget
 from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps, RunLimits, RunSpec
-from swarm_runtime.orchestrator.recorder import EventObserver
 from swarm_runtime.orchestrator.resume import read_run_spec
 from swarm_runtime.orchestrator.run import Orchestrator
 from swarm_runtime.orchestrator.state import DEFAULT_MAX_DEPTH
 from swarm_runtime.record import Record, replace
+
+if TYPE_CHECKING:
+    from swarm_runtime.plugins import SwarmPlugins
 
 RESUMED_MODES = ("stub", "sdk", "cli")
 
@@ -59,7 +61,7 @@ def orchestrator_for_run(
     env: Mapping[str, str],
     choices: ResumeChoices | None = None,
     sleep: Callable[[float], None] | None = None,
-    observer: EventObserver | None = None,
+    plugins: SwarmPlugins | None = None,
     notice: Callable[[str], None] = lambda _message: None,
     flows: FlowRegistry | None = None,
 ) -> Orchestrator:
@@ -69,7 +71,6 @@ def orchestrator_for_run(
     """
     from swarm_runtime.config import resolve_settings
     from swarm_runtime.engines.scenario import Scenario
-    from swarm_runtime.timeutil import interruptible_sleep
 
     chosen = choices or ResumeChoices()
     _, doc = read_run_spec(run_dir)
@@ -101,7 +102,7 @@ def orchestrator_for_run(
         flows,
         env=env,
         runs_dir=run_dir.parent,
-        deps=RunDeps(observer=observer, sleep=sleep or interruptible_sleep, notice=notice),
+        deps=_deps(sleep, plugins, notice),
         engine=EngineChoice(
             engine_id=str(doc.get("engine") or "claude-step"),
             mode=settings.mode,
@@ -109,6 +110,20 @@ def orchestrator_for_run(
             faults=_faults(origin),
         ),
         limits=_limits(run_dir, origin),
+    )
+
+
+def _deps(
+    sleep: Callable[[float], None] | None,
+    plugins: SwarmPlugins | None,
+    notice: Callable[[str], None],
+) -> RunDeps:
+    """The resumed run's waiting, listeners (default: the process's plugins) and notices."""
+    from swarm_runtime.plugins import process_plugins
+    from swarm_runtime.timeutil import interruptible_sleep
+
+    return RunDeps(
+        sleep=sleep or interruptible_sleep, plugins=plugins or process_plugins(), notice=notice
     )
 
 
@@ -249,9 +264,9 @@ def _check_sections(settings: Settings, engines: EngineRegistry) -> None:
             where = settings.config_source or "runtime.yaml"
             raise ConfigError(
                 f"{where}: 'engines.{name}' is no registered engine's section (registered: "
-                f"{', '.join(sorted(owned))}); register the engine that reads it (an entry "
-                "point in 'swarm_runtime.engines', or pytest_swarm_register_engines) or fix "
-                "the name"
+                f"{', '.join(sorted(owned))}); register the engine that reads it (a plugin's "
+                f"swarm_register_engines: registry.register(ID, FACTORY, section='{name}')) or "
+                "fix the name"
             )
 
 
@@ -343,19 +358,24 @@ def orchestrator_factory(
     env: Mapping[str, str],
     *,
     scenario: Any = None,
+    plugins: SwarmPlugins | None = None,
 ) -> tuple[Path, OrchestratorFactory]:
-    """The runs dir and a factory of orchestrators of ``engine_id`` as ``env`` sets them."""
+    """The runs dir and a factory of orchestrators of ``engine_id`` as ``env`` sets them.
+
+    ``plugins``: whose listeners hear the runs (default: the process's plugins).
+    """
     from swarm_runtime.config import resolve_settings
     from swarm_runtime.flow.registry import FlowRegistry, default_flows_dir
+    from swarm_runtime.plugins import process_plugins
 
     settings = resolve_settings(env=env, mode=mode, runs_dir=runs_dir, flows_dir=flows_dir)
     flows = FlowRegistry(default_flows_dir(settings.flows_dir))
     engine = EngineChoice(engine_id=engine_id, mode=settings.mode, scenario=scenario)
+    listening = plugins or process_plugins()
 
     def factory(sleep: Callable[[float], None]) -> Orchestrator:
-        return build_orchestrator(
-            settings, flows, env=env, deps=RunDeps(sleep=sleep), engine=engine
-        )
+        deps = RunDeps(sleep=sleep, plugins=listening)
+        return build_orchestrator(settings, flows, env=env, deps=deps, engine=engine)
 
     return settings.runs_dir, factory
 

@@ -17,8 +17,8 @@ error, before anything is written.
 What a run is given, as three records, and the context one run executes in.
 
 :class:`RunDeps` is what a run is handed rather than finds (the clock, ids, waiting, the
-engine registry, observers): tests pass fakes. :class:`EngineChoice` is which engine runs
-the steps, and how (mode, scenario, per-step strategy, settings resolved at the edge).
+engine registry, the plugins that listen): tests pass fakes. :class:`EngineChoice` is which
+engine runs the steps, and how (mode, scenario, per-step strategy, settings resolved at the edge).
 :class:`RunLimits` bounds a run. :class:`RunContext` holds them with the run's flows and
 store for the lifecycle of one run: the lifecycle never reaches back into the
 :class:`~swarm_runtime.orchestrator.run.Orchestrator` that made it.
@@ -41,9 +41,9 @@ from msgspec import UNSET
 from swarm_runtime.config import MAX_RETRY_AFTER_S
 from swarm_runtime.credentials import Credentials
 from swarm_runtime.documents.run import RunSpecDocument
-from swarm_runtime.engines.base import StepEngine, StepResult
+from swarm_runtime.engines.base import StepEngine
 from swarm_runtime.engines.faults import FaultInjector, FaultPlan
-from swarm_runtime.engines.registry import EngineOptions, EngineRegistry, default_registry
+from swarm_runtime.engines.registry import EngineOptions, EngineRegistry
 from swarm_runtime.engines.scenario import Scenario
 from swarm_runtime.errors import ConfigError, FlowDefinitionError, SwarmUsageError
 from swarm_runtime.flow.registry import FlowRegistry
@@ -52,7 +52,7 @@ from swarm_runtime.inputs.json_input import check_json_depth
 from swarm_runtime.inputs.limits import MAX_DEPTH, InputRefused
 from swarm_runtime.orchestrator.checkpoint import RunControl
 from swarm_runtime.orchestrator.context import HistoryBudget
-from swarm_runtime.orchestrator.recorder import EventObserver
+from swarm_runtime.plugins import SwarmPlugins, engine_registry, process_plugins
 from swarm_runtime.record import Record, field
 from swarm_runtime.timeutil import Clock, interruptible_sleep, system_clock
 
@@ -144,30 +144,6 @@ class RunSpec(Record):
             end_step=self.end_step,
             origin=UNSET if origin is None else origin,
         )
-
-
-class RunOutcome(Record):
-    """How a run ended."""
-
-    run_id: str
-    status: str
-    """succeeded | failed | stopped | paused."""
-    error: str | None
-    path: Path
-    summary: dict[str, Any]
-    interrupted: bool = False
-    """The run was stopped from outside (Ctrl-C, SIGTERM, ``interrupt()``)."""
-    aborted: bool = False
-    """The stop cut a step short (a second Ctrl-C, SIGTERM); else it came at a boundary."""
-    paused: bool = False
-    """The run paused (a request, or a blocked step); ``swarm resume`` continues it."""
-    blocked: str | None = None
-    """Why the step the run paused at is blocked, when that is why it paused."""
-    warnings: tuple[str, ...] = ()
-    """Things that went wrong beside the run, e.g. a progress display that failed."""
-    budget_use: dict[str, str] = field(default_factory=dict)
-    """Per flow key (``""``: the run budget), the largest share of a declared budget used
-    in this attempt, e.g. ``83% (tokens of flow build)``; empty when none is declared."""
 
 
 class FlowSlice(Record):
@@ -376,11 +352,11 @@ class RunDeps(Record):
     sleep: Callable[[float], None] = interruptible_sleep
     jitter: Callable[[], float] = _random_fraction
     """A fraction in [0, 1) that spreads retry waits (SPEC §7.3)."""
-    engines: EngineRegistry = field(default_factory=default_registry)
-    observer: EventObserver | None = None
-    """Sees every event as it is appended (a progress display, a live page)."""
-    result_observer: Callable[[str, StepResult], None] | None = None
-    """Sees every engine result, by the engine's id (the plugin counts calls with it)."""
+    engines: EngineRegistry = field(default_factory=engine_registry)
+    """The built-in engines and the plugins' (``swarm_register_engines``)."""
+    plugins: SwarmPlugins = field(default_factory=process_plugins)
+    """Whose listener hooks hear the run: the process's plugins, or those and a caller's
+    own beside them (``process_plugins().with_listeners(progress)``)."""
     notice: Callable[[str], None] | None = None
     """Told what a run waits for before it goes on (a resume waiting for the process that
     paused the run to let go of it)."""

@@ -52,7 +52,7 @@ import re
 from collections.abc import Callable, Iterable
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -251,10 +251,12 @@ def _cut_value(value: Any, chars: int, items: int, depth: int) -> Any:
     return value
 
 
+if TYPE_CHECKING:
+    from swarm_runtime.plugins import RunListeners
+
 ARTIFACT_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 """An artifact's file name: no directories, no leading dot."""
 
-EventObserver = Callable[[dict[str, Any]], None]
 TranscriptLine = dict[str, Any] | str
 """A transcript line: a mapping, or a string that is already one encoded line."""
 
@@ -271,15 +273,15 @@ class RunRecorder:
         clock: Clock,
         durable: bool,
         credentials: Credentials,
-        observer: EventObserver | None,
+        listeners: RunListeners | None,
     ) -> None:
         self.layout = layout
         self.state = state
         self.clock = clock
         self.durable = durable
         self.credentials = credentials
-        self.observer = observer
-        self.observer_error: str | None = None
+        self.listeners = listeners
+        """Hear every event once its line is written (:mod:`swarm_runtime.plugins`)."""
         self.lock = lock
         """The run's lock, a lease, taken by create() or reopen() before this."""
         self.log = EventLog(layout.events, durable=durable)
@@ -304,7 +306,7 @@ class RunRecorder:
         rand: Callable[[int], str] | None,
         durable: bool,
         credentials: Credentials,
-        observer: EventObserver | None,
+        listeners: RunListeners | None,
     ) -> RunRecorder:
         """Make a fresh run directory (a new id) and write ``spec.json`` into it."""
         spec_text = dump_json(spec, pretty=True)
@@ -321,7 +323,7 @@ class RunRecorder:
             clock=clock,
             durable=durable,
             credentials=credentials,
-            observer=observer,
+            listeners=listeners,
         )
         recorder.dir_size.wrote(str(layout.spec), byte_size(spec_text))
         return recorder
@@ -335,7 +337,7 @@ class RunRecorder:
         clock: Clock,
         durable: bool,
         credentials: Credentials,
-        observer: EventObserver | None,
+        listeners: RunListeners | None,
     ) -> RunRecorder:
         """Take over an existing run directory to resume it (its lock first)."""
         lock = RunLock(layout.root)
@@ -347,7 +349,7 @@ class RunRecorder:
             clock=clock,
             durable=durable,
             credentials=credentials,
-            observer=observer,
+            listeners=listeners,
         )
         recorder.dir_size.count_existing(layout.root)
         return recorder
@@ -434,16 +436,9 @@ class RunRecorder:
         self.log.append_line(text)
         self.dir_size.wrote(self._events_path, size)
         state.seq += len(events)
-        observer = self.observer
-        if observer is None:
-            return
-        for event in events:
-            try:
-                observer(msgspec.to_builtins(event))
-            except Exception as exc:  # a broken display must not break the run's record
-                self.observer = None
-                self.observer_error = f"{type(exc).__name__}: {exc}"
-                return
+        if self.listeners is not None:  # each on its own: one that raises is only reported
+            for event in events:
+                self.listeners.event(msgspec.to_builtins(event), self.layout.root)
 
     def write_meta(self, summary: RunSummary) -> None:
         """Rewrite ``meta.json`` atomically."""

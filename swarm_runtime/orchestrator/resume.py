@@ -31,7 +31,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.credentials import Credentials
 from swarm_runtime.digest import sha256
@@ -55,7 +55,7 @@ from swarm_runtime.orchestrator.checkpoint import (
 )
 from swarm_runtime.orchestrator.context import HistoryBudget
 from swarm_runtime.orchestrator.plan import FlowSlice, RunSpec
-from swarm_runtime.orchestrator.recorder import EventObserver, RunRecorder
+from swarm_runtime.orchestrator.recorder import RunRecorder
 from swarm_runtime.orchestrator.routing import on_stack, push_refusal
 from swarm_runtime.orchestrator.state import DEFAULT_MAX_DEPTH, RunState
 from swarm_runtime.record import Record, field
@@ -347,6 +347,10 @@ def _unknown_step(field: str, flow_key: str, step_id: str, flows: dict[str, set[
     return f"{field} names step {step_id!r} of flow {flow_key!r}, which it does not have ({steps})"
 
 
+if TYPE_CHECKING:
+    from swarm_runtime.plugins import RunListeners
+
+
 class Reopened(Record):
     """A run directory made ready to go on, and where it goes on from."""
 
@@ -413,7 +417,7 @@ def reopen_run(
     clock: Clock,
     durable: bool,
     credentials: Credentials,
-    observer: EventObserver | None,
+    listeners: RunListeners | None,
     external_input: str | None,
     injectable: Sequence[FlowSpec] = (),
     max_depth: int = DEFAULT_MAX_DEPTH,
@@ -441,7 +445,7 @@ def reopen_run(
         clock=clock,
         durable=durable,
         credentials=credentials,
-        observer=observer,
+        listeners=listeners,
     )
     try:
         # Read again under the lock: another resumer may have finished the run meanwhile.

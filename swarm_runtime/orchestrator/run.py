@@ -8,6 +8,9 @@ exactly one ``run_completed``). A checkpoint is written after every completed st
 
 A run's ``meta.json`` and the events that open and end it, for flow runs and plan cycles.
 
+from typing import TYPE_CHECKING
+
+import msgspec
 Every run, whatever runs its steps, opens the same way (``meta.json`` pending,
 ``run_created``, running, ``run_started``) and ends the same way (``run_completed``, then
 the final ``meta.json``); :class:`RunBook` does both, so each is built in one place.
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -61,7 +65,6 @@ from swarm_runtime.orchestrator.plan import (
     RunContext,
     RunDeps,
     RunLimits,
-    RunOutcome,
     RunSpec,
     StepEngines,
     injectable,
@@ -70,7 +73,7 @@ from swarm_runtime.orchestrator.plan import (
 from swarm_runtime.orchestrator.recorder import RunRecorder
 from swarm_runtime.orchestrator.resume import Reopened, read_run_spec, reopen_run
 from swarm_runtime.orchestrator.routing import Injections
-from swarm_runtime.orchestrator.state import Next, RunState
+from swarm_runtime.orchestrator.state import Next, RunOutcome, RunState
 from swarm_runtime.orchestrator.step import StepRunner, StepSettings
 from swarm_runtime.record import Record
 from swarm_runtime.storage.store import encoded
@@ -78,6 +81,9 @@ from swarm_runtime.timeutil import Clock, format_ts, ms_between
 
 if TYPE_CHECKING:
     from datetime import datetime
+
+if TYPE_CHECKING:
+    from swarm_runtime.orchestrator.state import RunOutcome
 
 
 class RunHeader(Record):
@@ -148,6 +154,24 @@ class RunBook:
         self.set_status(status, completed)
         return completed
 
+    def tell_end(self, outcome: RunOutcome | None) -> None:
+        """The run's listeners hear how its attempt ended (None: by an exception, as left)."""
+        listeners = self.recorder.listeners
+        if listeners is None:
+            return
+        if outcome is None:
+            from swarm_runtime.orchestrator.state import RunOutcome
+
+            state = self.state
+            outcome = RunOutcome(
+                run_id=self.recorder.run_id,
+                status=state.status,
+                error=state.error,
+                path=self.recorder.layout.root,
+                summary=msgspec.to_builtins(self.summary()),
+            )
+        listeners.run_end(outcome)
+
 
 class RunLifecycle:
     """One run while it executes: the lifecycle around the step loop."""
@@ -171,7 +195,7 @@ class RunLifecycle:
         """The flows this run runs: those of the spec, less what a slice leaves out."""
         self.budget = RunBudget.of(limits, plan)
         recorder.dir_size.limit = self.budget.size  # no write may take the run dir past it
-        choice = context.engine
+        choice, heard = context.engine, recorder.listeners
         self.book = RunBook(
             recorder,
             state,
@@ -195,7 +219,7 @@ class RunLifecycle:
                 max_attempts=limits.max_attempts,
                 max_retry_after_s=limits.max_retry_after_s,
                 repo_root=context.repo_root,
-                result_observer=deps.result_observer,
+                result_observer=partial(heard.step_result, recorder.layout.root) if heard else None,
                 navigator=choice.navigator,
                 injections=Injections(
                     utilities=tuple(context.flows.utilities()),
@@ -228,7 +252,7 @@ class RunLifecycle:
             rand=deps.rand,
             durable=context.limits.durable,
             credentials=context.credentials,
-            observer=deps.observer,
+            listeners=deps.plugins.for_run(),
         )
         return cls(context, spec, plan, recorder, state)
 
@@ -241,6 +265,15 @@ class RunLifecycle:
             self.context.engines.close()
 
     def execute(self, reopened: Reopened | None = None) -> RunOutcome:
+        """Run the run to its end or pause; its listeners hear how (an exception too)."""
+        outcome: RunOutcome | None = None
+        try:
+            outcome = self._execute(reopened)
+            return outcome
+        finally:
+            self.book.tell_end(outcome)
+
+    def _execute(self, reopened: Reopened | None) -> RunOutcome:
         interrupted: Interrupted | None = None
         completed: str | None = None
         try:
@@ -256,7 +289,6 @@ class RunLifecycle:
         finally:
             self.recorder.close()
             self.context.engines.close()
-        observer_error = self.recorder.observer_error
         return RunOutcome(
             run_id=self.recorder.run_id,
             status=self.state.status,
@@ -267,7 +299,6 @@ class RunLifecycle:
             aborted=interrupted is not None and interrupted.aborted,
             paused=interrupted is not None and interrupted.pause,
             blocked=self.state.error if self.state.status == "paused" else None,
-            warnings=(f"progress display stopped: {observer_error}",) if observer_error else (),
             budget_use=self.steps.budgets.shares(self.state, self.context.flows.get),
         )
 
@@ -501,7 +532,7 @@ class Orchestrator:
     """Runs flows from a :class:`FlowRegistry` with engines from an :class:`EngineRegistry`.
 
     What a run is handed comes in as records: ``deps`` (clock, ids, sleep, engines,
-    observers), ``engine`` (engine id, mode, scenario, strategy, settings) and ``limits``;
+    listeners), ``engine`` (engine id, mode, scenario, strategy, settings) and ``limits``;
     nothing here reads the environment
     (:func:`swarm_runtime.orchestrator.assembly.build_orchestrator` builds one from
     resolved settings).
@@ -649,7 +680,7 @@ class Orchestrator:
             clock=self.deps.clock,
             durable=self.limits.durable,
             credentials=self.credentials,
-            observer=self.deps.observer,
+            listeners=self.deps.plugins.for_run(),
             external_input=external_input,
             injectable=injectable([part.flow for part in plan], self.flows),
             max_depth=self.limits.max_depth,

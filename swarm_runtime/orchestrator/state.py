@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from swarm_runtime.documents.payload import Payload
@@ -63,7 +64,7 @@ from swarm_runtime.documents.run_events import Ended, RunCompleted
 from swarm_runtime.engines.base import TokenUsage
 from swarm_runtime.flow.spec import Budget, FlowSpec, StepSpec
 from swarm_runtime.orchestrator.context import History, HistoryBudget
-from swarm_runtime.record import Record
+from swarm_runtime.record import Record, field
 
 MAX_LOGGED_CHARS = 2_000
 """The most of one text from outside (a rationale, a fact) that an event keeps."""
@@ -600,3 +601,25 @@ class BudgetCheck:
             key: f"{share_percent(share)} ({measure} of {whose})"
             for key, (share, measure, whose) in self.used.items()
         }
+
+
+class RunOutcome(Record):
+    """How a run ended."""
+
+    run_id: str
+    status: str
+    """succeeded | failed | stopped | paused."""
+    error: str | None
+    path: Path
+    summary: dict[str, Any]
+    interrupted: bool = False
+    """The run was stopped from outside (Ctrl-C, SIGTERM, ``interrupt()``)."""
+    aborted: bool = False
+    """The stop cut a step short (a second Ctrl-C, SIGTERM); else it came at a boundary."""
+    paused: bool = False
+    """The run paused (a request, or a blocked step); ``swarm resume`` continues it."""
+    blocked: str | None = None
+    """Why the step the run paused at is blocked, when that is why it paused."""
+    budget_use: dict[str, str] = field(default_factory=dict)
+    """Per flow key (``""``: the run budget), the largest share of a declared budget used
+    in this attempt, e.g. ``83% (tokens of flow build)``; empty when none is declared."""

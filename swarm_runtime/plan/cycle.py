@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.credentials import Credentials
 from swarm_runtime.orchestrator.context import HistoryBudget
-from swarm_runtime.orchestrator.recorder import EventObserver, RunRecorder
+from swarm_runtime.orchestrator.recorder import RunRecorder
 from swarm_runtime.orchestrator.run import RunBook, RunHeader
 from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.record import Record
@@ -21,6 +21,7 @@ from swarm_runtime.timeutil import Clock
 
 if TYPE_CHECKING:
     from swarm_runtime.documents.run import RunSpecDocument
+    from swarm_runtime.plugins import RunListeners
 
 CYCLE_FLOW = "cycle"
 """The flow key of a cycle's steps in its run (``<run>/cycle/receipts/…``)."""
@@ -38,7 +39,7 @@ class RefusedRun(Record):
     rand: Any
     durable: bool
     credentials: Credentials
-    observer: EventObserver | None
+    listeners: RunListeners | None
 
 
 def refused_cycle(where: RefusedRun, spec: RunSpecDocument, why: str) -> tuple[str, Path]:
@@ -53,7 +54,7 @@ def refused_cycle(where: RefusedRun, spec: RunSpecDocument, why: str) -> tuple[s
         rand=where.rand,
         durable=where.durable,
         credentials=where.credentials,
-        observer=where.observer,
+        listeners=where.listeners,
     )
     try:
         book = RunBook(

@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from swarm_runtime.credentials import Credentials
 from swarm_runtime.errors import FailFast, PlanError
-from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps, RunLimits, RunOutcome, RunSpec
+from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps, RunLimits, RunSpec
 from swarm_runtime.orchestrator.run import Orchestrator
+from swarm_runtime.orchestrator.state import RunOutcome
 from swarm_runtime.plan.builtins import default_handlers
 from swarm_runtime.plan.cycle import CYCLE_FLOW, PLAN_BACKEND, RefusedRun, refused_cycle
 from swarm_runtime.plan.engine import PlanCycle
@@ -228,7 +229,7 @@ class PlanRuntime:
                 deps.rand,
                 self.limits.durable,
                 self.credentials,
-                deps.observer,
+                deps.plugins.for_run(),
             ),
             spec.as_document(mode=self.choice.mode, engine=self.choice.engine_id, origin=origin),
             why,

@@ -21,9 +21,9 @@ from swarm_runtime.plan.kernel import PlanEngines, PlanFlows
 from swarm_runtime.plan.validate import checked_plan
 
 if TYPE_CHECKING:
-    from swarm_runtime.orchestrator.recorder import EventObserver
     from swarm_runtime.orchestrator.run import Orchestrator
     from swarm_runtime.plan.memory_store import MemoryStore
+    from swarm_runtime.plugins import SwarmPlugins
 
 
 def orchestrator_for_cycle(
@@ -31,7 +31,7 @@ def orchestrator_for_cycle(
     *,
     env: Mapping[str, str],
     choices: ResumeChoices | None = None,
-    observer: EventObserver | None = None,
+    plugins: SwarmPlugins | None = None,
     notice: Callable[[str], None] = lambda _message: None,
 ) -> Orchestrator:
     """The orchestrator that resumes the plan cycle at ``run_dir`` as it began."""
@@ -50,7 +50,7 @@ def orchestrator_for_cycle(
         run_dir,
         env=env,
         choices=choices,
-        observer=observer,
+        plugins=plugins,
         notice=notice,
         flows=PlanFlows(plan, repo),
     )

@@ -1,6 +1,7 @@
 """What the studio's buttons do: start, pause, stop and resume runs, through the run service.
 
-A run started from the page runs in a worker of this process (SPEC §8.1). Pause and stop
+A run started from the page runs in a worker of this process (SPEC §8.1), heard by the
+process's plugins and the studio's own listeners (its run index). Pause and stop
 go to that worker; a run another process is running (``swarm run`` in a terminal) is
 asked through its control file instead, as ``swarm pause|stop`` does. Resume continues a
 paused, stopped or crashed run in a worker here, with the backend and mode it was made
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +34,15 @@ class RunActions:
         flows_dir: Path | None,
         *,
         env: Mapping[str, str] | None = None,
+        listeners: Sequence[object] = (),
     ) -> None:
+        from swarm_runtime.plugins import process_plugins
+
         self.files = RunFiles(runs_dir)
         self.flows_dir = flows_dir
         self.env = os.environ if env is None else env
+        self.plugins = process_plugins().with_listeners(*listeners)
+        """Who hears the runs this studio starts and resumes."""
         self._backends: dict[tuple[str, str], BackendBase] = {}
         self._lock = threading.Lock()
 
@@ -57,6 +63,7 @@ class RunActions:
                     flows_dir=self.flows_dir,
                     mode=mode,
                     env=self.env,
+                    plugins=self.plugins,
                 )
             return self._backends[key]
 

@@ -71,7 +71,9 @@ class _Studio:
         self.files = self.index.files
         self.files.golden_dir = config.golden_dir  # golden:<name> opens as a run page
         self.flows = FlowCatalog(config.flows_dir, config.golden_dir)
-        self.actions = RunActions(self.files.runs_dir, config.flows_dir)
+        self.actions = RunActions(
+            self.files.runs_dir, config.flows_dir, listeners=(self.index.heard,)
+        )
         self.closing = threading.Event()
         """Set when the server shuts down: open streams end at once."""
         self.streams = StreamSlots(config.streams, config.on_stream_dropped)

@@ -6,6 +6,8 @@ up to date before each query, cheaply:
 
 * the run dirs are listed (names only); a new one is read, a vanished one dropped;
 * a run that ``succeeded`` is final and is not looked at again;
+* a run this process executes (started from the page) is read again only when it said
+  something (:class:`~swarm_runtime.studio.heard.HeardRuns` listens to it);
 * any other run is re-read when its directory's mtime changed (``meta.json`` is replaced
   on every status change, which touches the directory) or is less than two seconds old
   (a second change in the same clock tick would not move it), and a run that says it is
@@ -31,6 +33,7 @@ from typing import Any
 
 from swarm_runtime.ids import RUN_ID_RE
 from swarm_runtime.studio.files import LIVE_STATUSES, NotFound, RunFiles, run_row
+from swarm_runtime.studio.heard import HeardRuns
 
 INDEX_NAME = ".studio/index.sqlite3"
 """Where the index lives, relative to the runs dir."""
@@ -86,6 +89,8 @@ class RunIndex:
         self._version = 0  # PRAGMA data_version when this process last knew the file
         self.location = "none"
         """The index file's path, ``memory``, or ``none`` before the runs dir exists."""
+        self.heard = HeardRuns(self.runs_dir)
+        """The listener of the runs this process executes (registered by the studio)."""
 
     # -- keeping up ------------------------------------------------------------------------
 
@@ -95,30 +100,35 @@ class RunIndex:
             db = self._open()
             if db is None:
                 return 0
+            news, quiet = self.heard.take()
             try:
                 self._follow_others(db)
-                stale, rows = self._changes()
+                stale, rows = self._changes(news, quiet)
                 with db:
                     self._drop(db, stale)
                     self._store(db, rows)
             except sqlite3.Error:
                 # Another process holds the file too long: keep what it holds, try next time.
+                self.heard.give_back(news)
                 self._load(db)
                 return 0
             self._remember(stale, rows)
             return len(rows) + len(stale)
 
-    def _changes(self) -> tuple[list[str], list[dict[str, Any]]]:
-        """Rows to drop (run dirs gone) and rows to write (new or changed runs)."""
+    def _changes(self, news: set[str], quiet: set[str]) -> tuple[list[str], list[dict[str, Any]]]:
+        """Rows to drop (run dirs gone) and rows to write (new or changed runs).
+
+        ``news``: runs of this process that said something; ``quiet``: those that did not.
+        """
         entries = _entries(self.runs_dir)
         stale = list(self._known.keys() - entries)
         new = [n for n in entries - self._known.keys() if _is_run_dir(self.runs_dir, n)]
-        unsettled = [n for n in self._unsettled if n in entries]
+        looked = {*self._unsettled, *(news & self._known.keys())} - quiet
         changed: list[tuple[str, int]] = []
-        for name in (*new, *unsettled):
+        for name in (*new, *(n for n in looked if n in entries)):
             known = self._known.get(name)
             mtime = _mtime(os.path.join(self.runs_dir, name))
-            if known is None or known[1] != mtime or known[0] in LIVE_STATUSES:
+            if name in news or known is None or known[1] != mtime or known[0] in LIVE_STATUSES:
                 changed.append((name, mtime))
         rows = [row for row in self._rows(changed) if row is not None]
         read = {row["run_id"] for row in rows}

@@ -117,7 +117,7 @@ def test_the_progress_line_of_a_retry() -> None:
     import io
 
     out = io.StringIO()
-    ProgressPrinter(out, live=False)(
+    ProgressPrinter(out, live=False).swarm_event(
         {
             "kind": "log",
             "flow_key": "build",

@@ -238,9 +238,11 @@ def test_progress_on_a_terminal_replaces_the_running_line() -> None:
     stream = io.StringIO()
     printer = ProgressPrinter(stream, live=True)
     base = {"flow_key": "f", "step_id": "s"}
-    printer({**base, "kind": "step_start", "payload": {}})
+    printer.swarm_event({**base, "kind": "step_start", "payload": {}})
     assert stream.getvalue() == "[ .. ] f/s"
-    printer({**base, "kind": "step_end", "payload": {"status": "succeeded", "duration_ms": 3}})
+    printer.swarm_event(
+        {**base, "kind": "step_end", "payload": {"status": "succeeded", "duration_ms": 3}}
+    )
     assert stream.getvalue() == "[ .. ] f/s\r\x1b[K[ ok ] f/s (3 ms)\n"
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from swarm_runtime.golden import normalise_value
 from tests.conftest import REPO
+from tests.runtime.helpers import listening
 
 
 def wait_for_line(proc: subprocess.Popen[str], needle: str) -> None:
@@ -62,8 +63,8 @@ def held_at(scenario: dict[str, Any], key: str, execution: int, gate: Path) -> d
     return {**scenario, key: entries}
 
 
-class _Reached(Exception):
-    pass
+class _Reached(BaseException):
+    """Ends a follow: not an Exception, which a listener's raising would only report."""
 
 
 def wait_for_event(run_dir: Path, match: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
@@ -80,7 +81,7 @@ def wait_for_event(run_dir: Path, match: Callable[[dict[str, Any]], bool]) -> di
             raise _Reached
 
     try:
-        outcome = follow(run_dir, observer=look)
+        outcome = follow(run_dir, plugins=listening(look))
     except _Reached:
         return found[0]
     raise AssertionError(f"run {run_dir.name} ended {outcome.status} before the awaited event")

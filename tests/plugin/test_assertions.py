@@ -10,22 +10,24 @@ from typing import Any
 import pytest
 
 from pytest_swarm import assertions
+from pytest_swarm.listeners import StepResults
 from pytest_swarm.run_record import RunRecord
 from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps, RunSpec
 from swarm_runtime.orchestrator.run import Orchestrator
+from swarm_runtime.plugins import process_plugins
 from tests.conftest import SHIPPED_FLOWS
 
 
 def _record(tmp_path: Path, flows: tuple[str, ...] = ("signal",)) -> RunRecord:
     registry = FlowRegistry(SHIPPED_FLOWS)
-    results: list[Any] = []
+    results = StepResults()
     outcome = Orchestrator(
         registry,
         runs_dir=tmp_path / "runs",
-        deps=RunDeps(result_observer=lambda flow, result: results.append((flow, result))),
+        deps=RunDeps(plugins=process_plugins().with_listeners(results)),
     ).run(RunSpec(flows=flows))
-    return RunRecord(outcome.path, flows=registry, results=results)
+    return RunRecord(outcome.path, flows=registry, results=results.results)
 
 
 def _fresh(record: RunRecord) -> RunRecord:

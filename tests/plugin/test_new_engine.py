@@ -84,7 +84,7 @@ class OpenAIStep(StepEngine):
 CONFTEST = """
 from openai_step import OpenAIStep
 
-def pytest_swarm_register_engines(registry):
+def swarm_register_engines(registry):
     registry.register("openai-step", OpenAIStep.factory, section="openai")
 """
 

@@ -33,7 +33,7 @@ def test_contract_suite_fails_for_a_broken_engine(swarm_pytester: pytest.Pyteste
                 # drops the assistant reply from the transcript: a contract violation
                 return replace(outcome, transcript=())
 
-        def pytest_swarm_register_engines(registry):
+        def swarm_register_engines(registry):
             registry.register("claude-step", lambda options: Forgetful(scenario=options.scenario),
                               replace=True)
         """

@@ -11,8 +11,10 @@ from typing import Any
 
 from swarm_runtime.engines.scenario import Scenario
 from swarm_runtime.flow.registry import FlowRegistry
-from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps, RunLimits, RunOutcome, RunSpec
+from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps, RunLimits, RunSpec
 from swarm_runtime.orchestrator.run import Orchestrator
+from swarm_runtime.orchestrator.state import RunOutcome
+from swarm_runtime.plugins import SwarmPlugins, process_plugins
 from swarm_runtime.storage.store import read_event_log
 
 NOTES = """\
@@ -43,6 +45,21 @@ def write_flow(flows_dir: Path, key: str, steps: list[str], head: str = "") -> P
         encoding="utf-8",
     )
     return path
+
+
+class OnEvent:
+    """A listener calling ``observe`` with every event: how a test watches a run."""
+
+    def __init__(self, observe: Callable[[dict[str, Any]], Any]) -> None:
+        self.observe = observe
+
+    def swarm_event(self, event: dict[str, Any]) -> None:
+        self.observe(event)
+
+
+def listening(*observers: Callable[[dict[str, Any]], Any] | None) -> SwarmPlugins:
+    """The process's plugins, with ``observers`` (None: none) hearing every event beside them."""
+    return process_plugins().with_listeners(*(OnEvent(o) for o in observers if o is not None))
 
 
 def run_flows(

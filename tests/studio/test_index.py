@@ -205,3 +205,48 @@ def test_a_symlinked_index_file_is_not_written_through(tmp_path: Path, name: str
     index.close()
     assert target.read_bytes() == before  # no tables added, not switched to WAL
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p", "someone-elses.sqlite3"]
+
+
+def test_a_run_of_this_process_is_read_again_only_when_it_says_something(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from swarm_runtime.flow.registry import FlowRegistry
+    from swarm_runtime.orchestrator.plan import RunDeps, RunSpec
+    from swarm_runtime.orchestrator.run import Orchestrator
+    from swarm_runtime.plugins import process_plugins
+    from swarm_runtime.studio import index as index_module
+    from tests.conftest import SHIPPED_FLOWS
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    index = RunIndex(runs)
+    reads: list[str] = []
+    real_row = index_module.run_row
+
+    def counted(files: Any, name: str, *rest: Any) -> Any:
+        reads.append(name)
+        return real_row(files, name, *rest)
+
+    monkeypatch.setattr(index_module, "run_row", counted)
+    seen: dict[str, Any] = {}
+
+    class Page:  # a page asking for the list twice while the run is in its second step
+        def swarm_event(self, event: dict[str, Any]) -> None:
+            if event["kind"] == "step_start" and "rows" not in seen:
+                reads.clear()
+                seen["rows"] = (index.page()["runs"], index.page()["runs"])
+                seen["reads"] = list(reads)
+
+    plugins = process_plugins().with_listeners(index.heard, Page())
+    outcome = Orchestrator(
+        FlowRegistry(SHIPPED_FLOWS), runs_dir=runs, deps=RunDeps(plugins=plugins)
+    ).run(RunSpec(flows=("stepwise-demo",)))
+    first, second = seen["rows"]
+    assert [(r["run_id"], r["status"]) for r in first] == [(outcome.run_id, "running")]
+    assert second == first
+    assert seen["reads"] == [outcome.run_id]  # read once: the second look found no news
+    reads.clear()
+    assert _ids(index, status="succeeded") == [outcome.run_id]  # its end was news
+    assert reads == [outcome.run_id]
+    assert index.page()["runs"] == scan_runs(runs)
+    index.close()

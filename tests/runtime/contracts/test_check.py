@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from swarm_runtime.contracts.check import validate_run_dir
-from swarm_runtime.orchestrator.plan import RunDeps, RunOutcome
+from swarm_runtime.orchestrator.plan import RunDeps
+from swarm_runtime.orchestrator.state import RunOutcome
 from tests.conftest import SHIPPED_FLOWS, CliResult
-from tests.runtime.helpers import run_flows
+from tests.runtime.helpers import listening, run_flows
 
 
 @pytest.fixture
@@ -170,7 +171,9 @@ def test_each_attempt_of_a_run_ends_with_exactly_one_run_completed(tmp_path: Pat
             orchestrator.control.request("stop", "stopped by the test")
 
     orchestrator = Orchestrator(
-        registry, runs_dir=tmp_path / "runs", deps=RunDeps(sleep=lambda _s: None, observer=observe)
+        registry,
+        runs_dir=tmp_path / "runs",
+        deps=RunDeps(sleep=lambda _s: None, plugins=listening(observe)),
     )
     stopped = orchestrator.run(RunSpec(flows=("signal",)))
     assert stopped.status == "stopped"

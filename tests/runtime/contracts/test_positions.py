@@ -25,7 +25,7 @@ from swarm_runtime.documents import events as declared
 from swarm_runtime.documents.events import KINDS
 from swarm_runtime.documents.payload import Payload, Stands
 from swarm_runtime.orchestrator import resume
-from swarm_runtime.orchestrator.plan import RunOutcome
+from swarm_runtime.orchestrator.state import RunOutcome
 from tests.conftest import SHIPPED_FLOWS
 from tests.runtime.helpers import run_flows
 

@@ -27,7 +27,7 @@ from swarm_runtime.storage.status import observed_status, read_meta
 from swarm_runtime.storage.store import read_event_log
 from swarm_runtime.versions import PACKAGE_VERSION
 from tests.conftest import CliResult
-from tests.runtime.helpers import crash_at_checkpoint
+from tests.runtime.helpers import crash_at_checkpoint, listening
 
 pytestmark = pytest.mark.swarm_modes("stub")
 
@@ -197,7 +197,8 @@ def test_follow_returns_how_an_ended_run_ended(submit: Submit) -> None:
     run_dir, delivery = submit()
     _handle(run_dir, delivery)
     seen: list[str] = []
-    outcome = follow(run_dir, observer=lambda e: seen.append(e["kind"]), sleep=lambda _s: None)
+    plugins = listening(lambda e: seen.append(e["kind"]))
+    outcome = follow(run_dir, plugins=plugins, sleep=lambda _s: None)
     assert (outcome.run_id, outcome.status) == (delivery.run_id, "succeeded")
     assert seen == _kinds(run_dir)
     assert outcome.summary == read_meta(run_dir)

@@ -21,8 +21,9 @@ import pytest
 
 from swarm_runtime.contracts.check import validate_run_dir
 from swarm_runtime.flow.registry import FlowRegistry
-from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps, RunOutcome, RunSpec
+from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps, RunSpec
 from swarm_runtime.orchestrator.run import Orchestrator
+from swarm_runtime.orchestrator.state import RunOutcome
 from tests.runtime.helpers import events_of, receipt, step_yaml, write_flow
 
 FAKE = Path(__file__).with_name("fake_cli.py")

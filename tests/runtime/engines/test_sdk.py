@@ -11,8 +11,10 @@ import pytest
 from swarm_runtime.contracts.check import validate_run_dir
 from swarm_runtime.errors import ConfigError
 from swarm_runtime.flow.registry import FlowRegistry
-from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps, RunOutcome, RunSpec
+from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps, RunSpec
 from swarm_runtime.orchestrator.run import Orchestrator
+from swarm_runtime.orchestrator.state import RunOutcome
+from swarm_runtime.plugins import process_plugins
 from tests.conftest import SHIPPED_FLOWS
 from tests.fakes.anthropic_server import AnthropicServer, Reply, error_body
 from tests.runtime.helpers import events_of, kinds, step_yaml, write_flow
@@ -284,14 +286,15 @@ def test_a_replay_leaves_the_process_free_to_talk_http(
     )
     statuses: list[int] = []
 
-    def talk(_flow: str, _result: object) -> None:  # after every replayed step
-        reply = httpx2.post(f"{anthropic_server.url}/v1/messages", json={"model": "m"})
-        statuses.append(reply.status_code)
+    class Talk:
+        def swarm_step_result(self) -> None:  # after every replayed step
+            reply = httpx2.post(f"{anthropic_server.url}/v1/messages", json={"model": "m"})
+            statuses.append(reply.status_code)
 
     outcome = Orchestrator(
         FlowRegistry(SHIPPED_FLOWS),
         runs_dir=tmp_path / "runs",
-        deps=RunDeps(engines=default_registry(), result_observer=talk),
+        deps=RunDeps(engines=default_registry(), plugins=process_plugins().with_listeners(Talk())),
         engine=EngineChoice(
             mode="sdk",
             config={

@@ -17,8 +17,9 @@ from swarm_runtime.contracts.check import validate_run_dir
 from swarm_runtime.engines.cassette import Cassettes
 from swarm_runtime.engines.faults import RETRYABLE_KINDS, FaultPlan
 from swarm_runtime.flow.registry import FlowRegistry
-from swarm_runtime.orchestrator.plan import RunDeps, RunOutcome, RunSpec, engine_for_mode
+from swarm_runtime.orchestrator.plan import RunDeps, RunSpec, engine_for_mode
 from swarm_runtime.orchestrator.run import Orchestrator
+from swarm_runtime.orchestrator.state import RunOutcome
 from swarm_runtime.record import replace
 from tests.fakes.anthropic_server import AnthropicServer
 from tests.runtime.helpers import events_of, step_yaml, write_flow

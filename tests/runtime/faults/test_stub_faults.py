@@ -11,8 +11,9 @@ import pytest
 from swarm_runtime.contracts.check import validate_run_dir
 from swarm_runtime.engines.faults import RETRYABLE_KINDS, FaultPlan
 from swarm_runtime.flow.registry import FlowRegistry
-from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps, RunOutcome, RunSpec
+from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps, RunSpec
 from swarm_runtime.orchestrator.run import Orchestrator
+from swarm_runtime.orchestrator.state import RunOutcome
 from tests.runtime.helpers import events_of, run_flows, step_yaml, write_flow
 
 

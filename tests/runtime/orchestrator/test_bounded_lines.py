@@ -20,10 +20,11 @@ from swarm_runtime.engines.registry import EngineRegistry, default_registry
 from swarm_runtime.engines.scenario import Scenario
 from swarm_runtime.engines.stub import StubEngine
 from swarm_runtime.flow.registry import FlowRegistry
-from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps, RunOutcome, RunSpec
+from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps, RunSpec
 from swarm_runtime.orchestrator.recorder import MAX_EVENT_LINE
 from swarm_runtime.orchestrator.run import Orchestrator
-from tests.runtime.helpers import step_yaml, write_flow
+from swarm_runtime.orchestrator.state import RunOutcome
+from tests.runtime.helpers import listening, step_yaml, write_flow
 
 NAVIGATOR = """
 routing:
@@ -217,7 +218,9 @@ def _conversions_per_step(tmp_path: Path, facts: int, monkeypatch: pytest.Monkey
         runs_dir=tmp_path / f"runs-{facts}",
         deps=RunDeps(
             sleep=lambda _s: None,
-            observer=lambda e: at_start.append(counted[0]) if e["kind"] == "step_start" else None,
+            plugins=listening(
+                lambda e: at_start.append(counted[0]) if e["kind"] == "step_start" else None
+            ),
         ),
         engine=EngineChoice(
             scenario=Scenario.from_mapping({"declare": {"handoff": {"facts": declared}}})

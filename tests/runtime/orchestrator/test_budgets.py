@@ -16,10 +16,11 @@ from swarm_runtime.flow.loader import load_flow
 from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.flow.spec import Budget
 from swarm_runtime.orchestrator.assembly import orchestrator_for_run
-from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps, RunLimits, RunOutcome, RunSpec
+from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps, RunLimits, RunSpec
 from swarm_runtime.orchestrator.run import Orchestrator
+from swarm_runtime.orchestrator.state import RunOutcome
 from tests.conftest import StepClock
-from tests.runtime.helpers import events_of, receipt, step_yaml, write_flow
+from tests.runtime.helpers import events_of, listening, receipt, step_yaml, write_flow
 from tests.runtime.orchestrator.conftest import LOOP
 
 TEN = {"tokens": {"prompt": 6, "completion": 4}}
@@ -149,7 +150,7 @@ def test_a_resumed_run_keeps_its_run_budget_and_its_totals(tmp_path: Path) -> No
     orchestrator = Orchestrator(
         FlowRegistry(flows),
         runs_dir=runs,
-        deps=RunDeps(sleep=lambda _s: None, observer=stop_after_the_first_step),
+        deps=RunDeps(sleep=lambda _s: None, plugins=listening(stop_after_the_first_step)),
         engine=EngineChoice(scenario=Scenario.from_mapping(LOOPING)),
         limits=RunLimits(budget=Budget(tokens=25)),
     )

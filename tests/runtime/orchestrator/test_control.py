@@ -17,6 +17,7 @@ from swarm_runtime.storage.store import read_event_log
 from tests.runtime.helpers import (
     events_of,
     kinds,
+    listening,
 )
 
 
@@ -56,7 +57,7 @@ def test_interrupt_between_steps_stops_at_the_boundary(loop_flows: Path, tmp_pat
             assert holder["o"].interrupt() is False  # not inside an engine call
 
     orchestrator = Orchestrator(
-        registry, runs_dir=tmp_path / "runs", deps=RunDeps(observer=observer)
+        registry, runs_dir=tmp_path / "runs", deps=RunDeps(plugins=listening(observer))
     )
     holder["o"] = orchestrator
     outcome = orchestrator.run(RunSpec(flows=("loopy",)))
@@ -126,7 +127,7 @@ def test_meta_json_says_paused_only_once_the_log_says_run_paused(
     orchestrator = Orchestrator(
         FlowRegistry(loop_flows),
         runs_dir=tmp_path / "runs",
-        deps=RunDeps(observer=observer),
+        deps=RunDeps(plugins=listening(observer)),
         engine=EngineChoice(scenario=Scenario.from_mapping(blocked) if blocked else None),
     )
     holder["o"] = orchestrator
@@ -160,7 +161,9 @@ def test_a_run_killed_between_run_paused_and_meta_json_is_seen_and_resumed_as_pa
             holder["o"].control.request("pause", "lunch")
 
     orchestrator = Orchestrator(
-        FlowRegistry(loop_flows), runs_dir=tmp_path / "runs", deps=RunDeps(observer=observer)
+        FlowRegistry(loop_flows),
+        runs_dir=tmp_path / "runs",
+        deps=RunDeps(plugins=listening(observer)),
     )
     holder["o"] = orchestrator
     with pytest.raises(Crash):

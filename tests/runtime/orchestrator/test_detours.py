@@ -20,8 +20,9 @@ from swarm_runtime.engines.scenario import Scenario
 from swarm_runtime.errors import FlowDefinitionError, SwarmUsageError
 from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.golden import normalise_value
-from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps, RunLimits, RunOutcome, RunSpec
+from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps, RunLimits, RunSpec
 from swarm_runtime.orchestrator.run import Orchestrator
+from swarm_runtime.orchestrator.state import RunOutcome
 from swarm_runtime.storage.store import read_event_log
 from tests.runtime.helpers import crash_at_checkpoint, step_yaml, write_flow
 

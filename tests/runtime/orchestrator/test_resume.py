@@ -24,7 +24,7 @@ from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps, RunSpec
 from swarm_runtime.orchestrator.run import Orchestrator
 from swarm_runtime.storage.lock import RunLock
 from swarm_runtime.storage.store import read_event_log
-from tests.runtime.helpers import crash_at_checkpoint
+from tests.runtime.helpers import crash_at_checkpoint, listening
 
 STEPS = 5  # loopy: author, critic (loops once), author, critic, ship
 
@@ -38,7 +38,7 @@ def _orchestrator(
     return Orchestrator(
         FlowRegistry(flows),
         runs_dir=runs,
-        deps=RunDeps(sleep=lambda _s: None, observer=observer),
+        deps=RunDeps(sleep=lambda _s: None, plugins=listening(observer)),
         engine=EngineChoice(scenario=Scenario.from_mapping(scenario) if scenario else None),
     )
 

@@ -14,7 +14,7 @@ from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.orchestrator.plan import RunDeps, RunLimits, RunSpec
 from swarm_runtime.orchestrator.run import Orchestrator
 from tests.conftest import SHIPPED_FLOWS, StepClock
-from tests.runtime.helpers import kinds, run_flows, step_yaml, write_flow
+from tests.runtime.helpers import kinds, listening, run_flows, step_yaml, write_flow
 
 
 @pytest.mark.parametrize("value", [0, -1, True])
@@ -44,7 +44,7 @@ def test_meta_status_says_succeeded_only_at_the_end(tmp_path: Path) -> None:
             seen.append(meta["status"])
 
     registry = FlowRegistry(SHIPPED_FLOWS)
-    Orchestrator(registry, runs_dir=runs, deps=RunDeps(observer=observer)).run(
+    Orchestrator(registry, runs_dir=runs, deps=RunDeps(plugins=listening(observer))).run(
         RunSpec(flows=("signal", "plan"))
     )
     assert seen == ["running", "running"]

@@ -22,7 +22,7 @@ from swarm_runtime.storage.lock import LOCK_NAME, LeaseLost, RunLock, read_holde
 from swarm_runtime.storage.queued import write_queued
 from swarm_runtime.storage.status import observed_status
 from tests.conftest import REPO, CliResult
-from tests.runtime.helpers import crash_at_checkpoint
+from tests.runtime.helpers import crash_at_checkpoint, listening
 
 pytestmark = pytest.mark.swarm_modes("stub")
 
@@ -146,7 +146,7 @@ def test_a_run_whose_lease_was_taken_over_writes_nothing_more(
     orchestrator = Orchestrator(
         FlowRegistry(REPO / "flows"),
         runs_dir=tmp_path / "runs",
-        deps=RunDeps(sleep=lambda _s: None, observer=observer),
+        deps=RunDeps(sleep=lambda _s: None, plugins=listening(observer)),
         engine=EngineChoice(scenario=Scenario.from_mapping({})),
     )
     with pytest.raises(LeaseLost):
