@@ -27,7 +27,6 @@ from swarm_runtime.orchestrator.assembly import (
     BackendBase,
     OrchestratorFactory,
     orchestrator_factory,
-    orchestrator_for_run,
     run_spec_from,
 )
 from swarm_runtime.orchestrator.plan import RunSpec
@@ -68,9 +67,7 @@ class Backend(BackendBase):
         self._factory = factory
         environ: Mapping[str, str] = os.environ if env is None else env
         self._resume: ResumeFactory = resume or (
-            lambda run_dir, sleep: orchestrator_for_run(
-                run_dir, env=environ, sleep=sleep, plugins=plugins
-            )
+            lambda run_dir, sleep: _resumed(run_dir, environ, sleep, plugins)
         )
         """Builds a resumed run's orchestrator: as the run was made (its spec.json), through
         the one resume; a backend may pass its own to wrap what it injects (the sleep)."""
@@ -266,3 +263,15 @@ def reset_backends() -> None:
     for backend in list(_BACKENDS.values()):
         backend.shutdown()
     _BACKENDS.clear()
+
+
+def _resumed(
+    run_dir: Path,
+    env: Mapping[str, str],
+    sleep: Callable[[float], None],
+    plugins: SwarmPlugins | None,
+) -> Orchestrator:
+    """A resumed run's orchestrator, through the one resume (plan cycles too)."""
+    from swarm_runtime.plan.resume import orchestrator_to_resume
+
+    return orchestrator_to_resume(run_dir, env=env, sleep=sleep, plugins=plugins)

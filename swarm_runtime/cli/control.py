@@ -17,8 +17,6 @@ from typing import TYPE_CHECKING, Any
 from swarm_runtime.cli.common import EXIT_OK, path_arg
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from swarm_runtime.orchestrator.run import Orchestrator
 
 
@@ -82,15 +80,10 @@ def handle_resume(args: argparse.Namespace) -> int:
 def _orchestrator_for(run_dir: Path, args: argparse.Namespace) -> Orchestrator:
     """The orchestrator ``spec.json`` describes, with the flags' overrides (the one resume)."""
     from swarm_runtime.cli.render import listeners
-    from swarm_runtime.orchestrator.assembly import ResumeChoices, orchestrator_for_run
-    from swarm_runtime.orchestrator.resume import read_run_spec
+    from swarm_runtime.orchestrator.assembly import ResumeChoices
+    from swarm_runtime.plan.resume import orchestrator_to_resume
 
-    resume: Callable[..., Orchestrator] = orchestrator_for_run
-    if read_run_spec(run_dir)[1].get("backend") == "plan-executor":
-        from swarm_runtime.plan.resume import orchestrator_for_cycle
-
-        resume = orchestrator_for_cycle
-    return resume(
+    return orchestrator_to_resume(
         run_dir,
         env=os.environ,
         choices=ResumeChoices(

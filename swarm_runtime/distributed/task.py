@@ -132,9 +132,9 @@ def handle(
 
 def _resume(run_dir: Path, env: Mapping[str, str] | None) -> None:
     """Run (or resume) the run as its spec.json says, in this thread, to its end or pause."""
-    from swarm_runtime.orchestrator.assembly import orchestrator_for_run
+    from swarm_runtime.plan.resume import orchestrator_to_resume
 
-    orchestrator = orchestrator_for_run(run_dir, env=os.environ if env is None else env)
+    orchestrator = orchestrator_to_resume(run_dir, env=os.environ if env is None else env)
     orchestrator.prepare_resume(run_dir).execute()
 
 

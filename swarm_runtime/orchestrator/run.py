@@ -603,22 +603,26 @@ class Orchestrator:
         stops before its first step. The requests end with the run (:meth:`_then_reset`).
         """
         with self._reset_on_error():
-            plan = plan_run(
-                spec,
-                self.flows,
-                engine_strategy=self.engine.strategy,
-                scenario=self.engine.scenario,
-                check_engine=self.engines.engine_for,
-                credentials=self.credentials,
-                faults=self.engine.faults,
-                engines=self.engines.registry,
-            )
+            plan = self._plan(spec)
             run = RunLifecycle.create(self._context(), spec, plan)
         return PreparedRun(
             run.recorder.run_id,
             run.recorder.layout.root,
             self._then_reset(run.execute),
             run.hand_over,
+        )
+
+    def _plan(self, spec: RunSpec) -> list[FlowSlice]:
+        """The run ``spec`` asks for, checked against the flows and engines (new or resumed)."""
+        return plan_run(
+            spec,
+            self.flows,
+            engine_strategy=self.engine.strategy,
+            scenario=self.engine.scenario,
+            check_engine=self.engines.engine_for,
+            credentials=self.credentials,
+            faults=self.engine.faults,
+            engines=self.engines.registry,
         )
 
     @contextlib.contextmanager
@@ -663,16 +667,7 @@ class Orchestrator:
                 "the run was left as it is: resume it with an input that holds no secret"
             )
         spec, _ = read_run_spec(Path(run_dir))
-        plan = plan_run(
-            spec,
-            self.flows,
-            engine_strategy=self.engine.strategy,
-            scenario=self.engine.scenario,
-            check_engine=self.engines.engine_for,
-            credentials=self.credentials,
-            faults=self.engine.faults,
-            engines=self.engines.registry,
-        )
+        plan = self._plan(spec)
         reopened = reopen_run(
             Path(run_dir),
             plan=plan,

@@ -16,6 +16,7 @@ from swarm_runtime.errors import PlanError, RunControlError
 from swarm_runtime.orchestrator.assembly import ResumeChoices, orchestrator_for_run
 from swarm_runtime.orchestrator.resume import read_run_spec
 from swarm_runtime.plan.builtins import default_handlers
+from swarm_runtime.plan.cycle import PLAN_BACKEND
 from swarm_runtime.plan.engine import PlanCycle
 from swarm_runtime.plan.kernel import PlanEngines, PlanFlows
 from swarm_runtime.plan.validate import checked_plan
@@ -26,11 +27,33 @@ if TYPE_CHECKING:
     from swarm_runtime.plugins import SwarmPlugins
 
 
+def orchestrator_to_resume(
+    run_dir: Path,
+    *,
+    env: Mapping[str, str],
+    choices: ResumeChoices | None = None,
+    sleep: Callable[[float], None] | None = None,
+    plugins: SwarmPlugins | None = None,
+    notice: Callable[[str], None] = lambda _message: None,
+) -> Orchestrator:
+    """The one resume of any run, plan cycles too.
+
+    A cycle is given its plan (:func:`orchestrator_for_cycle`), any other run is built as
+    its ``spec.json`` says; ``swarm resume``, the run service, Flow Studio and the workers
+    all resume through here.
+    """
+    resume: Callable[..., Orchestrator] = orchestrator_for_run
+    if read_run_spec(run_dir)[1].get("backend") == PLAN_BACKEND:
+        resume = orchestrator_for_cycle
+    return resume(run_dir, env=env, choices=choices, sleep=sleep, plugins=plugins, notice=notice)
+
+
 def orchestrator_for_cycle(
     run_dir: Path,
     *,
     env: Mapping[str, str],
     choices: ResumeChoices | None = None,
+    sleep: Callable[[float], None] | None = None,
     plugins: SwarmPlugins | None = None,
     notice: Callable[[str], None] = lambda _message: None,
 ) -> Orchestrator:
@@ -50,6 +73,7 @@ def orchestrator_for_cycle(
         run_dir,
         env=env,
         choices=choices,
+        sleep=sleep,
         plugins=plugins,
         notice=notice,
         flows=PlanFlows(plan, repo),

@@ -181,3 +181,34 @@ def test_a_cycle_paused_from_another_process_resumes_to_the_same_end(
     assert resumed.returncode == 0, resumed.stderr
     assert _what_it_left(project) == uninterrupted
     assert validate_run_dir(run_dir) == []
+
+
+def test_a_paused_cycle_resumed_through_the_run_service_ends_as_an_uninterrupted_one(
+    tmp_path: Path, uninterrupted: dict[str, Any]
+) -> None:
+    """The run service (and so Flow Studio's Resume button) resumes a plan cycle as
+    ``swarm resume`` does, given its plan from ``spec.json``, instead of refusing it."""
+    from swarm_runtime.service import new_backend
+
+    project = _project(tmp_path / "service")
+    proc = _start(project)
+    try:
+        wait_for_step(proc, "cycle/answer")
+        run_dir = _cycle(project)
+        asked = subprocess.run(
+            _swarm("pause", str(run_dir)), env=_env(), capture_output=True, text=True, check=False
+        )
+        assert asked.returncode == 0, asked.stderr
+    finally:
+        (project / "gate").touch()
+        _, err = proc.communicate()
+    assert proc.returncode == 130, err
+    backend = new_backend("claude-step-orchestrator", runs_dir=run_dir.parent, env=_env())
+    try:
+        backend.resume(run_dir.name)
+        summary = backend.wait(run_dir.name, timeout=300)
+    finally:
+        backend.shutdown()
+    assert summary["status"] == "succeeded", summary
+    assert _what_it_left(project) == uninterrupted
+    assert validate_run_dir(run_dir) == []
