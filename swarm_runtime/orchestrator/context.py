@@ -334,7 +334,6 @@ class ContextMaker:
         self.spec = spec
         """The run's ``spec.json`` document: one dict, handed to every step."""
         self._run_bases: dict[str, Path] = {}
-        self._handoff_fields: dict[tuple[str, str], dict[str, tuple[str, ...]]] = {}
 
     def make(
         self, flow: FlowSpec, step: StepSpec, iteration: int, rendered: RenderedHistory, user: str
@@ -358,20 +357,12 @@ class ContextMaker:
             history=rendered.items,
             run_base=run_base,
             iteration=iteration,
-            handoff_fields=dict(self._handoff_fields_of(flow, step)),
+            handoff_fields=handoff_fields(flow, step),
             routing_kind=step.routing.kind,
             prompt=Prompt(system, user),
             tools=step.tools or (),
             timeout_s=step.timeout_s,
         )
-
-    def _handoff_fields_of(self, flow: FlowSpec, step: StepSpec) -> dict[str, tuple[str, ...]]:
-        """A step's handoff fields (fixed by its flow): made once per run."""
-        key = (flow.key, step.id)
-        fields = self._handoff_fields.get(key)
-        if fields is None:
-            fields = self._handoff_fields[key] = handoff_fields(flow, step)
-        return fields
 
 
 class Call(Record):

@@ -64,7 +64,7 @@ from swarm_runtime.flow.kinds import NO_FURTHER_HELP_FIELD
 from swarm_runtime.flow.spec import Detour, FlowSpec, StepSpec
 from swarm_runtime.orchestrator.checkpoint import RunControl
 from swarm_runtime.orchestrator.recorder import RunRecorder, TranscriptLine
-from swarm_runtime.orchestrator.state import Frame, Next, RunState, cut, declared
+from swarm_runtime.orchestrator.state import Frame, Next, RunState, cut
 from swarm_runtime.record import Record, replace
 from swarm_runtime.timeutil import Clock, format_ts
 
@@ -642,8 +642,13 @@ class StepRouter:
         outcome: StepOutcome,
         receipt: Mapping[str, Any],
         asked: tuple[StepEngine, StepContext],
+        facts: Callable[[], Any],
     ) -> NavigatorRoute:
-        """The move after ``step``; ``receipt`` is its receipt as routing reads it."""
+        """The move after ``step``.
+
+        ``receipt`` is its receipt as routing reads it; ``facts`` makes the facts its
+        conditions read (only when one does).
+        """
         skipped = outcome.result_code == "skipped"
         own = None
         if step.routing.kind != "navigator" or skipped:
@@ -657,7 +662,7 @@ class StepRouter:
             )
         moved = NavigatorRoute(decision=own) if own is not None else None
         if not skipped and (own is None or end != step.id) and self._may_choose(flow, step):
-            moved = self._navigate(flow, step, outcome, receipt, asked, own)
+            moved = self._navigate(flow, step, outcome, (receipt, facts), asked, own)
         assert moved is not None
         decision = moved.decision
         if end == step.id and decision.decision != "loop":
@@ -680,21 +685,21 @@ class StepRouter:
         flow: FlowSpec,
         step: StepSpec,
         outcome: StepOutcome,
-        receipt: Mapping[str, Any],
+        read: tuple[Mapping[str, Any], Callable[[], Any]],
         asked: tuple[StepEngine, StepContext],
         own: Decision | None,
     ) -> NavigatorRoute:
-        """The move chosen from the candidate set, over what the step left (SPEC §4.5)."""
-        facts = self.state.facts
+        """The move chosen from the candidate set, over what the step left (SPEC §4.5).
+
+        ``read``: the step's receipt and the facts, as conditions read them.
+        """
+        receipt, facts = read
         values = {
             "handoff": outcome.handoff or {},
             "receipt": lambda: dict(receipt),  # made only when a condition reads it
             "params": self.spec.get("params") or {},
             "loop_state": self.state.loops.of_flow(flow.key),
-            # Made only when a condition reads them, from what earlier steps made ready.
-            "facts": lambda: facts.cel(
-                declared(outcome.text or outcome.result.output, outcome.handoff), flow.key, step.id
-            ),
+            "facts": facts,  # made only when a condition reads them
         }
         engine, ctx = asked
         injections = self.injections

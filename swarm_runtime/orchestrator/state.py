@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from swarm_runtime.documents.payload import Payload
-from swarm_runtime.documents.receipt import Tokens
+from swarm_runtime.documents.receipt import Timing, Tokens
 from swarm_runtime.documents.route_events import (
     AssumptionRecorded,
     DecisionRecorded,
@@ -63,7 +63,7 @@ from swarm_runtime.documents.run import FlowTotals, RunStatus, RunSummary
 from swarm_runtime.documents.run_events import Ended, RunCompleted
 from swarm_runtime.engines.base import TokenUsage
 from swarm_runtime.flow.spec import Budget, FlowSpec, StepSpec
-from swarm_runtime.orchestrator.context import History, HistoryBudget
+from swarm_runtime.orchestrator.context import Call, History, HistoryBudget
 from swarm_runtime.record import Record, field
 
 MAX_LOGGED_CHARS = 2_000
@@ -261,6 +261,15 @@ class Facts:
         for fact_id, text in found:
             current[fact_id] = _seen(fact_id, text, flow, step)
         return list(current.values())
+
+    def seen_by_routing(
+        self, reply: str, handoff: Mapping[str, Any] | None, flow: str, step: str
+    ) -> Callable[[], Any]:
+        """What ``facts`` a condition after a step reads, made only when one reads them.
+
+        The run's facts, with those the step's own ``reply`` and ``handoff`` declared on top.
+        """
+        return lambda: self.cel(declared(reply, handoff), flow, step)
 
     def cel(self, found: Sequence[tuple[str, str]] = (), flow: str = "", step: str = "") -> Any:
         """:meth:`values` in CEL's types, converting only the facts kept since last asked.
@@ -545,6 +554,16 @@ class BudgetCheck:
         self.used: dict[str, tuple[float, str, str]] = {}
         """Per flow key (:data:`RUN_KEY` for the run budget): the largest share of a budget
         used so far, its measure and whose budget it is (``flow build``)."""
+
+    def over(
+        self, state: RunState, flow: FlowSpec, step: StepSpec, call: Call, timing: Timing
+    ) -> str | None:
+        """The step's, flow's or run's budget an execution broke (SPEC §10.7), or None."""
+        if flow.budget is None and step.budget is None and self.run is None:
+            return None
+        return self.check(
+            state, flow, step, Spent(call.tokens.total, call.cost_usd, timing.duration_ms)
+        )
 
     def check(
         self, state: RunState, flow: FlowSpec, step: StepSpec, execution: Spent

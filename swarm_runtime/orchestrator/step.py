@@ -40,7 +40,6 @@ from swarm_runtime.orchestrator.context import (
     Execution,
     PromptParts,
     ReceiptSoFar,
-    RenderedHistory,
     Verdict,
     build_receipt,
     step_timing,
@@ -52,7 +51,7 @@ from swarm_runtime.orchestrator.recorder import (
     outcome_error,
 )
 from swarm_runtime.orchestrator.routing import Injections, NavigatorCall, NavigatorRoute, StepRouter
-from swarm_runtime.orchestrator.state import BudgetCheck, Next, RunState, Spent, declared
+from swarm_runtime.orchestrator.state import BudgetCheck, Next, RunState, declared
 from swarm_runtime.record import Record, replace
 from swarm_runtime.timeutil import Clock, format_ts, ms_between, parse_ts
 
@@ -83,9 +82,12 @@ class StepLog:
         role: str,
         agents: Sequence[str],
         index: int,
-        iteration: int,
-    ) -> None:
-        """``step_start`` of a new execution, counted in the run's totals and its flow's."""
+    ) -> int:
+        """``step_start`` of a new execution, counted in the run's totals and its flow's.
+
+        Returns the execution's iteration (its number among the step's in its flow).
+        """
+        iteration = self.state.next_iteration(step.flow_key, step.step_id)
         self.state.totals.executed += 1
         self.state.flow(step.flow_key).executed += 1
         self.recorder.emit(
@@ -102,6 +104,7 @@ class StepLog:
             ts=format_ts(step.started),
         )
         self.open_step = step
+        return iteration
 
     def reopen(self, step: OpenStep) -> None:
         """An execution still open in the log (a ``blocked`` step re-invoked): no event."""
@@ -284,17 +287,23 @@ class StepRunner:
         if self.settings.result_observer is not None:
             self.settings.result_observer(flow.key, outcome.result)
         if call.error is None and outcome.result_code == "blocked":
-            self._block(flow, step, engine, outcome, iteration)
+            self._block(outcome, iteration)
+        kept = self.recorder.write_artifacts(flow.key, step.id, iteration, outcome.result.artifacts)
+        span = step_timing((started, completed), call)
+        made = Execution(
+            self.recorder.run_id, flow, step, engine, call, iteration, rendered, span, list(kept)
+        )
         error = call.error or outcome_error(step, outcome, call.max_attempts)
-        over = error is None and self._over_budget(flow, step, call, started, completed)
+        over = error is None and self.budgets.over(self.state, flow, step, call, span)
         if over:
             error = over
-        made = self._execution(flow, step, engine, call, iteration, rendered, (started, completed))
+        reply = outcome.text or outcome.result.output
+        seen = self.state.facts.seen_by_routing(reply, outcome.handoff, flow.key, step.id)
         moved: NavigatorRoute | None = None
         if error is None:
             try:
                 so_far = ReceiptSoFar(made)
-                moved = self.router.route(flow, step, end, outcome, so_far, (engine, ctx))
+                moved = self.router.route(flow, step, end, outcome, so_far, (engine, ctx), seen)
             except RoutingError as exc:
                 error = str(exc)
         decision = moved.decision if moved is not None else None
@@ -313,34 +322,18 @@ class StepRunner:
         for totals in (self.state.totals, self.state.flow(flow.key)):
             totals.add_call(tokens, cost)
 
-    def _over_budget(
-        self, flow: FlowSpec, step: StepSpec, call: Call, started: datetime, completed: datetime
-    ) -> str | None:
-        """The step's, flow's or run's budget the execution broke (SPEC §10.7), or None."""
-        if flow.budget is None and step.budget is None and self.budgets.run is None:
-            return None
-        spent = Spent(call.tokens.total, call.cost_usd, ms_between(started, completed))
-        return self.budgets.check(self.state, flow, step, spent)
-
-    def _block(
-        self,
-        flow: FlowSpec,
-        step: StepSpec,
-        engine: StepEngine,
-        outcome: StepOutcome,
-        iteration: int,
-    ) -> NoReturn:
+    def _block(self, outcome: StepOutcome, iteration: int) -> NoReturn:
         """The engine answered ``blocked`` (its call counted): leave the step open, pause."""
         open_step = self.log.open_step
         assert open_step is not None
         raise Blocked(
             BlockedStep(
-                flow.key,
-                step.id,
-                step.primary_agent,
+                open_step.flow_key,
+                open_step.step_id,
+                open_step.agent_key,
                 iteration,
                 outcome.result.error or "the step waits for external input",
-                engine.engine_id,
+                open_step.engine_id,
                 format_ts(open_step.started),
             )
         )
@@ -356,9 +349,13 @@ class StepRunner:
         and keeps its iteration.
         """
         if blocked is None:
-            iteration = self.state.next_iteration(flow.key, step.id)
             started = self.settings.clock()
-            self._start(flow, step, engine, iteration, started)
+            iteration = self.log.start(
+                OpenStep(flow.key, step.id, step.primary_agent, started, engine.engine_id),
+                role=step.role,
+                agents=step.agents,
+                index=flow.index_of(step.id) + 1,
+            )
             return iteration, started
         iteration, started = blocked.iteration, self.settings.clock()
         self.log.reopen(
@@ -372,49 +369,7 @@ class StepRunner:
         )
         return iteration, started
 
-    def _start(
-        self,
-        flow: FlowSpec,
-        step: StepSpec,
-        engine: StepEngine,
-        iteration: int,
-        started: datetime,
-    ) -> None:
-        self.log.start(
-            OpenStep(flow.key, step.id, step.primary_agent, started, engine.engine_id),
-            role=step.role,
-            agents=step.agents,
-            index=flow.index_of(step.id) + 1,
-            iteration=iteration,
-        )
-
     # -- after the call ------------------------------------------------------------------
-
-    def _execution(
-        self,
-        flow: FlowSpec,
-        step: StepSpec,
-        engine: StepEngine,
-        call: Call,
-        iteration: int,
-        rendered: RenderedHistory,
-        span: tuple[datetime, datetime],
-    ) -> Execution:
-        """The execution's artifacts written: all its receipt says but the verdict."""
-        artifacts = self.recorder.write_artifacts(
-            flow.key, step.id, iteration, call.outcome.result.artifacts
-        )
-        return Execution(
-            self.recorder.run_id,
-            flow,
-            step,
-            engine,
-            call,
-            iteration,
-            rendered,
-            step_timing(span, call),
-            list(artifacts),
-        )
 
     def _write(self, receipt: Receipt, made: Execution, user: str) -> None:
         flow, step = made.flow, made.step
