@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from swarm_runtime.cli.common import EXIT_OK, path_arg
+from swarm_runtime.cli.common import EXIT_FAILFAST, EXIT_OK, path_arg
 
 if TYPE_CHECKING:
     from swarm_runtime.orchestrator.run import Orchestrator
@@ -67,6 +67,7 @@ def handle_resume(args: argparse.Namespace) -> int:
     from swarm_runtime.cli.render import report
     from swarm_runtime.cli.run import run_with_signals
     from swarm_runtime.cli.runs import resolve_run_dir
+    from swarm_runtime.plan.resume import failfast_of
 
     began = time.monotonic()
     run_dir = resolve_run_dir(args.run, args.runs_dir)
@@ -74,7 +75,12 @@ def handle_resume(args: argparse.Namespace) -> int:
     outcome = run_with_signals(
         orchestrator, lambda: orchestrator.resume(run_dir, external_input=args.input)
     )
-    return report(outcome, int((time.monotonic() - began) * 1000))
+    code = report(outcome, int((time.monotonic() - began) * 1000))
+    stopped = failfast_of(run_dir, outcome)
+    if stopped is not None:  # a plan cycle's FailFast stops the runtime, as in swarm plan run
+        print(f"swarm: error: {stopped}; the runtime stopped", file=sys.stderr)
+        return EXIT_FAILFAST
+    return code
 
 
 def _orchestrator_for(run_dir: Path, args: argparse.Namespace) -> Orchestrator:

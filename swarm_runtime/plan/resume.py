@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from swarm_runtime.errors import PlanError, RunControlError
+from swarm_runtime.errors import FailFast, PlanError, RunControlError
 from swarm_runtime.orchestrator.assembly import ResumeChoices, orchestrator_for_run
 from swarm_runtime.orchestrator.resume import read_run_spec
 from swarm_runtime.plan.builtins import default_handlers
@@ -23,6 +23,7 @@ from swarm_runtime.plan.validate import checked_plan
 
 if TYPE_CHECKING:
     from swarm_runtime.orchestrator.run import Orchestrator
+    from swarm_runtime.orchestrator.state import RunOutcome
     from swarm_runtime.plan.memory_store import MemoryStore
     from swarm_runtime.plugins import SwarmPlugins
 
@@ -46,6 +47,25 @@ def orchestrator_to_resume(
     if read_run_spec(run_dir)[1].get("backend") == PLAN_BACKEND:
         resume = orchestrator_for_cycle
     return resume(run_dir, env=env, choices=choices, sleep=sleep, plugins=plugins, notice=notice)
+
+
+def failfast_of(run_dir: Path, outcome: RunOutcome) -> FailFast | None:
+    """The FailFast a resumed run ended with, when it is a plan cycle's; else None.
+
+    ``swarm resume`` reports it as ``swarm plan run`` does: the runtime stops (exit 3).
+    """
+    from swarm_runtime.plan.executor import cycle_result
+
+    _, doc = read_run_spec(run_dir)
+    if doc.get("backend") != PLAN_BACKEND or outcome.status != "failed":
+        return None
+    try:
+        cycle_result(checked_plan((doc.get("origin") or {}).get("plan")), outcome)
+    except FailFast as stopped:
+        return stopped
+    except PlanError:  # resumed with its plan, so this cannot be; a failed run it stays
+        return None
+    return None
 
 
 def orchestrator_for_cycle(

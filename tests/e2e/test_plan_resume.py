@@ -212,3 +212,33 @@ def test_a_paused_cycle_resumed_through_the_run_service_ends_as_an_uninterrupted
     assert summary["status"] == "succeeded", summary
     assert _what_it_left(project) == uninterrupted
     assert validate_run_dir(run_dir) == []
+
+
+def test_a_resumed_cycle_that_fails_fast_stops_the_runtime_as_swarm_plan_run_does(
+    tmp_path: Path,
+) -> None:
+    """FailFast (a store write refused) exits 3 with its message after ``swarm resume``
+    too, not 1 as an ordinary failed run."""
+    project = _project(tmp_path / "failfast")
+    plan = json.loads((project / "plan.json").read_text())
+    plan["steps"][-1]["payload"] = {"meta": {}}  # PersistSession without its sessionRef
+    (project / "plan.json").write_text(json.dumps(plan))
+    proc = _start(project)
+    try:
+        wait_for_step(proc, "cycle/answer")
+        run_dir = _cycle(project)
+        asked = subprocess.run(
+            _swarm("pause", str(run_dir)), env=_env(), capture_output=True, text=True, check=False
+        )
+        assert asked.returncode == 0, asked.stderr
+    finally:
+        (project / "gate").touch()
+        _, err = proc.communicate()
+    assert proc.returncode == 130, err
+    resumed = _resume(run_dir)
+    assert resumed.returncode == 3, resumed.stdout + resumed.stderr
+    assert "FailFast: step 'session' (PersistSession) failed" in resumed.stderr
+    assert "the runtime stopped" in resumed.stderr and "Traceback" not in resumed.stderr
+    assert json.loads((run_dir / "meta.json").read_text())["status"] == "failed"
+    with sqlite3.connect(project / "swarm" / "plan-store.sqlite3") as db:
+        assert db.execute("SELECT count(*) FROM sessions").fetchone()[0] == 0
