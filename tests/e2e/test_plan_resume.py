@@ -88,6 +88,24 @@ def _resume(run_dir: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _paused(project: Path) -> tuple[Path, str, str]:
+    """``swarm plan run`` paused by ``swarm pause`` inside its model step, the gate then
+    opened: the run dir and what the process printed (it exits 130)."""
+    proc = _start(project)
+    try:
+        wait_for_step(proc, "cycle/answer")
+        run_dir = _cycle(project)
+        asked = subprocess.run(
+            _swarm("pause", str(run_dir)), env=_env(), capture_output=True, text=True, check=False
+        )
+        assert asked.returncode == 0, asked.stderr
+    finally:
+        (project / "gate").touch()  # the step ends; the run pauses at the boundary after it
+        out, err = proc.communicate()
+    assert proc.returncode == 130, err
+    return run_dir, out, err
+
+
 def _what_it_left(project: Path) -> dict[str, Any]:
     """What a cycle leaves a user: receipts, transcripts, results, the store's rows."""
     run_dir = _cycle(project)
@@ -162,18 +180,7 @@ def test_a_cycle_paused_from_another_process_resumes_to_the_same_end(
     tmp_path: Path, uninterrupted: dict[str, Any]
 ) -> None:
     project = _project(tmp_path / "paused")
-    proc = _start(project)
-    try:
-        wait_for_step(proc, "cycle/answer")
-        run_dir = _cycle(project)
-        asked = subprocess.run(
-            _swarm("pause", str(run_dir)), env=_env(), capture_output=True, text=True, check=False
-        )
-        assert asked.returncode == 0, asked.stderr
-    finally:
-        (project / "gate").touch()  # the step ends; the run pauses at the boundary after it
-        out, err = proc.communicate()
-    assert proc.returncode == 130, err
+    run_dir, out, err = _paused(project)
     assert f"cycle 1: paused, run {run_dir.name}" in out
     assert f"resume with: swarm resume {run_dir.name}" in err
     assert json.loads((run_dir / "meta.json").read_text())["status"] == "paused"
@@ -191,18 +198,7 @@ def test_a_paused_cycle_resumed_through_the_run_service_ends_as_an_uninterrupted
     from swarm_runtime.service import new_backend
 
     project = _project(tmp_path / "service")
-    proc = _start(project)
-    try:
-        wait_for_step(proc, "cycle/answer")
-        run_dir = _cycle(project)
-        asked = subprocess.run(
-            _swarm("pause", str(run_dir)), env=_env(), capture_output=True, text=True, check=False
-        )
-        assert asked.returncode == 0, asked.stderr
-    finally:
-        (project / "gate").touch()
-        _, err = proc.communicate()
-    assert proc.returncode == 130, err
+    run_dir, _, _ = _paused(project)
     backend = new_backend("claude-step-orchestrator", runs_dir=run_dir.parent, env=_env())
     try:
         backend.resume(run_dir.name)
@@ -223,18 +219,7 @@ def test_a_resumed_cycle_that_fails_fast_stops_the_runtime_as_swarm_plan_run_doe
     plan = json.loads((project / "plan.json").read_text())
     plan["steps"][-1]["payload"] = {"meta": {}}  # PersistSession without its sessionRef
     (project / "plan.json").write_text(json.dumps(plan))
-    proc = _start(project)
-    try:
-        wait_for_step(proc, "cycle/answer")
-        run_dir = _cycle(project)
-        asked = subprocess.run(
-            _swarm("pause", str(run_dir)), env=_env(), capture_output=True, text=True, check=False
-        )
-        assert asked.returncode == 0, asked.stderr
-    finally:
-        (project / "gate").touch()
-        _, err = proc.communicate()
-    assert proc.returncode == 130, err
+    run_dir, _, _ = _paused(project)
     resumed = _resume(run_dir)
     assert resumed.returncode == 3, resumed.stdout + resumed.stderr
     assert "FailFast: step 'session' (PersistSession) failed" in resumed.stderr
