@@ -230,22 +230,22 @@ class FlowRunner:
         self, mode: str, results: StepResults, *, reference: bool
     ) -> tuple[RunDeps, EngineChoice, Cassettes | None]:
         """The mode, resolved: the engine choice, what the run is handed, the cassettes."""
-        from swarm_runtime.orchestrator.plan import RunDeps, engine_for_mode, no_wait
+        from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps, no_wait
         from swarm_runtime.plugins import process_plugins
         from swarm_runtime.timeutil import interruptible_sleep
 
         # The reference run: every engine's stub, gemini-step's too (whatever
         # SWARM_GEMINI_STUB says).
-        overrides: dict[str, Any] = {"gemini": {"mode": "stub"}} if reference else {}
+        given: dict[str, Any] = {"gemini": {"mode": "stub"}} if reference else {}
         cassettes = None
         if mode in ("replay", "record"):
             cassettes = self.cassette.for_run(self.options.record_mode)
-        engine = engine_for_mode(
-            mode,
-            cassettes=cassettes,
+        engine = EngineChoice(
             engine_id=self.engine.engine_id,
+            mode=mode,
+            cassettes=cassettes,
             scenario=self.scenario.scenario,
-            config=overrides,
+            given=given,
         )
         if self.faults is not None and not reference:
             from swarm_runtime.record import replace

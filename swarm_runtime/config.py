@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from swarm_runtime.config_file import ENGINE_KEYS, GEMINI_MODES, RECORD_VIA, read_config
+from swarm_runtime.config_file import read_config
 from swarm_runtime.errors import ConfigError
 from swarm_runtime.flow.spec import Budget
 from swarm_runtime.record import Record, field
@@ -39,15 +39,13 @@ class Settings(Record):
     durable: bool = False
     engine_strategy: dict[str, dict[str, str]] = field(default_factory=dict)
     history: dict[str, int] = field(default_factory=dict)
-    claude: dict[str, Any] = field(default_factory=dict)
-    gemini: dict[str, Any] = field(default_factory=dict)
     engine_sections: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """runtime.yaml's ``engines.<name>`` of engines not built in, as written: each is its
-    registered engine's to read (``EngineRegistry.register(..., section=name)``)."""
-    gemini_mode: str = "stub"
-    """gemini-step's mode: ``stub`` or ``cli`` (SWARM_GEMINI_STUB, engines.gemini.mode)."""
-    record_via: str = "sdk"
-    """What ``record`` mode records claude-step through: the SDK or the Claude Code CLI."""
+    """runtime.yaml's ``engines.<name>``, as written: each is its registered engine's to
+    read (``EngineRegistry.register(..., section=name)``)."""
+    engine_given: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Flags' values for an engine's section (``--gemini-mode cli``), by section."""
+    notices: tuple[str, ...] = ()
+    """What to tell the user about the settings (an old key that moved, and where to)."""
     navigator: str = "llm"
     """How a navigator step's move is chosen: ``llm`` or ``deterministic`` (SPEC §4.5)."""
     max_run_mb: int | None = None
@@ -117,9 +115,7 @@ class Setting(Record):
 
 
 SETTINGS: dict[str, Setting] = {
-    "mode": Setting(
-        "--mode", "SWARM_CLAUDE_STEP_ENGINE_MODE", "engines.claude.mode", "stub", _one_of(MODES)
-    ),
+    "mode": Setting("--mode", "SWARM_CLAUDE_STEP_ENGINE_MODE", "mode", "stub", _one_of(MODES)),
     "runs_dir": Setting("--runs-dir", "SWARM_RUNS_DIR", "runs_dir", DEFAULT_RUNS_DIR, _path),
     "flows_dir": Setting("--flows-dir", "SWARM_FLOWS_DIR", "", None, _path),
     "durable": Setting(
@@ -129,17 +125,6 @@ SETTINGS: dict[str, Setting] = {
         False,
         bool,
         _texts({"1": (True, "fsync every write"), "0": (False, "the default")}),
-    ),
-    "gemini_mode": Setting(
-        "--gemini-mode",
-        "SWARM_GEMINI_STUB",
-        "engines.gemini.mode",
-        "stub",
-        _one_of(GEMINI_MODES),
-        _texts({"1": ("stub", "stub, the default"), "0": ("cli", "run the Gemini CLI")}),
-    ),
-    "record_via": Setting(
-        "--record-via", "SWARM_RECORD_VIA", "engines.claude.record_via", "sdk", _one_of(RECORD_VIA)
     ),
     "navigator": Setting(
         "--navigator", "SWARM_NAVIGATOR", "navigator.mode", "llm", _one_of(NAVIGATOR_MODES)
@@ -190,21 +175,23 @@ def resolve_settings(
     durable: bool | None = None,
     config_path: Path | None = None,
     cwd: Path | None = None,
-    gemini_mode: str | None = None,
-    record_via: str | None = None,
+    engine_given: Mapping[str, Mapping[str, Any]] | None = None,
     navigator: str | None = None,
     max_retry_after_s: float | None = None,
 ) -> Settings:
-    """Resolve every setting: explicit argument, then ``env``, then runtime.yaml, then default."""
+    """Resolve every setting: explicit argument, then ``env``, then runtime.yaml, then default.
+
+    ``engine_given`` are flags' values for engines' own sections (``{"gemini": {"mode":
+    "cli"}}``): each engine reads its own.
+    """
     base = cwd or Path.cwd()
     config, config_source = read_config(config_path, base)
+    config, notices = _moved_keys(config, config_source)
     explicit = {
         "mode": mode,
         "runs_dir": runs_dir,
         "flows_dir": flows_dir,
         "durable": durable,
-        "gemini_mode": gemini_mode,
-        "record_via": record_via,
         "navigator": navigator,
         "max_retry_after_s": max_retry_after_s,
     }
@@ -218,14 +205,37 @@ def resolve_settings(
         **values,
         engine_strategy=dict(config.get("engine_strategy") or {}),
         history=dict(config.get("history") or {}),
-        claude=dict(engines.get("claude") or {}),
-        gemini=dict(engines.get("gemini") or {}),
-        engine_sections={
-            name: dict(body) for name, body in engines.items() if name not in ENGINE_KEYS
+        engine_sections={name: dict(body) for name, body in engines.items()},
+        engine_given={
+            name: {key: value for key, value in given.items() if value is not None}
+            for name, given in (engine_given or {}).items()
         },
+        notices=notices,
         max_run_mb=config.get("max_run_mb"),
         max_depth=int((config.get("navigator") or {}).get("max_depth", 4)),
         budget=config.get("budget"),
         config_source=config_source,
         sources=sources,
     )
+
+
+def _moved_keys(config: dict[str, Any], where: str) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """runtime.yaml with the keys that moved read from where they were, and what to say.
+
+    ``engines.claude.mode`` was the run's mode when claude-step was the only engine with
+    modes: it is read as ``mode`` when that is not given.
+    """
+    notices: list[str] = []
+    old = ((config.get("engines") or {}).get("claude") or {}).get("mode")
+    if old is not None:
+        if config.get("mode") is None:
+            config = {**config, "mode": old}
+            notices.append(
+                f"{where}: engines.claude.mode is the run's mode, read as 'mode: {old}'; "
+                f"write 'mode: {old}' at the top of the file instead (every engine runs in it)"
+            )
+        else:
+            notices.append(
+                f"{where}: engines.claude.mode is not read when 'mode' is given; remove it"
+            )
+    return config, tuple(notices)

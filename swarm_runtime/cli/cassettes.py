@@ -53,20 +53,35 @@ def add_parser(commands: Any) -> None:
     status.set_defaults(handler=handle_status)
 
 
-def _expected(args: argparse.Namespace) -> Expected:
-    """Model, max_tokens and stream of the calls the current settings make."""
+def _expected(args: argparse.Namespace) -> dict[str, Expected]:
+    """By engine: the model and parameters of the calls the current settings make."""
     from swarm_runtime.config import resolve_settings
+    from swarm_runtime.engines.openai_step import openai_settings
+    from swarm_runtime.engines.options import options_for
     from swarm_runtime.engines.sdk import DEFAULT_MAX_TOKENS, DEFAULT_MODEL
-    from swarm_runtime.engines.settings import engine_config
+    from swarm_runtime.engines.settings import claude_config
     from swarm_runtime.orchestrator.staleness import Expected
 
     settings = resolve_settings(env=os.environ, config_path=args.config)
-    config = engine_config(settings, os.environ)
-    return Expected(
-        model=str(config.get("model") or DEFAULT_MODEL),
-        max_tokens=int(config.get("max_tokens") or DEFAULT_MAX_TOKENS),
-        stream=bool(config.get("stream", True)),
-    )
+    claude = claude_config(options_for(settings, os.environ, "claude"))
+    openai = openai_settings(options_for(settings, os.environ, "openai"))
+    stream = {"stream": True, "stream_options": {"include_usage": True}}
+    return {
+        "claude-step": Expected(
+            model=str(claude.get("model") or DEFAULT_MODEL),
+            params={
+                "max_tokens": int(claude.get("max_tokens") or DEFAULT_MAX_TOKENS),
+                **({"stream": True} if claude.get("stream", True) else {}),
+            },
+        ),
+        "openai-step": Expected(
+            model=openai["model"],
+            params={
+                **({"max_tokens": openai["max_tokens"]} if openai["max_tokens"] else {}),
+                **(stream if openai["stream"] else {}),
+            },
+        ),
+    }
 
 
 def handle_status(args: argparse.Namespace) -> int:

@@ -162,10 +162,9 @@ def _prepare(args: argparse.Namespace) -> tuple[PlanRuntime, Cassettes | None, s
     from swarm_runtime.cli.run import run_with_signals
     from swarm_runtime.config import resolve_settings
     from swarm_runtime.engines.scenario import Scenario
-    from swarm_runtime.engines.settings import engine_config
     from swarm_runtime.errors import SwarmUsageError
     from swarm_runtime.ids import new_run_id
-    from swarm_runtime.orchestrator.plan import RunDeps, engine_for_mode, no_wait
+    from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps, no_wait
     from swarm_runtime.plan.executor import PlanPaths, PlanRuntime
     from swarm_runtime.timeutil import interruptible_sleep, system_clock
 
@@ -185,10 +184,9 @@ def _prepare(args: argparse.Namespace) -> tuple[PlanRuntime, Cassettes | None, s
                 f"{len(args.input)}), and a --cassette-dir per cycle"
             )
         cassettes = _cassettes(args, mode)
-    engine = engine_for_mode(
-        mode,
+    engine = EngineChoice(
+        mode=mode,
         cassettes=cassettes,
-        config=engine_config(settings, os.environ),
         scenario=Scenario.from_file(args.scenario) if args.scenario else None,
     )
     store = args.store or Path(os.environ.get("SWARM_PLAN_STORE") or DEFAULT_STORE)

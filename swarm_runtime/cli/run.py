@@ -60,7 +60,15 @@ def add_parser(commands: Any) -> None:
 def _add_engines(parser: argparse.ArgumentParser) -> None:
     """``--mode`` to ``--cassette-dir``: which engines run the steps, and how they call."""
     parser.add_argument(
-        "--mode", help="claude-step's mode: stub (default), sdk, cli, replay, record"
+        "--mode",
+        help="the run's mode: stub (default), sdk, cli, replay, record (every engine that has "
+        "it; also SWARM_CLAUDE_STEP_ENGINE_MODE, runtime.yaml mode)",
+    )
+    parser.add_argument(
+        "--engine",
+        help="the engine of every step that names none: claude-step (default), openai-step, "
+        "gemini-step or a registered one (a step's engine: and runtime.yaml's "
+        "engine_strategy come first)",
     )
     parser.add_argument(
         "--gemini-mode",
@@ -201,6 +209,7 @@ def _cassettes(args: argparse.Namespace, mode: str) -> Cassettes:
         ("--flows-dir", args.flows_dir),
         ("--config", args.config),
         ("--backend", None if args.backend == "claude-step-orchestrator" else args.backend),
+        ("--engine", args.engine),
         ("--navigator", args.navigator),
         ("--record-via", args.record_via),
         ("--from", args.start_step),
@@ -259,10 +268,14 @@ def _prepare(args: argparse.Namespace) -> tuple[Orchestrator, RunSpec, Cassettes
         flows_dir=args.flows_dir,
         durable=args.durable,
         config_path=args.config,
-        gemini_mode=args.gemini_mode,
-        record_via=args.record_via,
+        engine_given={
+            "gemini": {"mode": args.gemini_mode},
+            "claude": {"record_via": args.record_via},
+        },
         navigator=args.navigator,
     )
+    for notice in settings.notices:
+        print(f"swarm: note: {notice}", file=sys.stderr)
     if args.backend not in _BACKENDS:
         raise SwarmUsageError(f"--backend {args.backend!r}: allowed: {', '.join(_BACKENDS)}")
     registry = FlowRegistry(default_flows_dir(settings.flows_dir))
@@ -301,10 +314,13 @@ def _engine(
     args: argparse.Namespace, mode: str, cassettes: Cassettes | None, scenario: Scenario | None
 ) -> EngineChoice:
     """The engine of the mode, with the scenario and the ``--faults`` plan."""
-    from swarm_runtime.orchestrator.plan import engine_for_mode
+    from swarm_runtime.orchestrator.plan import EngineChoice
 
-    engine = engine_for_mode(
-        mode, cassettes=cassettes, engine_id=_BACKENDS[args.backend], scenario=scenario
+    engine = EngineChoice(
+        engine_id=args.engine or _BACKENDS[args.backend],
+        mode=mode,
+        cassettes=cassettes,
+        scenario=scenario,
     )
     if args.faults:
         from swarm_runtime.engines.faults import FaultPlan

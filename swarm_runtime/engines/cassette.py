@@ -1,4 +1,4 @@
-"""Record and replay of real SDK calls with vcrpy: one cassette per step call (SPEC §10.4).
+"""Record and replay of an engine's HTTP with vcrpy: one cassette per step call (SPEC §10.4).
 
 A :class:`Cassettes` is one directory of cassettes, ``<flow>/<step>-<agent>-<iteration>.yaml``
 (the plugin gives each test its own; ``swarm run --cassette-dir`` names one). Requests match
@@ -17,23 +17,26 @@ it, those modes stop with what to install.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import os
 import re
 import shlex
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from swarm_runtime.credentials import Credentials
 from swarm_runtime.engines.base import StepContext
 from swarm_runtime.engines.request_parts import changed_line, changed_parts
-from swarm_runtime.engines.sdk import SdkEngine
 from swarm_runtime.errors import ConfigError, CredentialLeak, ReplayDivergence
 from swarm_runtime.install import install_command
 from swarm_runtime.storage.store import write_text_atomic
 
+ENGINE_LINE = "engine: "
+"""A cassette's first line names the engine that recorded it (SPEC §5.7)."""
 DROPPED_HEADERS = re.compile(
     r"^(authorization|x-api-key|cookie|set-cookie|anthropic-.*-id|request-id)$", re.I
 )
@@ -105,25 +108,33 @@ class Cassettes:
         ]
 
     def divergence(
-        self, ctx: StepContext, label: str, detail: str, *, missing: bool = False
+        self,
+        ctx: StepContext,
+        label: str,
+        detail: str,
+        *,
+        missing: bool = False,
+        needs: str = "",
     ) -> ReplayDivergence:
         """A replay miss of the call in ``ctx``: noted, and the error that fails the step.
 
         ``missing``: there is no recording of the call at all (not one that differs).
+        ``needs`` says what recording the step's engine needs (its key or base URL).
         """
         where = f"replay of {ctx.flow_key}/{ctx.step_id} iteration {ctx.iteration}"
+        hint = f"\n(with {needs})" if needs else ""
         if missing:
             self.missing += 1
             recorded = self.directory.is_dir() and any(self.directory.rglob("*.yaml"))
             message = (
                 f"{where}: there is no recording of this call (no cassette {label}"
                 + ("" if recorded else f"; nothing is recorded in {self.directory}")
-                + f").\nRecord it with: {self.rerecord_command}"
+                + f").\nRecord it with: {self.rerecord_command}{hint}"
             )
         else:
             message = (
                 f"{where}: no recorded call matches this request (cassette {label}).\n"
-                f"{detail}\nRe-record with: {self.rerecord_command}"
+                f"{detail}\nRe-record with: {self.rerecord_command}{hint}"
             )
         self.divergences.append(message)
         return ReplayDivergence(message)
@@ -156,9 +167,7 @@ def run_rerecord_command(cassette_dir: Path | str, words: list[str]) -> str:
     Quoted for a POSIX shell: a param with spaces or commas is pasted as one argument.
     """
     command = ["swarm", "run", "--mode", "record", "--cassette-dir", str(cassette_dir), *words]
-    return (
-        shlex.join(command) + " (with ANTHROPIC_API_KEY, or ANTHROPIC_BASE_URL for a local server)"
-    )
+    return shlex.join(command)
 
 
 def require_vcrpy() -> Any:
@@ -181,8 +190,9 @@ class _AtomicPersister:
     it is serialised: the last fence, whatever a hook before it let through.
     """
 
-    def __init__(self, credentials: Credentials) -> None:
+    def __init__(self, credentials: Credentials, engine_id: str = "") -> None:
         self.credentials = credentials
+        self.engine_id = engine_id
 
     @staticmethod
     def load_cassette(cassette_path: str, serializer: Any) -> Any:
@@ -195,6 +205,8 @@ class _AtomicPersister:
 
         self.credentials.check_value(cassette_dict, f"cassette {cassette_path}")
         text = serialize(cassette_dict, serializer)
+        if self.engine_id:  # a key of the cassette's mapping, first, as vcrpy ignores it
+            text = f"{ENGINE_LINE}{self.engine_id}\n{text}"
         Path(cassette_path).parent.mkdir(parents=True, exist_ok=True)
         write_text_atomic(cassette_path, text)
 
@@ -250,37 +262,42 @@ def miss_detail(recorded: Any, sent: Any) -> str:
     return f"{changed_line(parts)}\n{body_diff(recorded, sent)}"
 
 
-class CassetteSdkEngine(SdkEngine):
-    """The sdk engine whose HTTP is recorded to, or served from, one cassette per call."""
+def cause_of(exc: BaseException, kinds: tuple[type[BaseException], ...]) -> BaseException | None:
+    """The first of ``exc`` and the errors it was raised from that is one of ``kinds``.
+
+    What an HTTP layer raises reaches the engine wrapped in its SDK's connection error,
+    which would read as a network fault and be retried: this finds what it really was.
+    """
+    cause: BaseException | None = exc
+    while cause is not None and not isinstance(cause, kinds):
+        cause = cause.__cause__ or cause.__context__
+    return cause
+
+
+class Recorder:
+    """Records the HTTP of each step call to its cassette through vcrpy (any SDK on httpx2).
+
+    A cassette stays open for the whole run, so the retries of a call record (or, for new
+    episodes, play) its interactions in order; :meth:`close` writes and checks them.
+    """
 
     def __init__(
-        self,
-        client: Any,
-        *,
-        cassettes: Cassettes,
-        credentials: Credentials | None = None,
-        **kwargs: Any,
+        self, cassettes: Cassettes, credentials: Credentials, needs: str = "", engine_id: str = ""
     ) -> None:
-        super().__init__(client, **kwargs)
         self.cassettes = cassettes
+        self.credentials = credentials
+        self.needs = needs
         self._open: dict[Path, tuple[Any, Any]] = {}
         self._current: Path | None = None
-        self.credentials = credentials if credentials is not None else Credentials.from_env()
         self._vcr = require_vcrpy().VCR(
-            record_mode=(
-                "new_episodes" if cassettes.episodes else "all" if cassettes.record else "none"
-            ),
+            record_mode="new_episodes" if cassettes.episodes else "all",
             match_on=("method", "path", "json_body"),
             before_record_request=self._before_request,
             before_record_response=self._before_response,
             decode_compressed_response=True,
         )
         self._vcr.register_matcher("json_body", _json_body)
-        self._vcr.register_persister(_AtomicPersister(self.credentials))
-
-    def cassette_for(self, ctx: StepContext) -> str | None:
-        """A recorded or replayed call names its cassette."""
-        return self.cassettes.label(self.cassettes.path(ctx))
+        self._vcr.register_persister(_AtomicPersister(self.credentials, engine_id))
 
     def _refuse_secrets(self, text: str, what: str) -> None:
         self.credentials.check(text, f"cassette {self._current} (the recorded {what})")
@@ -312,49 +329,43 @@ class CassetteSdkEngine(SdkEngine):
         return response
 
     def _cassette(self, path: Path) -> Any:
-        # A cassette stays open for the whole run, so the retries of a call play (or
-        # record) its interactions in order; close() writes and checks them.
         if path not in self._open:
             manager = self._vcr.use_cassette(str(path))
             self._open[path] = (manager, manager.__enter__())
         return self._open[path][1]
 
-    def create_message(self, ctx: StepContext, **request: Any) -> Any:
-        """The call, inside this step's cassette."""
-        import anthropic
+    @contextlib.contextmanager
+    def call(self, ctx: StepContext) -> Iterator[None]:
+        """One call of the step in ``ctx``, recorded to its cassette (new episodes: or played).
+
+        vcrpy's refusals become what they are: a replay divergence, a credential leak.
+        """
+        from vcr.errors import CannotOverwriteExistingCassetteException  # type: ignore[import-untyped]
 
         path = self.cassettes.path(ctx)
         self._current = path
         cassette = self._cassette(path)
         try:
-            return super().create_message(ctx, **request)
-        except anthropic.APIConnectionError as exc:
-            from vcr.errors import (  # type: ignore[import-untyped]
-                CannotOverwriteExistingCassetteException,
-            )
-
-            # vcrpy's refusals reach us wrapped in the SDK's connection error, which would
-            # read as a network fault and be retried: unwrap them into what they are.
-            cause: BaseException | None = exc
-            while cause is not None and not isinstance(
-                cause, CannotOverwriteExistingCassetteException | CredentialLeak
-            ):
-                cause = cause.__cause__ or cause.__context__
+            yield
+        except Exception as exc:
+            cause = cause_of(exc, (CannotOverwriteExistingCassetteException, CredentialLeak))
             if cause is None:
                 raise
             if isinstance(cause, CredentialLeak):
                 raise CredentialLeak(str(cause)) from None
-            raise self._divergence(ctx, path, cassette, cause.failed_request) from None
+            sent = getattr(cause, "failed_request", None)
+            raise self._divergence(ctx, path, cassette, sent) from None
 
     def _divergence(self, ctx: StepContext, path: Path, cassette: Any, sent: Any) -> Exception:
         recorded = list(cassette.requests)
         label = self.cassettes.label(path)
         if not recorded:
-            return self.cassettes.divergence(ctx, label, "", missing=True)
-        return self.cassettes.divergence(ctx, label, miss_detail(recorded[0], sent))
+            return self.cassettes.divergence(ctx, label, "", missing=True, needs=self.needs)
+        detail = miss_detail(recorded[0], sent)
+        return self.cassettes.divergence(ctx, label, detail, needs=self.needs)
 
     def close(self) -> None:
-        """Write recorded cassettes; in replay, note recordings that were never played."""
+        """Write the recorded cassettes (new episodes: only those with something new)."""
         try:
             # Each open cassette patches the HTTP transports over the one before it: undo
             # them in reverse order, or an original transport is never put back.
@@ -365,12 +376,6 @@ class CassetteSdkEngine(SdkEngine):
                 if self.cassettes.episodes and not cassette.dirty and cassette.play_count:
                     relative = path.relative_to(self.cassettes.root)
                     self.cassettes.replayed.add(self.cassettes.directory / relative)
-                if not self.cassettes.record and not cassette.all_played:
-                    self.cassettes.unplayed.append(
-                        f"{self.cassettes.label(path)}: "
-                        f"{len(cassette) - cassette.play_count} recorded call(s) never played"
-                    )
                 manager.__exit__(None, None, None)
         finally:
             self._open.clear()
-            super().close()

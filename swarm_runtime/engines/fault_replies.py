@@ -17,6 +17,8 @@ STATUS = {
     "http_529": (529, "overloaded_error"),
 }
 """The status kinds: the HTTP status and the API's error type of each."""
+ERROR_TYPES = {429: "rate_limit_error", 500: "api_error", 529: "overloaded_error"}
+"""The Messages API's error type of each status a fault is served with."""
 HALF_EVENT = b'event: content_block_delta\ndata: {"type": "content_block_delta", "ind'
 """Where ``stream_cut`` breaks a stream off: in the middle of an event."""
 
@@ -71,3 +73,27 @@ def message_events(model: str, text: str, *, whole: bool = True) -> list[tuple[s
 def sse(events: list[tuple[str, Any]]) -> bytes:
     """Server-sent events, as the API streams them."""
     return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events).encode()
+
+
+class AnthropicWire:
+    """The Messages API's shapes, for faults served to the anthropic SDK."""
+
+    api_name = "Anthropic API"
+    needs = "ANTHROPIC_API_KEY set, or ANTHROPIC_BASE_URL for a local Anthropic-compatible server"
+    half_event = HALF_EVENT
+
+    def error_body(self, kind: str, status: int) -> dict[str, Any]:
+        """The API's error body for ``status``."""
+        return error_body(ERROR_TYPES.get(status, "api_error"), kind)
+
+    def reply_body(self, model: str, text: str) -> dict[str, Any]:
+        """A whole Messages reply."""
+        return message_body(model, text)
+
+    def stream(self, model: str, text: str, *, whole: bool = True) -> bytes:
+        """A streamed Messages reply (its start only, when not ``whole``)."""
+        return sse(message_events(model, text, whole=whole))
+
+    def stream_error(self, kind: str) -> bytes:
+        """An ``error`` event of type ``overloaded_error``."""
+        return sse([("error", error_body("overloaded_error", kind))])

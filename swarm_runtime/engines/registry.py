@@ -17,25 +17,15 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from swarm_runtime.engines.base import DEFAULT_TIMEOUT_S, StepEngine
-from swarm_runtime.engines.scenario import Scenario
+from swarm_runtime.engines.base import StepEngine
+from swarm_runtime.engines.options import EngineOptions
 from swarm_runtime.errors import ConfigError, EngineError
-from swarm_runtime.record import Record, field
 from swarm_runtime.record import replace as replace_record
+
+__all__ = ["EngineFactory", "EngineOptions", "EngineRegistry", "default_registry"]
 
 ENTRY_POINT_GROUP = "swarm_runtime.engines"
 """Deprecated: a plugin's ``swarm_register_engines`` hook replaces it (read for one release)."""
-
-
-class EngineOptions(Record):
-    """What a factory may use to build an engine."""
-
-    mode: str = "stub"
-    scenario: Scenario | None = None
-    sleep: Callable[[float], None] | None = None
-    config: dict[str, Any] = field(default_factory=dict)
-    section: dict[str, Any] = field(default_factory=dict)
-    """The engine's own ``engines.<section>`` of runtime.yaml, as written (empty if none)."""
 
 
 EngineFactory = Callable[[EngineOptions], StepEngine]
@@ -51,6 +41,7 @@ class EngineRegistry:
     def __init__(self, *, extend: Callable[[EngineRegistry], None] | None = None) -> None:
         self._factories: dict[str, EngineFactory] = {}
         self._sections: dict[str, str] = {}
+        self._keys: dict[str, tuple[str, ...]] = {}
         self._entry_points_loaded = False
         self._extend = extend
 
@@ -61,11 +52,13 @@ class EngineRegistry:
         *,
         replace: bool = False,
         section: str | None = None,
+        keys: tuple[str, ...] | None = None,
     ) -> None:
         """Add an engine; an id already taken needs ``replace=True``.
 
         ``section`` names the engine's own part of runtime.yaml, ``engines.<section>``: its
-        factory finds it in ``EngineOptions.section``.
+        factory finds it in ``EngineOptions.section``. ``keys``, when given, are the keys
+        the section may hold: any other is refused by name before a run starts.
         """
         if engine_id in self._factories and not replace:
             raise EngineError(
@@ -76,6 +69,8 @@ class EngineRegistry:
             self._sections[engine_id] = section
         else:
             self._sections.pop(engine_id, None)
+        if keys is not None and section is not None:
+            self._keys[section] = tuple(keys)
 
     def sections(self) -> dict[str, str]:
         """The runtime.yaml sections registered engines own: section -> engine id."""
@@ -90,6 +85,7 @@ class EngineRegistry:
         other = EngineRegistry()
         other._factories = dict(self._factories)
         other._sections = dict(self._sections)
+        other._keys = dict(self._keys)
         other._entry_points_loaded = True
         return other
 
@@ -135,8 +131,40 @@ class EngineRegistry:
             "engines with swarm_register_engines(registry)"
         )
 
-    def create(self, engine_id: str, options: EngineOptions) -> StepEngine:
-        """Build the engine ``engine_id`` for ``options.mode``."""
+    def check_sections(self, sections: dict[str, dict[str, Any]], where: str) -> None:
+        """Every ``engines.<name>`` of runtime.yaml is a registered engine's, with its keys."""
+        self._extended()
+        owned = {section: engine_id for engine_id, section in self._sections.items()}
+        if any(name not in owned for name in sections):  # maybe a deprecated plugin's
+            owned = self.sections()
+        for name, body in sections.items():
+            if name not in owned:
+                raise ConfigError(
+                    f"{where}: 'engines.{name}' is no registered engine's section (registered: "
+                    f"{', '.join(sorted(owned))}); register the engine that reads it (a "
+                    f"plugin's swarm_register_engines: registry.register(ID, FACTORY, "
+                    f"section='{name}')) or fix the name"
+                )
+            keys = self._keys.get(name)
+            for key in body if keys is not None else ():
+                if keys is not None and key not in keys:
+                    raise ConfigError(
+                        f"{where}: unknown key 'engines.{name}.{key}' (allowed: {', '.join(keys)})"
+                    )
+
+    def create(
+        self,
+        engine_id: str,
+        options: EngineOptions,
+        *,
+        sections: dict[str, dict[str, Any]] | None = None,
+        given: dict[str, dict[str, Any]] | None = None,
+    ) -> StepEngine:
+        """Build the engine ``engine_id`` for ``options.mode``.
+
+        ``sections`` are runtime.yaml's ``engines.*`` and ``given`` the flags' values by
+        section: the engine is handed its own.
+        """
         self._extended()
         if engine_id not in self._factories:
             self._load_entry_points()
@@ -144,151 +172,20 @@ class EngineRegistry:
         if factory is None:
             raise ConfigError(self.unknown(engine_id))
         section = self._sections.get(engine_id)
-        if section is not None:
-            own = (options.config.get("sections") or {}).get(section) or {}
-            options = replace_record(options, section=dict(own))
-        return factory(options)
-
-
-def _effective_mode(engine_id: str, options: EngineOptions) -> str:
-    """The mode a built-in engine runs in: a cassette-backed sdk call records or replays."""
-    if engine_id == "gemini-step":  # its own setting: SWARM_GEMINI_STUB, engines.gemini.mode
-        return str((options.config.get("gemini") or {}).get("mode") or "stub")
-    cassettes = options.config.get("cassettes")
-    if options.mode == "sdk" and cassettes is not None:
-        return "record" if cassettes.record else "replay"
-    return options.mode
-
-
-def _stub(engine_id: str, engine_short: str, options: EngineOptions) -> StepEngine:
-    from swarm_runtime.engines.stub import StubEngine
-
-    return StubEngine(
-        engine_id=engine_id,
-        engine_short=engine_short,
-        scenario=options.scenario,
-        sleep=options.sleep,
-        timeout_s=float(options.config.get("timeout_s") or DEFAULT_TIMEOUT_S),
-    )
-
-
-def _sdk(engine_id: str, engine_short: str, options: EngineOptions) -> StepEngine:
-    from swarm_runtime.engines.sdk import build_sdk_engine
-
-    return build_sdk_engine(options.config, engine_id=engine_id, engine_short=engine_short)
-
-
-def _record(engine_id: str, engine_short: str, options: EngineOptions) -> StepEngine:
-    """Through the SDK and vcrpy, or through the CLI when ``record_via`` says so."""
-    config = options.config
-    if config.get("record_via") == "cli":
-        return _cli_engine(engine_id, config, config["cassettes"])
-    return _sdk_cassette_engine(engine_id, config, config["cassettes"])
-
-
-def _replay(engine_id: str, engine_short: str, options: EngineOptions) -> StepEngine:
-    """Each step from its cassette, whichever way (SDK or CLI) it was recorded."""
-    from swarm_runtime.engines.cassette import require_vcrpy
-    from swarm_runtime.engines.replay_by_cassette import ReplayByCassette
-
-    config, cassettes = options.config, options.config["cassettes"]
-    require_vcrpy()  # say what to install before the first step, not at it
-    return ReplayByCassette(
-        cassettes,
-        sdk=lambda: _sdk_cassette_engine(engine_id, config, cassettes),
-        cli=lambda: _cli_engine(engine_id, config, cassettes),
-    )
-
-
-def _cli(engine_id: str, engine_short: str, options: EngineOptions) -> StepEngine:
-    return _cli_engine(engine_id, options.config, options.config.get("cassettes"))
-
-
-_BUILDERS: dict[tuple[str, str], Callable[[str, str, EngineOptions], StepEngine]] = {
-    ("claude-step", "stub"): _stub,
-    ("claude-step", "sdk"): _sdk,
-    ("claude-step", "record"): _record,
-    ("claude-step", "replay"): _replay,
-    ("claude-step", "cli"): _cli,
-    ("gemini-step", "stub"): _stub,
-    ("gemini-step", "cli"): _cli,
-}
-"""The built-in engines: (engine id, mode) -> what builds it. The one place a mode
-becomes an engine."""
-
-
-def _builtin(engine_id: str, engine_short: str) -> EngineFactory:
-    def factory(options: EngineOptions) -> StepEngine:
-        mode = _effective_mode(engine_id, options)
-        build = _BUILDERS.get((engine_id, mode))
-        if build is None:
-            available = ", ".join(m for e, m in _BUILDERS if e == engine_id)
-            raise ConfigError(
-                f"engine '{engine_id}' has no '{mode}' mode in this version "
-                f"(available: {available})"
+        if section is not None and (sections is not None or given is not None):
+            options = replace_record(
+                options,
+                section=dict((sections or {}).get(section) or {}),
+                given=dict((given or {}).get(section) or {}),
+                section_name=section,
             )
-        return build(engine_id, engine_short, options)
-
-    return factory
-
-
-def _sdk_cassette_engine(engine_id: str, config: dict[str, Any], cassettes: Any) -> StepEngine:
-    """Recording through vcrpy; replay through the SDK client's own transport."""
-    from swarm_runtime.engines.sdk import build_sdk_engine
-
-    if cassettes.record:
-        from swarm_runtime.engines.cassette import CassetteSdkEngine
-
-        return build_sdk_engine(
-            config,
-            engine_id=engine_id,
-            engine_short="claude",
-            engine_class=CassetteSdkEngine,
-            cassettes=cassettes,
-            credentials=config.get("credentials"),
-        )
-    from swarm_runtime.engines.replay import ReplaySdkEngine
-
-    built: list[ReplaySdkEngine] = []
-    engine = build_sdk_engine(
-        config,
-        engine_id=engine_id,
-        engine_short="claude",
-        engine_class=ReplaySdkEngine,
-        http_client=ReplaySdkEngine.http_client(built),
-        cassettes=cassettes,
-        credentials=config.get("credentials"),
-    )
-    assert isinstance(engine, ReplaySdkEngine)
-    built.append(engine)
-    return engine
-
-
-def _cli_engine(engine_id: str, config: dict[str, Any], cassettes: Any) -> StepEngine:
-    """The CLI engine of ``engine_id``; with cassettes, through the loopback cassette server."""
-    from swarm_runtime.engines.cli import build_cli_engine
-
-    if cassettes is None:
-        return build_cli_engine(engine_id, config)
-    from swarm_runtime.engines import cli_cassette
-
-    engine_class = (
-        cli_cassette.CassetteGeminiCliEngine
-        if engine_id == "gemini-step"
-        else cli_cassette.CassetteClaudeCliEngine
-    )
-    return build_cli_engine(
-        engine_id,
-        config,
-        engine_class=engine_class,
-        cassettes=cassettes,
-        faults=config.get("fault_injector"),
-    )
+        return factory(options)
 
 
 def default_registry(*, extend: Callable[[EngineRegistry], None] | None = None) -> EngineRegistry:
     """A registry with the built-in engines (``extend`` adds more: see the class)."""
+    from swarm_runtime.engines.builtin import register_builtin_engines
+
     registry = EngineRegistry(extend=extend)
-    registry.register("claude-step", _builtin("claude-step", "claude"), section="claude")
-    registry.register("gemini-step", _builtin("gemini-step", "gemini"), section="gemini")
+    register_builtin_engines(registry)
     return registry

@@ -1,4 +1,4 @@
-"""Replay of recorded SDK calls through the SDK's own HTTP client, without patching.
+"""Replay of recorded HTTP calls through the SDK's own HTTP client, without patching.
 
 Recording goes through vcrpy (:mod:`swarm_runtime.engines.cassette`), which patches the
 HTTP libraries of the process for as long as a cassette is open. Replay needs none of
@@ -16,15 +16,22 @@ response before it is played, as in recording.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections import OrderedDict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from swarm_runtime.credentials import Credentials
 from swarm_runtime.engines.base import StepContext
-from swarm_runtime.engines.cassette import DROPPED_HEADERS, Cassettes, body_value, miss_detail
-from swarm_runtime.engines.sdk import SdkEngine
+from swarm_runtime.engines.cassette import (
+    DROPPED_HEADERS,
+    Cassettes,
+    body_value,
+    cause_of,
+    miss_detail,
+)
 from swarm_runtime.errors import CredentialLeak
 
 MAX_KEPT = 1024
@@ -173,38 +180,27 @@ class Recording:
         return self.played.count(False)
 
 
-class ReplaySdkEngine(SdkEngine):
-    """The sdk engine, its HTTP answered from one cassette per call (no server, no patch)."""
+class Replayer:
+    """Answers an SDK's HTTP from one cassette per step call: no server, no patched library."""
 
-    def __init__(
-        self,
-        client: Any,
-        *,
-        cassettes: Cassettes,
-        credentials: Credentials | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(client, **kwargs)
+    def __init__(self, cassettes: Cassettes, credentials: Credentials, needs: str = "") -> None:
         self.cassettes = cassettes
-        self.credentials = credentials if credentials is not None else Credentials.from_env()
+        self.credentials = credentials
+        self.needs = needs
         self._open: dict[Path, Recording] = {}
         self._current: Recording | None = None
 
-    @classmethod
-    def http_client(cls, engine: list[ReplaySdkEngine]) -> Any:
-        """An SDK HTTP client whose transport asks ``engine[0]`` (set once it is built)."""
-        import anthropic
+    def transport(self) -> Any:
+        """An httpx2 transport that answers from the cassette of the call under way."""
         import httpx2
+
+        replayer = self
 
         class Transport(httpx2.BaseTransport):
             def handle_request(self, request: Any) -> Any:
-                return engine[0].respond(request, httpx2)
+                return replayer.respond(request, httpx2)
 
-        return anthropic.DefaultHttpxClient(transport=Transport())
-
-    def cassette_for(self, ctx: StepContext) -> str | None:
-        """A replayed call names its cassette."""
-        return self.cassettes.label(self.cassettes.path(ctx))
+        return Transport()
 
     def respond(self, request: Any, httpx: Any) -> Any:
         """The recorded response to ``request``, an httpx request of the SDK's client."""
@@ -242,10 +238,9 @@ class ReplaySdkEngine(SdkEngine):
     def _refuse_secrets(self, text: str, recording: Recording, what: str) -> None:
         self.credentials.check(text, f"cassette {recording.path} (the recorded {what})")
 
-    def create_message(self, ctx: StepContext, **request: Any) -> Any:
-        """The call, answered from this step's cassette."""
-        import anthropic
-
+    @contextlib.contextmanager
+    def call(self, ctx: StepContext) -> Iterator[None]:
+        """One call of the step in ``ctx``, answered from its cassette; a miss is a divergence."""
         path = self.cassettes.path(ctx)
         recording = self._open.get(path)
         if recording is None:
@@ -256,13 +251,9 @@ class ReplaySdkEngine(SdkEngine):
                 self._refuse_secrets(text + recorded.uri, recording, "request")
         self._current = recording
         try:
-            return super().create_message(ctx, **request)
-        except anthropic.APIConnectionError as exc:
-            # What the transport raised reaches us wrapped in the SDK's connection error,
-            # which would read as a network fault and be retried: unwrap it.
-            cause: BaseException | None = exc
-            while cause is not None and not isinstance(cause, _NoMatch | CredentialLeak):
-                cause = cause.__cause__ or cause.__context__
+            yield
+        except Exception as exc:
+            cause = cause_of(exc, (_NoMatch, CredentialLeak))
             if cause is None:
                 raise
             if isinstance(cause, CredentialLeak):
@@ -275,11 +266,12 @@ class ReplaySdkEngine(SdkEngine):
     def _divergence(self, ctx: StepContext, recording: Recording, sent: _Sent) -> Exception:
         label = self.cassettes.label(recording.path)
         if not recording.requests:
-            return self.cassettes.divergence(ctx, label, "", missing=True)
-        return self.cassettes.divergence(ctx, label, miss_detail(recording.requests[0], sent))
+            return self.cassettes.divergence(ctx, label, "", missing=True, needs=self.needs)
+        detail = miss_detail(recording.requests[0], sent)
+        return self.cassettes.divergence(ctx, label, detail, needs=self.needs)
 
     def close(self) -> None:
-        """Note recordings a replay never played, then close the SDK's client."""
+        """Note the recordings a replay never played."""
         try:
             for path, recording in self._open.items():
                 if recording.unplayed:
@@ -289,4 +281,3 @@ class ReplaySdkEngine(SdkEngine):
                     )
         finally:
             self._open.clear()
-            super().close()

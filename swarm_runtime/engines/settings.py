@@ -1,29 +1,47 @@
-"""What the built-in engines' factories are given, from resolved settings and the environment.
+"""The built-in engines' own settings, read and checked by the engines themselves.
 
-``runtime.yaml``'s ``engines.claude`` and ``engines.gemini`` (checked here), the credentials
-the run must never write, and every registered engine's own section as written.
+``engines.claude`` and ``engines.gemini`` of runtime.yaml, and the environment.
+
+Each returns the mapping the engine's builders read (:func:`.sdk.build_sdk_engine`,
+:func:`.cli.build_cli_engine`). The API key comes from the environment only (never from a
+file); the credentials no run may write are the edge's (:class:`EngineOptions`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from swarm_runtime.config import Settings
-from swarm_runtime.credentials import Credentials
+from swarm_runtime.engines.options import EngineOptions, engine_setting, one_of
 from swarm_runtime.errors import ConfigError
 
+CLAUDE_KEYS = (
+    "mode",
+    "provider",
+    "model",
+    "max_tokens",
+    "prices",
+    "env",
+    "stream",
+    "cli",
+    "cli_args",
+    "timeout_s",
+    "record_via",
+)
+"""What ``engines.claude`` may hold (``mode`` is read as the run's ``mode``: the old key)."""
+GEMINI_KEYS = ("mode", "model", "cli", "cli_args", "timeout_s", "env")
+GEMINI_MODES = ("stub", "cli")
+RECORD_VIA = ("sdk", "cli")
 
-def engine_config(settings: Settings, env: Mapping[str, str]) -> dict[str, Any]:
-    """What the claude-step engine factories need, from runtime.yaml and the environment.
 
-    The API key comes from ``ANTHROPIC_API_KEY`` only (never from a file); the base URL from
-    ``ANTHROPIC_BASE_URL``, else ``engines.claude.env.ANTHROPIC_BASE_URL`` in runtime.yaml.
+def claude_config(options: EngineOptions) -> dict[str, Any]:
+    """What the claude-step builders need, from ``engines.claude`` and the environment.
+
+    The base URL from ``ANTHROPIC_BASE_URL``, else ``engines.claude.env.ANTHROPIC_BASE_URL``.
     """
-    claude = settings.claude
+    claude, env, where = options.section, options.env, options.where
     file_env = claude.get("env") or {}
     if not isinstance(file_env, dict):
-        raise ConfigError("runtime.yaml: 'engines.claude.env' must be a mapping")
+        raise ConfigError(f"{where}: 'engines.claude.env' must be a mapping")
     config: dict[str, Any] = {
         "api_key": env.get("ANTHROPIC_API_KEY") or None,
         "base_url": env.get("ANTHROPIC_BASE_URL") or file_env.get("ANTHROPIC_BASE_URL") or None,
@@ -35,53 +53,68 @@ def engine_config(settings: Settings, env: Mapping[str, str]) -> dict[str, Any]:
     if prices is not None:  # a mapping of models, or the path of a JSON file of one
         config["prices"] = prices if isinstance(prices, dict) else str(prices)
     if claude.get("stream") is not None:
-        if not isinstance(claude["stream"], bool):
-            raise ConfigError(
-                "runtime.yaml: engines.claude.stream must be true or false, "
-                f"got {claude['stream']!r}"
-            )
-        config["stream"] = claude["stream"]
+        config["stream"] = check_bool(claude["stream"], f"{where}: engines.claude.stream")
     if claude.get("max_tokens") is not None:
-        value = claude["max_tokens"]
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ConfigError(
-                f"runtime.yaml: engines.claude.max_tokens must be >= 1, got {value!r}"
-            )
-        config["max_tokens"] = value
-    where = settings.config_source or "runtime.yaml"
+        config["max_tokens"] = check_count(
+            claude["max_tokens"], f"{where}: engines.claude.max_tokens"
+        )
     config["process_env"] = dict(env)
-    config["claude_cli"] = _cli_settings(claude, where, "claude", env.get("SWARM_CLAUDE_CLI"))
+    config["claude_cli"] = cli_section(claude, where, "claude", env.get("SWARM_CLAUDE_CLI"))
     if "timeout_s" in config["claude_cli"]:  # one call's deadline, in every mode of the engine
         config["timeout_s"] = config["claude_cli"]["timeout_s"]
-    gemini = _cli_settings(settings.gemini, where, "gemini", env.get("SWARM_GEMINI_CLI"))
-    config["gemini"] = {**gemini, "mode": settings.gemini_mode}
-    config["record_via"] = settings.record_via
-    config["sections"] = settings.engine_sections
-    # Every credential the run is given, from the environment and runtime.yaml alike.
-    config["credentials"] = Credentials.from_envs(
-        env,
-        config["claude_cli"].get("env", {}),
-        gemini.get("env", {}),
-        *map(_section_secrets, settings.engine_sections.items()),
+    config["record_via"] = engine_setting(
+        options, "record_via", env="SWARM_RECORD_VIA", read=one_of(*RECORD_VIA), default="sdk"
     )
     return config
 
 
-def _section_secrets(item: tuple[str, dict[str, Any]]) -> dict[str, Any]:
-    """A registered engine's settings that may be secrets: its keys and its ``env``, by name.
+def gemini_config(options: EngineOptions) -> dict[str, Any]:
+    """What gemini-step needs: its CLI's settings and its own mode (stub unless told)."""
+    gemini = cli_section(
+        options.section, options.where, "gemini", options.env.get("SWARM_GEMINI_CLI")
+    )
+    texts = {"1": "stub", "0": "cli"}
 
-    ``engines.openai.api_key`` in runtime.yaml is as secret as ``OPENAI_API_KEY`` exported in
-    the shell: the run refuses to write either.
-    """
-    name, body = item
-    found = {f"engines.{name}.{key}": value for key, value in body.items()}
-    inner = body.get("env")
-    if isinstance(inner, dict):
-        found.update({f"engines.{name}.env.{key}": value for key, value in inner.items()})
-    return found
+    def read_env(raw: str) -> str:
+        if raw not in texts:
+            raise ValueError("is not one of 1 (stub, the default), 0 (run the Gemini CLI)")
+        return texts[raw]
+
+    mode = engine_setting(
+        options,
+        "mode",
+        env="SWARM_GEMINI_STUB",
+        read=one_of(*GEMINI_MODES),
+        read_env=read_env,
+        default="stub",
+    )
+    return {"gemini": gemini, "mode": mode, "process_env": dict(options.env)}
 
 
-def _cli_settings(
+def check_bool(value: Any, where: str) -> bool:
+    """``value`` when it is true or false; else a ConfigError naming ``where``."""
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where} must be true or false, got {value!r}")
+    return value
+
+
+def check_count(value: Any, where: str) -> int:
+    """``value`` when it is a whole number >= 1; else a ConfigError naming ``where``."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigError(f"{where} must be >= 1, got {value!r}")
+    return value
+
+
+def check_seconds(value: Any, where: str) -> float:
+    """``value`` as seconds above 0 and at most a day; else a ConfigError naming ``where``."""
+    if not isinstance(value, int | float) or isinstance(value, bool) or not 0 < value <= 86_400:
+        raise ConfigError(
+            f"{where} must be a number of seconds above 0 and at most 86400, got {value!r}"
+        )
+    return float(value)
+
+
+def cli_section(
     body: dict[str, Any], where: str, name: str, executable: str | None
 ) -> dict[str, Any]:
     """A CLI engine's settings from runtime.yaml, checked; the executable from the env first."""
@@ -94,13 +127,7 @@ def _cli_settings(
     if body.get("model") is not None:
         out["model"] = str(body["model"])
     if body.get("timeout_s") is not None:
-        value = body["timeout_s"]
-        if not isinstance(value, int | float) or isinstance(value, bool) or not 0 < value <= 86_400:
-            raise ConfigError(
-                f"{where}: engines.{name}.timeout_s must be a number of seconds above 0 and at "
-                f"most 86400, got {value!r}"
-            )
-        out["timeout_s"] = float(value)
+        out["timeout_s"] = check_seconds(body["timeout_s"], f"{where}: engines.{name}.timeout_s")
     if body.get("cli_args") is not None:
         value = body["cli_args"]
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
@@ -114,3 +141,17 @@ def _cli_settings(
             raise ConfigError(f"{where}: engines.{name}.env must map names to strings")
         out["env"] = dict(value)
     return out
+
+
+def section_secrets(item: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+    """An engine's settings that may be secrets: its keys and its ``env``, by name.
+
+    ``engines.openai.api_key`` in runtime.yaml is as secret as ``OPENAI_API_KEY`` exported in
+    the shell: the run refuses to write either.
+    """
+    name, body = item
+    found = {f"engines.{name}.{key}": value for key, value in body.items()}
+    inner = body.get("env")
+    if isinstance(inner, dict):
+        found.update({f"engines.{name}.env.{key}": value for key, value in inner.items()})
+    return found

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.config import Settings
-from swarm_runtime.engines.registry import EngineRegistry
-from swarm_runtime.engines.settings import engine_config
+from swarm_runtime.credentials import Credentials
+from swarm_runtime.engines.settings import section_secrets
 from swarm_runtime.errors import ConfigError, RunControlError, SwarmUsageError
 from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.orchestrator.context import HistoryBudget
@@ -229,16 +229,29 @@ def build_orchestrator(
     """
     chosen = engine or EngineChoice(mode=settings.mode)
     deps = deps or RunDeps()
-    _check_sections(settings, deps.engines)
-    config = engine_config(settings, env)
-    config.update(chosen.config)
+    where = settings.config_source or "runtime.yaml"
+    deps.engines.check_sections(settings.engine_sections, where)
+    # Every credential the run is given, from the environment and runtime.yaml alike.
+    credentials = Credentials.from_envs(
+        env, *map(section_secrets, settings.engine_sections.items())
+    )
+    given = {**settings.engine_given}
+    for name, values in chosen.given.items():
+        given[name] = {**given.get(name, {}), **values}
     asked = limits or RunLimits()
     return Orchestrator(
         flows,
         runs_dir=runs_dir or settings.runs_dir,
         deps=deps,
         engine=replace(
-            chosen, strategy=settings.engine_strategy, config=config, navigator=settings.navigator
+            chosen,
+            strategy=settings.engine_strategy,
+            navigator=settings.navigator,
+            sections=settings.engine_sections,
+            given=given,
+            env=dict(env),
+            credentials=credentials,
+            where=where,
         ),
         limits=replace(
             asked,
@@ -249,25 +262,9 @@ def build_orchestrator(
             durable=settings.durable,
             max_retry_after_s=settings.max_retry_after_s,
         ),
-        refuse_values=config["credentials"],
+        refuse_values=credentials,
         origin=dict(origin or {}),
     )
-
-
-def _check_sections(settings: Settings, engines: EngineRegistry) -> None:
-    """Every ``engines.<name>`` of runtime.yaml is a registered engine's: else a typo."""
-    if not settings.engine_sections:
-        return  # claude and gemini only: no entry point needs loading to know them
-    owned = engines.sections()
-    for name in settings.engine_sections:
-        if name not in owned:
-            where = settings.config_source or "runtime.yaml"
-            raise ConfigError(
-                f"{where}: 'engines.{name}' is no registered engine's section (registered: "
-                f"{', '.join(sorted(owned))}); register the engine that reads it (a plugin's "
-                f"swarm_register_engines: registry.register(ID, FACTORY, section='{name}')) or "
-                "fix the name"
-            )
 
 
 OrchestratorFactory = Callable[[Callable[[float], None]], Orchestrator]

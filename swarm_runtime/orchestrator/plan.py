@@ -57,6 +57,7 @@ from swarm_runtime.record import Record, field
 from swarm_runtime.timeutil import Clock, interruptible_sleep, system_clock
 
 if TYPE_CHECKING:
+    from swarm_runtime.engines.cassette import Cassettes
     from swarm_runtime.engines.registry import EngineRegistry
 
 
@@ -333,10 +334,6 @@ def _locate(ref: str, flows: list[FlowSpec], flag: str) -> tuple[int, str]:
     return hits[0]
 
 
-REPLAY_CONFIG = {"api_key": "replay-needs-no-key", "base_url": "http://127.0.0.1:9"}
-"""A replay never reaches a server: the cassettes answer, or refuse."""
-
-
 def _random_fraction() -> float:
     import random  # only when a retry happens: random costs start-up time
 
@@ -370,8 +367,18 @@ class EngineChoice(Record):
     scenario: Scenario | None = None
     strategy: dict[str, dict[str, str]] = field(default_factory=dict)
     """Per flow, per step: the engine id, where a step names none."""
-    config: dict[str, Any] = field(default_factory=dict)
-    """Settings for engine factories (api key, base URL, model…), resolved at the edge."""
+    cassettes: Cassettes | None = None
+    """Where ``record`` records to and ``replay`` replays from."""
+    sections: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """runtime.yaml's ``engines.<name>``, as written: each is its engine's to read."""
+    given: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Flags' values for an engine's section (``--gemini-mode``), by section."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """The environment the edge was given (engines read their keys and URLs from it)."""
+    credentials: Credentials = field(default_factory=Credentials)
+    """Every credential value the run was given: no file may hold one."""
+    where: str = "runtime.yaml"
+    """The runtime.yaml the sections came from, for messages."""
     navigator: str = "llm"
     """How a navigator step's move is chosen: asked of the navigator through the step's
     engine (``llm``), or the first candidate that holds (``deterministic``), SPEC §4.5."""
@@ -386,11 +393,14 @@ class EngineChoice(Record):
             return self.faults
         return self.scenario.faults if self.scenario is not None else None
 
+    def __post_init__(self) -> None:
+        if self.mode in ("record", "replay") and self.cassettes is None:
+            raise ConfigError(f"mode {self.mode} needs the cassettes it records to or replays from")
+
     @property
     def replays(self) -> bool:
         """Answered from cassettes: no server, and a recorded retry waits no time."""
-        cassettes = self.config.get("cassettes")
-        return cassettes is not None and not cassettes.record
+        return self.cassettes is not None and not self.cassettes.record
 
 
 def step_engine_id(
@@ -409,31 +419,6 @@ def engines_in_use(
 
 def no_wait(_seconds: float) -> None:
     """A replay's retry wait: the recording already holds what came after it."""
-
-
-def engine_for_mode(
-    mode: str,
-    *,
-    cassettes: Any = None,
-    engine_id: str = "claude-step",
-    scenario: Scenario | None = None,
-    config: dict[str, Any] | None = None,
-) -> EngineChoice:
-    """A user's mode (stub, replay, record, sdk, cli) as the engines see it, in one place.
-
-    A recorded or replayed call is an ``sdk`` call whose HTTP goes through ``cassettes``
-    (SPEC §3.1); a replay needs no key and reaches no server. ``config`` adds engine
-    settings of the caller's own.
-    """
-    settings: dict[str, Any] = dict(config or {})
-    if mode in ("record", "replay"):
-        if cassettes is None:
-            raise ConfigError(f"mode {mode} needs the cassettes it records to or replays from")
-        settings["cassettes"] = cassettes
-        if not cassettes.record:
-            settings.update(REPLAY_CONFIG)
-        mode = "sdk"
-    return EngineChoice(engine_id=engine_id, mode=mode, scenario=scenario, config=settings)
 
 
 class RunLimits(Record):
@@ -497,17 +482,22 @@ class StepEngines:
         if engine is None:
             choice = self.choice
             plan = choice.fault_plan
-            config = choice.config
-            if plan is not None:
+            if plan is not None and self._injector is None:
                 # One injector per run: each step's entries are taken in order across it.
-                if self._injector is None:
-                    self._injector = FaultInjector(plan)
-                config = {**config, "fault_injector": self._injector}
+                self._injector = FaultInjector(plan)
+            options = EngineOptions(
+                mode=choice.mode,
+                scenario=choice.scenario,
+                sleep=self.sleep,
+                cassettes=choice.cassettes,
+                faults=self._injector,
+                credentials=choice.credentials,
+                env=choice.env,
+                where=choice.where,
+                navigator=choice.navigator,
+            )
             engine = self.registry.create(
-                key,
-                EngineOptions(
-                    mode=choice.mode, scenario=choice.scenario, sleep=self.sleep, config=config
-                ),
+                key, options, sections=choice.sections, given=choice.given
             )
             if self._injector is not None:
                 from swarm_runtime.engines.fault_engine import FaultyEngine

@@ -716,7 +716,7 @@ class Orchestrator:
             **({"max_depth": limits.max_depth} if limits.max_depth != 4 else {}),
             **({"budget": budget_document(limits.budget)} if limits.budget is not None else {}),
             "config": None,
-            "cassettes": "cassettes" in self.engine.config,
+            "cassettes": self.engine.cassettes is not None,
             # Only when not the default, so spec.json (and the goldens) stay as they were.
             **({"navigator": self.engine.navigator} if self.engine.navigator != "llm" else {}),
             **_faults_origin(self.engine.faults),

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from swarm_runtime.engines.cassette import body_value
+from swarm_runtime.engines.cassette import ENGINE_LINE, body_value
 from swarm_runtime.engines.cli_match import recorded_via
 from swarm_runtime.engines.replay import load_recording
 from swarm_runtime.engines.request_parts import PARTS
@@ -37,11 +37,11 @@ HISTORY_HEADING = "\n\n## History (newest first)\n"
 
 
 class Expected(Record):
-    """What every call of the current settings sends besides its prompt."""
+    """What every call of one engine, with the current settings, sends besides its prompt."""
 
     model: str
-    max_tokens: int
-    stream: bool
+    params: dict[str, Any]
+    """Every other key of the body (``max_tokens``, ``stream``, …) and its value."""
 
 
 class StaleCall(Record):
@@ -66,7 +66,7 @@ def cassette_files(root: Path) -> Iterator[tuple[str, str, Path]]:
         yield "/".join(parts[:-2]), parts[-2], path
 
 
-def stale_calls(root: Path, flows: FlowRegistry, expected: Expected) -> list[StaleCall]:
+def stale_calls(root: Path, flows: FlowRegistry, expected: dict[str, Expected]) -> list[StaleCall]:
     """The recorded calls under ``root`` the flows of ``flows`` would no longer send."""
     if not root.is_dir():
         raise SwarmUsageError(f"cassette dir {root}: not a directory")
@@ -94,7 +94,7 @@ def _step_of(flow: FlowSpec, call: str) -> tuple[StepSpec | None, str]:
 
 
 def _check(
-    path: Path, flows: FlowRegistry, flow: FlowSpec, expected: Expected
+    path: Path, flows: FlowRegistry, flow: FlowSpec, expected: dict[str, Expected]
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(changed parts, what changed) of one cassette; nothing when it still matches."""
     match = _FILE.match(path.name)
@@ -109,6 +109,9 @@ def _check(
         requests, _ = load_recording(path)
     except ValueError as exc:
         raise SwarmUsageError(str(exc)) from None
+    engine = recorded_engine(path)
+    if engine not in expected:
+        return (), ()  # an engine of a plugin's: its requests are its own
     if agent == "navigator":
         system, heading = NAVIGATOR_SYSTEM, f"# Flow: {flow.title} ({flow.key})\n\n"
     else:
@@ -118,7 +121,7 @@ def _check(
     for request in requests:
         body = body_value(request.body)
         if isinstance(body, dict):
-            for part, detail in compare_body(body, expected, system, heading):
+            for part, detail in compare_body(body, expected[engine], system, heading):
                 found.setdefault(part, detail)
     return tuple(p for p in PARTS if p in found), tuple(found[p] for p in PARTS if p in found)
 
@@ -128,11 +131,10 @@ def compare_body(
 ) -> list[tuple[str, str]]:
     """(part, what changed) for each part of a recorded body the current flows change."""
     changes: list[tuple[str, str]] = []
-    recorded_system = body.get("system")
+    recorded_system, user = prompt_of(body)
     if recorded_system != system:
         changes.append(("prompt", "system prompt: " + first_difference(recorded_system, system)))
     else:
-        user = _user_text(body.get("messages"))
         if not user.startswith(heading) or (
             heading == REQUEST_HEADING and HISTORY_HEADING not in user
         ):
@@ -141,7 +143,7 @@ def compare_body(
         changes.append(("model", f"model: recorded {body.get('model')!r}, now {expected.model!r}"))
     if body.get("tools"):
         changes.append(("tools", "tools: recorded with tools, now sent with none"))
-    params = {"max_tokens": expected.max_tokens, **({"stream": True} if expected.stream else {})}
+    params = expected.params
     for key in sorted(set(body) - {"system", "messages", "model", "tools"} | set(params)):
         if body.get(key) != params.get(key):
             changes.append(
@@ -151,12 +153,32 @@ def compare_body(
     return changes
 
 
-def _user_text(messages: Any) -> str:
-    """The text of a request's first user message ("" when it has none)."""
-    if not isinstance(messages, list) or not messages or not isinstance(messages[0], dict):
-        return ""
-    content = messages[0].get("content")
-    return content if isinstance(content, str) else ""
+def prompt_of(body: dict[str, Any]) -> tuple[Any, str]:
+    """A request's system prompt and the text of its first user message.
+
+    The system prompt is the body's ``system`` (the Messages API's) or its first message of
+    role ``system`` (Chat Completions').
+    """
+    messages = body.get("messages")
+    messages = [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
+    system: Any = body.get("system")
+    if "system" not in body and messages and messages[0].get("role") == "system":
+        system = messages.pop(0).get("content")
+    users = [m for m in messages if m.get("role", "user") == "user"]
+    content = users[0].get("content") if users else ""
+    return system, content if isinstance(content, str) else ""
+
+
+def recorded_engine(path: Path) -> str:
+    """The engine a cassette's first line names (``engine: openai-step``); else claude-step."""
+    from swarm_runtime.inputs.files import read_prefix
+
+    try:
+        head = read_prefix(path, 80).decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return "claude-step"
+    line = head.split("\n", 1)[0]
+    return line.removeprefix(ENGINE_LINE).strip() if line.startswith(ENGINE_LINE) else "claude-step"
 
 
 def first_difference(recorded: Any, now: str) -> str:

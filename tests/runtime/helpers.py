@@ -152,3 +152,26 @@ def crash_at_checkpoint(
         except Crash:
             return
     raise AssertionError(f"the run never reached checkpoint {at}")
+
+
+def claude_choice(
+    mode: str,
+    *,
+    api_key: str | None = None,
+    base_url: str | None = None,
+    cassettes: Any = None,
+    env: dict[str, str] | None = None,
+    **claude: Any,
+) -> Any:
+    """The engine choice of a run on claude-step: its key and URL as the environment gives
+    them, ``claude`` as runtime.yaml's ``engines.claude``."""
+    from swarm_runtime.orchestrator.plan import EngineChoice
+
+    given = dict(env or {})
+    if api_key is not None:
+        given["ANTHROPIC_API_KEY"] = api_key
+    if base_url is not None:
+        given["ANTHROPIC_BASE_URL"] = base_url
+    return EngineChoice(
+        mode=mode, cassettes=cassettes, env=given, sections={"claude": claude} if claude else {}
+    )

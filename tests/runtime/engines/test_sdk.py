@@ -17,7 +17,7 @@ from swarm_runtime.orchestrator.state import RunOutcome
 from swarm_runtime.plugins import process_plugins
 from tests.conftest import SHIPPED_FLOWS
 from tests.fakes.anthropic_server import AnthropicServer, Reply, error_body
-from tests.runtime.helpers import events_of, kinds, step_yaml, write_flow
+from tests.runtime.helpers import claude_choice, events_of, kinds, step_yaml, write_flow
 
 FAKE_KEY = "sk-ant-test-0000-canary-not-a-real-key"
 
@@ -35,9 +35,7 @@ def _run(
         FlowRegistry(flows_dir),
         runs_dir=runs,
         deps=RunDeps(sleep=(slept if slept is not None else []).append, jitter=lambda: 1.0),
-        engine=EngineChoice(
-            mode="sdk", config={"api_key": FAKE_KEY, "base_url": server.url, **config}
-        ),
+        engine=claude_choice("sdk", api_key=FAKE_KEY, base_url=server.url, **config),
     ).run(RunSpec(flows=flows))
 
 
@@ -185,13 +183,8 @@ def test_a_reply_echoing_a_credential_is_refused_before_writing(
     outcome = Orchestrator(
         FlowRegistry(one_step),
         runs_dir=tmp_path / "runs",
-        engine=EngineChoice(
-            mode="sdk",
-            config={
-                "api_key": FAKE_KEY,
-                "base_url": anthropic_server.url,
-                "model": "claude-haiku-4-5",
-            },
+        engine=claude_choice(
+            "sdk", api_key=FAKE_KEY, base_url=anthropic_server.url, model="claude-haiku-4-5"
         ),
         refuse_values=(FAKE_KEY,),
     ).run(RunSpec(flows=("one",)))
@@ -214,9 +207,7 @@ def test_an_error_body_echoing_the_key_never_reaches_the_event_log(
         FlowRegistry(one_step),
         runs_dir=tmp_path / "runs",
         deps=RunDeps(sleep=lambda _s: None),
-        engine=EngineChoice(
-            mode="sdk", config={"api_key": FAKE_KEY, "base_url": anthropic_server.url}
-        ),
+        engine=claude_choice("sdk", api_key=FAKE_KEY, base_url=anthropic_server.url),
         refuse_values=(FAKE_KEY,),
     ).run(RunSpec(flows=("one",)))
     assert outcome.status == "failed"
@@ -228,42 +219,27 @@ def test_an_error_body_echoing_the_key_never_reaches_the_event_log(
     assert validate_run_dir(outcome.path) == []  # it still ends with run_completed
 
 
-def test_replay_leaves_the_http_transport_as_it_found_it(tmp_path: Path) -> None:
+def test_a_recording_leaves_the_http_transport_as_it_found_it(
+    anthropic_server: AnthropicServer, tmp_path: Path
+) -> None:
     """Cassettes open for a whole run must all be closed, in order, or later calls break."""
     import httpx2
 
-    from swarm_runtime.engines.cassette import Cassettes, CassetteSdkEngine
-    from swarm_runtime.engines.registry import EngineOptions, EngineRegistry
-    from swarm_runtime.engines.sdk import build_sdk_engine
-    from tests.conftest import REPO
+    from swarm_runtime.engines.cassette import Cassettes
 
     original = httpx2.HTTPTransport.handle_request
-    registry = EngineRegistry()
-    shipped = REPO / "golden" / "cassettes" / "tests" / "contract" / "test_contract"
     cassettes = Cassettes(
-        shipped / "test_flow_honours_the_contract-stepwise-demo",
-        name="stepwise-demo",
-        record=False,
-        rerecord_command="tests/record_cassettes.py",
+        tmp_path / "cassettes", name="demo", record=True, rerecord_command="record it again"
     )
-
-    def factory(options: EngineOptions) -> Any:
-        return build_sdk_engine(
-            {"api_key": "replay", "base_url": "http://127.0.0.1:9"},
-            engine_id="claude-step",
-            engine_short="claude",
-            engine_class=CassetteSdkEngine,
-            cassettes=cassettes,
-        )
-
-    registry.register("claude-step", factory)
     outcome = Orchestrator(
         FlowRegistry(SHIPPED_FLOWS),
         runs_dir=tmp_path / "runs",
-        deps=RunDeps(engines=registry),
-        engine=EngineChoice(mode="sdk"),
+        engine=claude_choice(
+            "record", api_key=FAKE_KEY, base_url=anthropic_server.url, cassettes=cassettes
+        ),
     ).run(RunSpec(flows=("stepwise-demo",), initiator="pytest"))
     assert outcome.status == "succeeded", outcome.error
+    assert len(anthropic_server.requests) > 2  # several cassettes were open at once
     assert httpx2.HTTPTransport.handle_request is original
 
 
@@ -295,14 +271,7 @@ def test_a_replay_leaves_the_process_free_to_talk_http(
         FlowRegistry(SHIPPED_FLOWS),
         runs_dir=tmp_path / "runs",
         deps=RunDeps(engines=default_registry(), plugins=process_plugins().with_listeners(Talk())),
-        engine=EngineChoice(
-            mode="sdk",
-            config={
-                "cassettes": cassettes,
-                "api_key": "replay",
-                "base_url": "http://127.0.0.1:9",
-            },
-        ),
+        engine=claude_choice("replay", cassettes=cassettes),
     ).run(RunSpec(flows=("stepwise-demo",), initiator="pytest"))
     assert outcome.status == "succeeded", outcome.error
     assert statuses and set(statuses) == {200}
@@ -380,14 +349,7 @@ def test_a_damaged_cassette_fails_the_step_naming_it(tmp_path: Path) -> None:
         FlowRegistry(SHIPPED_FLOWS),
         runs_dir=tmp_path / "runs",
         deps=RunDeps(engines=default_registry()),
-        engine=EngineChoice(
-            mode="sdk",
-            config={
-                "cassettes": cassettes,
-                "api_key": "replay",
-                "base_url": "http://127.0.0.1:9",
-            },
-        ),
+        engine=claude_choice("replay", cassettes=cassettes),
     ).run(RunSpec(flows=("stepwise-demo",), initiator="pytest"))
     assert outcome.status == "failed"
     assert f"cassette {damaged} cannot be read" in (outcome.error or "")

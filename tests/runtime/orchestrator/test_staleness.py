@@ -23,7 +23,8 @@ from swarm_runtime.orchestrator.staleness import (
 )
 from tests.conftest import REPO
 
-EXPECTED = Expected(model="claude-sonnet-4-6", max_tokens=4096, stream=True)
+EXPECTED = Expected(model="claude-sonnet-4-6", params={"max_tokens": 4096, "stream": True})
+BY_ENGINE = {"claude-step": EXPECTED}
 SYSTEM = "You are the writer.\n\n## Step 1 of 2: draft\n- Be brief"
 USER = f"{REQUEST_HEADING}{{}}\n\n## History (newest first)\n(no earlier steps)"
 
@@ -105,7 +106,7 @@ def _one_test(tmp_path: Path) -> tuple[Path, FlowRegistry]:
 def test_recorded_steps_and_navigator_calls_match_the_flows_they_came_from(tmp_path: Path) -> None:
     root, flows = _one_test(tmp_path)
     assert any("navigator" in p.name for p in root.rglob("*.yaml"))
-    assert stale_calls(root, flows, EXPECTED) == []
+    assert stale_calls(root, flows, BY_ENGINE) == []
 
 
 def test_a_gone_flow_and_a_renamed_agent_are_listed(tmp_path: Path) -> None:
@@ -113,7 +114,7 @@ def test_a_gone_flow_and_a_renamed_agent_are_listed(tmp_path: Path) -> None:
     folder = root / "t" / "test_x" / "gate"
     (folder / "check_policy-policy-analyst-0.yaml").rename(folder / "check_policy-old-agent-0.yaml")
     shutil.copytree(folder, root / "t" / "test_x" / "retired")
-    found = stale_calls(root, flows, EXPECTED)
+    found = stale_calls(root, flows, BY_ENGINE)
     renamed = [c for c in found if c.flow_key == "gate"]
     assert [(c.flow_key, c.parts, c.details) for c in renamed] == [
         ("gate", ("prompt",), ("agent: recorded 'old-agent', now 'policy-analyst'",))
@@ -125,4 +126,4 @@ def test_a_gone_flow_and_a_renamed_agent_are_listed(tmp_path: Path) -> None:
 
 def test_a_missing_dir_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(SwarmUsageError, match="not a directory"):
-        stale_calls(tmp_path / "none", FlowRegistry(REPO / "flows"), EXPECTED)
+        stale_calls(tmp_path / "none", FlowRegistry(REPO / "flows"), BY_ENGINE)

@@ -1,0 +1,39 @@
+"""The engines that ship: one registration each (SPEC §5.2, §5.7)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from swarm_runtime.engines.settings import CLAUDE_KEYS, GEMINI_KEYS
+
+if TYPE_CHECKING:
+    from swarm_runtime.engines.base import StepEngine
+    from swarm_runtime.engines.options import EngineOptions
+    from swarm_runtime.engines.registry import EngineRegistry
+
+
+def _claude(options: EngineOptions) -> StepEngine:
+    from swarm_runtime.engines.claude_step import claude_step
+
+    return claude_step(options)
+
+
+def _gemini(options: EngineOptions) -> StepEngine:
+    from swarm_runtime.engines.claude_step import gemini_step
+
+    return gemini_step(options)
+
+
+def _openai(options: EngineOptions) -> StepEngine:
+    from swarm_runtime.engines.openai_step import openai_step
+
+    return openai_step(options)
+
+
+def register_builtin_engines(registry: EngineRegistry) -> None:
+    """Register ``claude-step``, ``gemini-step`` and ``openai-step``."""
+    from swarm_runtime.engines.openai_step import OPENAI_KEYS
+
+    registry.register("claude-step", _claude, section="claude", keys=CLAUDE_KEYS)
+    registry.register("gemini-step", _gemini, section="gemini", keys=GEMINI_KEYS)
+    registry.register("openai-step", _openai, section="openai", keys=OPENAI_KEYS)

@@ -1,0 +1,220 @@
+"""An engine that runs a step as one call of a provider's HTTP API, through its SDK.
+
+:class:`HttpEngine` is what every such engine shares: the call's deadline, the layers of
+the mode (record, replay, faults: :mod:`.http_layers`), the handoff block, the price, and
+the outcome. A provider's engine says only how to call its SDK (:meth:`HttpEngine.send`),
+what its errors mean (:meth:`HttpEngine.failure`, with :func:`status_outcome` for the HTTP
+statuses of SPEC §7.3) and what its request body is.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import TYPE_CHECKING, Any
+
+from swarm_runtime.engines.base import (
+    DEFAULT_TIMEOUT_S,
+    StepContext,
+    StepEngine,
+    StepOutcome,
+    StepResult,
+    TokenUsage,
+    truncate_output,
+)
+from swarm_runtime.engines.deadline import CallDeadline, call_deadline
+from swarm_runtime.engines.faults import HTTP_KINDS
+from swarm_runtime.engines.prices import estimate_cost, load_prices
+from swarm_runtime.engines.status import code_for_status
+from swarm_runtime.record import Record
+
+if TYPE_CHECKING:
+    from swarm_runtime.engines.http_layers import HttpLayers
+
+
+class Reply(Record):
+    """What a provider's reply comes to: its text, its tokens and the model that wrote it."""
+
+    text: str
+    tokens: TokenUsage
+    model: str
+
+
+class HttpSettings(Record):
+    """What each call of an HTTP engine asks for, and how long it may take."""
+
+    model: str
+    max_tokens: int = 4096
+    stream: bool = True
+    """Stream the reply (the default; what long agent calls need), or one plain call."""
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    """How long a call may take in all (a step's own ``timeout_s`` comes first)."""
+
+
+def retry_after_ms(headers: Any) -> int | None:
+    """What a response's ``retry-after-ms`` or ``retry-after`` asks for, in ms; else None."""
+    for name in ("retry-after-ms", "retry-after"):
+        value = headers.get(name) if headers is not None else None
+        if value is None:
+            continue
+        try:
+            number = float(value) if name == "retry-after-ms" else float(value) * 1000
+        except ValueError:
+            continue  # an HTTP date: fall back to the orchestrator's backoff
+        if not number >= 0:
+            continue  # negative or NaN: no wait said, fall back to the backoff
+        return round(min(number, 1e15))  # "inf" is as long as any cap refuses
+    return None
+
+
+class HttpEngine(StepEngine, abc.ABC):
+    """One call of a provider's API per step, through an SDK on the layers' client."""
+
+    mode = "sdk"
+    fault_kinds = HTTP_KINDS
+    api_name = "the API"
+    """How messages name the API (``Anthropic API``)."""
+    settings_section = "engines"
+    """Where the engine's settings live in runtime.yaml, for messages."""
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        layers: HttpLayers | None = None,
+        settings: HttpSettings,
+        provider: str,
+        prices: dict[str, dict[str, float]] | None = None,
+        engine_id: str,
+        engine_short: str,
+    ) -> None:
+        self.client = client
+        self.layers = layers
+        self.model = settings.model
+        self.max_tokens = settings.max_tokens
+        self.stream = settings.stream
+        self.timeout_s = settings.timeout_s
+        self.provider = provider
+        self.prices = prices if prices is not None else load_prices()
+        self.engine_id = engine_id
+        self.engine_short = engine_short
+
+    # -- what a provider says --------------------------------------------------------
+
+    @abc.abstractmethod
+    def send(self, ctx: StepContext) -> Any:
+        """Make the step's call through the SDK: its response, streamed and assembled."""
+
+    @abc.abstractmethod
+    def read(self, response: Any) -> Reply:
+        """The reply in ``response``; a field it lacks raises AttributeError or TypeError."""
+
+    @abc.abstractmethod
+    def failure(self, ctx: StepContext, exc: Exception) -> StepOutcome | None:
+        """The outcome an error of the SDK's call stands for (None: not an error of the call)."""
+
+    # -- shared ----------------------------------------------------------------------
+
+    def failed(
+        self, ctx: StepContext, code: str, error: str, retry_after: int | None = None
+    ) -> StepOutcome:
+        """A failed call: not billed, with the cassette it went through."""
+        return StepOutcome(
+            result=StepResult(step_id=ctx.step_id, status="failed", error=error),
+            result_code=code,  # type: ignore[arg-type]
+            model=self.model,
+            provider=self.provider,
+            mode="sdk",
+            retry_after_ms=retry_after,
+            cost_usd=0.0,  # a refused or failed call is not billed
+            cassette=self.cassette_for(ctx),
+        )
+
+    def status_outcome(
+        self, ctx: StepContext, status: int, error: str, headers: Any = None
+    ) -> StepOutcome:
+        """An HTTP error status as SPEC §7.3 maps it (``retry-after`` honoured)."""
+        if code_for_status(status) == "retryable":
+            return self.failed(ctx, "retryable", error, retry_after_ms(headers))
+        return self.failed(ctx, "fatal", error)
+
+    def cassette_for(self, ctx: StepContext) -> str | None:
+        """The cassette a recorded or replayed call goes through."""
+        return self.layers.cassette_for(ctx) if self.layers is not None else None
+
+    def _timed_out(self, ctx: StepContext, deadline: CallDeadline | None) -> StepOutcome | None:
+        """A retryable timeout when the call's deadline cut it off, else None."""
+        if deadline is None or not deadline.expired:
+            return None
+        return self.failed(
+            ctx,
+            "retryable",
+            f"the {self.api_name} call did not finish within {deadline.seconds:g} s and was cut "
+            f"off (raise the step's timeout_s, or {self.settings_section}.timeout_s in "
+            "runtime.yaml)",
+        )
+
+    def _call(self, ctx: StepContext) -> Any:
+        """The call under its deadline and the mode's layers: the response, or what failed."""
+        seconds = ctx.timeout_s or self.timeout_s
+        deadline: CallDeadline | None = None
+        try:
+            with call_deadline(seconds) as deadline:
+                if self.layers is None:
+                    return self.send(ctx)
+                with self.layers.call(ctx):
+                    response = self.send(ctx)
+        except Exception as exc:
+            from swarm_runtime.errors import CredentialLeak, ReplayDivergence
+
+            if isinstance(exc, ReplayDivergence | CredentialLeak):
+                raise
+            failed = self._timed_out(ctx, deadline) or self.failure(ctx, exc)
+            if failed is None:
+                raise
+            return failed
+        # A body that ends at the cut reads as whole: the deadline says it was cut.
+        return self._timed_out(ctx, deadline) or response
+
+    def run_step(self, ctx: StepContext) -> StepOutcome:
+        """Call the API once and turn the reply (or the error) into an outcome."""
+        from swarm_runtime.engines.handoff import parse_handoff
+        from swarm_runtime.errors import HandoffError
+
+        if ctx.prompt is None:
+            raise ValueError(f"{type(self).__name__} needs ctx.prompt")
+        response = self._call(ctx)
+        if isinstance(response, StepOutcome):
+            return response
+        try:
+            reply = self.read(response)
+        except (AttributeError, TypeError, ValueError) as exc:
+            return self.failed(ctx, "fatal", f"{self.api_name} reply is missing fields: {exc}")
+        text = reply.text
+        try:
+            handoff = parse_handoff(text)
+        except HandoffError as exc:
+            return self.failed(ctx, "fatal", f"the reply's handoff block is unusable: {exc}")
+        return StepOutcome(
+            result=StepResult(
+                step_id=ctx.step_id, status="succeeded", output=truncate_output(text)
+            ),
+            text=text,
+            handoff=handoff,
+            tokens=reply.tokens,
+            model=reply.model,
+            provider=self.provider,
+            mode="sdk",
+            transcript=({"role": "assistant", "content": text},),
+            cost_usd=estimate_cost(self.prices, reply.model, reply.tokens),
+            cassette=self.cassette_for(ctx),
+        )
+
+    def close(self) -> None:
+        """Write or note what the layers hold, then close the SDK's HTTP connections."""
+        try:
+            if self.layers is not None:
+                self.layers.close()
+        finally:
+            close = getattr(self.client, "close", None)
+            if callable(close):
+                close()
