@@ -8,7 +8,6 @@ error messages.
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -205,8 +204,9 @@ def resolve(config: pytest.Config, env: Mapping[str, str] | None = None) -> Swar
     return SwarmOptions(values, sources, contract=bool(config.getoption("swarm_contract")))
 
 
-_NEEDS = {"sdk": ("anthropic",), "record": ("anthropic", "vcr"), "replay": ("anthropic", "vcr")}
-"""The packages each mode imports (by module name; vcrpy's module is ``vcr``)."""
+_NEEDS = {"record": ("vcr",), "replay": ("vcr",)}
+"""The packages a mode needs whatever the engine (vcrpy's module is ``vcr``); each engine
+says what else it needs (its SDK, a key) through its registered check."""
 
 
 RECORD_MODES = ("none", "once", "new_episodes", "all")
@@ -265,14 +265,14 @@ def _importable(module: str) -> bool:
     return True
 
 
-def claude_step_runs(options: SwarmOptions, rootpath: Path) -> bool:
-    """Whether some step of the project's flows runs on claude-step, the default engine.
+def _engines_in_use(options: SwarmOptions, rootpath: Path) -> tuple[Any, set[str]]:
+    """The resolved settings and every engine some step of the project's flows runs on.
 
     Resolved as a run resolves it (a step's ``engine:``, then runtime.yaml's
-    ``engine_strategy``); a project whose flows or runtime.yaml do not load counts as using
-    it: their errors are reported by the tests that run them.
+    ``engine_strategy``, else claude-step); a project whose flows or runtime.yaml do not
+    load counts as using claude-step: their errors are reported by the tests that run them.
     """
-    from swarm_runtime.config import resolve_settings
+    from swarm_runtime.config import Settings, resolve_settings
     from swarm_runtime.errors import SwarmError
     from swarm_runtime.flow.registry import FlowRegistry
     from swarm_runtime.orchestrator.plan import engines_in_use
@@ -283,15 +283,16 @@ def claude_step_runs(options: SwarmOptions, rootpath: Path) -> bool:
         keys = registry.keys()
         flows = [registry.get(key) for key in keys]
     except (SwarmError, OSError):
-        return True
-    return "claude-step" in engines_in_use(flows, settings.engine_strategy, "claude-step")
+        return Settings(mode=options.mode), {"claude-step"}
+    return settings, engines_in_use(flows, settings.engine_strategy, "claude-step")
 
 
 def check_credentials(options: SwarmOptions, rootpath: Path) -> None:
     """Stop at start-up when a mode lacks what it needs, saying what to set or install.
 
-    What claude-step needs (a key, a server or the Claude Code CLI) is asked for only when
-    a step of the project's flows runs on it: an engine of the user's own checks its own.
+    Each engine some step of the project's flows runs on is asked (its registered check):
+    claude-step wants a key, a server or the Claude Code CLI, openai-step its key or base
+    URL; an engine of the user's own checks its own.
     """
     mode = options.mode
     missing = [name for name in _NEEDS.get(mode, ()) if not _importable(name)]
@@ -302,26 +303,25 @@ def check_credentials(options: SwarmOptions, rootpath: Path) -> None:
             f"{install_command('pytest')} (everything the plugin needs to record, replay and "
             "compare goldens)"
         )
-    if mode in ("sdk", "record", "cli") and not claude_step_runs(options, rootpath):
+    if mode == "stub":
         return
-    if mode in ("sdk", "record"):
-        # As for `swarm run --mode sdk`: a key, or the URL of an Anthropic-compatible server.
-        if os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_BASE_URL"):
-            return
-        extra = " (or ANTHROPIC_BASE_URL for a local Anthropic-compatible server)"
+    from swarm_runtime.engines.options import options_for
+    from swarm_runtime.plugins import engine_registry
 
-        raise pytest.UsageError(
-            f"swarm: mode {mode} (from {options.sources['mode']}) makes live API calls and "
-            f"needs ANTHROPIC_API_KEY{extra}; "
-            "set it, or use --swarm-mode=stub (no network) or --swarm-mode=replay (cassettes)"
-        )
-    if mode == "cli":
-        executable = os.environ.get("SWARM_CLAUDE_CLI", "claude")
-        if shutil.which(executable) is None:
+    settings, engines = _engines_in_use(options, rootpath)
+    registry = engine_registry()
+    for engine_id in sorted(engines):
+        section = registry.section_of(engine_id) or ""
+        problem = registry.missing(engine_id, options_for(settings, os.environ, section, mode=mode))
+        if problem is not None:
+            hint = ""
+            if "live API calls" in problem:
+                hint = (
+                    "; set it, or use --swarm-mode=stub (no network) or --swarm-mode=replay "
+                    "(cassettes)"
+                )
             raise pytest.UsageError(
-                f"swarm: mode cli (from {options.sources['mode']}) runs the Claude Code CLI, but "
-                f"{executable!r} is not on "
-                "PATH; install it or set SWARM_CLAUDE_CLI to its path"
+                f"swarm: mode {mode} (from {options.sources['mode']}) {problem}{hint}"
             )
 
 

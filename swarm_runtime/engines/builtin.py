@@ -30,10 +30,26 @@ def _openai(options: EngineOptions) -> StepEngine:
     return openai_step(options)
 
 
+def _claude_missing(options: EngineOptions) -> str | None:
+    from swarm_runtime.engines.claude_step import missing
+
+    return missing(options)
+
+
+def _openai_missing(options: EngineOptions) -> str | None:
+    from swarm_runtime.engines.openai_step import missing
+
+    return missing(options)
+
+
 def register_builtin_engines(registry: EngineRegistry) -> None:
     """Register ``claude-step``, ``gemini-step`` and ``openai-step``."""
     from swarm_runtime.engines.openai_step import OPENAI_KEYS
 
-    registry.register("claude-step", _claude, section="claude", keys=CLAUDE_KEYS)
+    registry.register(
+        "claude-step", _claude, section="claude", keys=CLAUDE_KEYS, check=_claude_missing
+    )
     registry.register("gemini-step", _gemini, section="gemini", keys=GEMINI_KEYS)
-    registry.register("openai-step", _openai, section="openai", keys=OPENAI_KEYS)
+    registry.register(
+        "openai-step", _openai, section="openai", keys=OPENAI_KEYS, check=_openai_missing
+    )

@@ -100,3 +100,37 @@ def _cli(engine_id: str, config: dict[str, Any], options: EngineOptions) -> Step
         cassettes=options.cassettes,
         faults=options.faults,
     )
+
+
+def missing(options: EngineOptions) -> str | None:
+    """What a mode of claude-step lacks before any step runs (None: nothing).
+
+    The anthropic package for sdk, record and replay; a key or an Anthropic-compatible
+    server for sdk and record; the Claude Code CLI for cli (and a recording through it).
+    """
+    import importlib.util
+    import shutil
+
+    from swarm_runtime.install import install_command
+
+    mode = options.mode
+    config = claude_config(options)
+    via_cli = mode == "cli" or (mode == "record" and config["record_via"] == "cli")
+    needs_sdk = mode in ("sdk", "record", "replay") and not via_cli
+    if needs_sdk and importlib.util.find_spec("anthropic") is None:
+        return f"needs the anthropic package for claude-step: {install_command('sdk')}"
+    if mode in ("sdk", "record") and not via_cli:
+        if config["api_key"] or config["base_url"]:
+            return None
+        return (
+            "makes live API calls and needs ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL for a "
+            "local Anthropic-compatible server) for claude-step"
+        )
+    if via_cli:
+        executable = config["claude_cli"].get("executable", "claude")
+        if shutil.which(executable) is None:
+            return (
+                f"runs the Claude Code CLI, but {executable!r} is not on PATH; install it or "
+                "set SWARM_CLAUDE_CLI to its path"
+            )
+    return None

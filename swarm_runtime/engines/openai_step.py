@@ -265,13 +265,12 @@ def missing(options: EngineOptions) -> str | None:
         from swarm_runtime.install import install_command
 
         install = install_command("openai")
-        return f"openai-step in {options.mode} mode needs the openai package: {install}"
+        return f"needs the openai package for openai-step: {install}"
     settings = openai_settings(options)
     if options.mode != "replay" and not settings["api_key"] and not settings["base_url"]:
         return (
-            f"openai-step in {options.mode} mode makes live API calls and needs "
-            f"{settings['key_env']} (or OPENAI_BASE_URL, or engines.openai.base_url, for a local "
-            "OpenAI-compatible server); set it, or run in stub or replay mode"
+            f"makes live API calls and needs {settings['key_env']} (or OPENAI_BASE_URL, or "
+            "engines.openai.base_url, for a local OpenAI-compatible server) for openai-step"
         )
     return None
 
@@ -288,7 +287,7 @@ def openai_step(options: EngineOptions) -> StepEngine:
         raise no_mode("openai-step", options.mode, "stub, sdk, record, replay")
     problem = missing(options)
     if problem is not None:
-        raise ConfigError(problem)
+        raise ConfigError(f"{options.mode} mode {problem}")
     import openai
 
     from swarm_runtime.engines.http_layers import HttpLayers

@@ -42,6 +42,7 @@ class EngineRegistry:
         self._factories: dict[str, EngineFactory] = {}
         self._sections: dict[str, str] = {}
         self._keys: dict[str, tuple[str, ...]] = {}
+        self._checks: dict[str, Callable[[EngineOptions], str | None]] = {}
         self._entry_points_loaded = False
         self._extend = extend
 
@@ -53,12 +54,15 @@ class EngineRegistry:
         replace: bool = False,
         section: str | None = None,
         keys: tuple[str, ...] | None = None,
+        check: Callable[[EngineOptions], str | None] | None = None,
     ) -> None:
         """Add an engine; an id already taken needs ``replace=True``.
 
         ``section`` names the engine's own part of runtime.yaml, ``engines.<section>``: its
         factory finds it in ``EngineOptions.section``. ``keys``, when given, are the keys
-        the section may hold: any other is refused by name before a run starts.
+        the section may hold: any other is refused by name before a run starts. ``check``
+        says what a mode of the engine lacks before any step runs (a key, a package), or
+        None: the pytest plugin and ``swarm run`` stop at start-up with what it says.
         """
         if engine_id in self._factories and not replace:
             raise EngineError(
@@ -71,6 +75,10 @@ class EngineRegistry:
             self._sections.pop(engine_id, None)
         if keys is not None and section is not None:
             self._keys[section] = tuple(keys)
+        if check is not None:
+            self._checks[engine_id] = check
+        else:
+            self._checks.pop(engine_id, None)
 
     def sections(self) -> dict[str, str]:
         """The runtime.yaml sections registered engines own: section -> engine id."""
@@ -86,6 +94,7 @@ class EngineRegistry:
         other._factories = dict(self._factories)
         other._sections = dict(self._sections)
         other._keys = dict(self._keys)
+        other._checks = dict(self._checks)
         other._entry_points_loaded = True
         return other
 
@@ -151,6 +160,17 @@ class EngineRegistry:
                     raise ConfigError(
                         f"{where}: unknown key 'engines.{name}.{key}' (allowed: {', '.join(keys)})"
                     )
+
+    def section_of(self, engine_id: str) -> str | None:
+        """The runtime.yaml section ``engine_id`` owns (None: none, or no such engine)."""
+        self._extended()
+        return self._sections.get(engine_id)
+
+    def missing(self, engine_id: str, options: EngineOptions) -> str | None:
+        """What the engine lacks for ``options.mode`` before any step runs, or None."""
+        self._extended()
+        check = self._checks.get(engine_id)
+        return check(options) if check is not None else None
 
     def create(
         self,

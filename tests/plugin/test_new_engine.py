@@ -1,5 +1,5 @@
 """A new engine is one file and one registration: an OpenAI-shaped engine from a user's
-conftest reads its own ``engines.openai`` section of runtime.yaml, names its own provider,
+conftest reads its own ``engines.toy`` section of runtime.yaml, names its own provider,
 and its runs pass the contract suite."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from tests.runtime.helpers import step_yaml, write_flow
 FAKE_KEY = "sk-fake-openai-0000"
 
 ENGINE = '''
-"""openai-step: steps answered by an OpenAI-compatible chat completions server."""
+"""toy-step: steps answered by an OpenAI-compatible chat completions server."""
 
 import json
 import os
@@ -33,8 +33,8 @@ from swarm_runtime import StepEngine, StepOutcome, StepResult, StubEngine, Token
 
 
 class OpenAIStep(StepEngine):
-    engine_id = "openai-step"
-    engine_short = "openai"
+    engine_id = "toy-step"
+    engine_short = "toy"
     mode = "sdk"
 
     def __init__(self, section):
@@ -85,7 +85,7 @@ CONFTEST = """
 from openai_step import OpenAIStep
 
 def swarm_register_engines(registry):
-    registry.register("openai-step", OpenAIStep.factory, section="openai")
+    registry.register("toy-step", OpenAIStep.factory, section="toy")
 """
 
 TEST = """
@@ -95,7 +95,7 @@ def test_one(flow_runner, swarm_contract):
     swarm_contract.assert_run(record)
     (receipt,) = record.receipts.values()
     assert (receipt["engine"], receipt["provider"], receipt["model"]) == (
-        "openai-step", "openai", "gpt-toy-1"
+        "toy-step", "openai", "gpt-toy-1"
     )
     assert receipt["tokens"] == {"prompt": 11, "completion": 7, "total": 18}
 """
@@ -166,7 +166,7 @@ def _project(root: Path, section: str, url: str, extra: str = "") -> None:
     config.parent.mkdir(parents=True)
     config.write_text(
         f"engines:\n  {section}:\n    base_url: {url}\n    model: gpt-toy\n{extra}"
-        "engine_strategy:\n  one:\n    ask: openai-step\n",
+        "engine_strategy:\n  one:\n    ask: toy-step\n",
         encoding="utf-8",
     )
 
@@ -176,7 +176,7 @@ def test_an_openai_shaped_engine_from_a_conftest_runs_and_passes_the_contract(
     openai_server: _OpenAIServer,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    _project(swarm_pytester.path, "openai", openai_server.url)
+    _project(swarm_pytester.path, "toy", openai_server.url)
     swarm_pytester.makepyfile(openai_step=ENGINE, test_one=TEST)
     swarm_pytester.makeconftest(CONFTEST)
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
@@ -188,7 +188,7 @@ def test_an_openai_shaped_engine_from_a_conftest_runs_and_passes_the_contract(
     (request,) = openai_server.requests
     assert request["path"] == "/v1/chat/completions"
     assert request["auth"] == f"Bearer {FAKE_KEY}"
-    assert request["body"]["model"] == "gpt-toy"  # from engines.openai in runtime.yaml
+    assert request["body"]["model"] == "gpt-toy"  # from engines.toy in runtime.yaml
     assert [m["role"] for m in request["body"]["messages"]] == ["system", "user"]
     for path in (swarm_pytester.path / "runs").rglob("*"):
         if path.is_file():
@@ -201,7 +201,7 @@ def test_a_key_in_an_engines_own_section_is_never_written(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     secret = "sk-fake-section-secret-0001"
-    _project(swarm_pytester.path, "openai", openai_server.url, f"    api_key: {secret}\n")
+    _project(swarm_pytester.path, "toy", openai_server.url, f"    api_key: {secret}\n")
     openai_server.echo = True  # the server sends the key back inside its reply
     swarm_pytester.makepyfile(
         openai_step=ENGINE,
@@ -209,7 +209,7 @@ def test_a_key_in_an_engines_own_section_is_never_written(
         def test_one(flow_runner):
             record = flow_runner("one")
             assert record.status == "failed"
-            assert "engines.openai.api_key" in record.cause()
+            assert "engines.toy.api_key" in record.cause()
         """,
     )
     swarm_pytester.makeconftest(CONFTEST)
@@ -237,7 +237,7 @@ def test_an_engine_section_no_engine_owns_is_named_with_the_sections_there_are(
     )
     assert done.returncode == 2, done.stderr
     assert "'engines.opnai' is no registered engine's section" in done.stderr
-    assert "registered: claude, gemini" in done.stderr
+    assert "registered: claude, gemini, openai" in done.stderr
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "swarm" / "runs").exists()  # no run was begun
 
@@ -245,7 +245,7 @@ def test_an_engine_section_no_engine_owns_is_named_with_the_sections_there_are(
 def test_claude_steps_beside_an_engines_own_still_need_their_key_at_start_up(
     swarm_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _project(swarm_pytester.path, "openai", "http://127.0.0.1:9")
+    _project(swarm_pytester.path, "toy", "http://127.0.0.1:9")
     write_flow(swarm_pytester.path / "flows", "two", [step_yaml("draft")])  # no strategy
     swarm_pytester.makepyfile(openai_step=ENGINE, test_one=TEST)
     swarm_pytester.makeconftest(CONFTEST)
