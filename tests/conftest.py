@@ -118,6 +118,14 @@ def anthropic_server() -> Iterator[Any]:
     yield from running_server()
 
 
+@pytest.fixture
+def openai_server() -> Iterator[Any]:
+    """A local OpenAI Chat Completions API on 127.0.0.1 (see tests/fakes/openai_server.py)."""
+    from tests.fakes.openai_server import running_openai_server
+
+    yield from running_openai_server()
+
+
 def plugin_distribution(root: Path, module: str, source: str, entry_points: str) -> Path:
     """A distribution as pip installs one: ``<module>.py`` and its ``*.dist-info`` (with
     ``entry_points.txt``) in ``root``, which a process has on its ``PYTHONPATH``."""

@@ -21,6 +21,16 @@ def test_every_model_the_project_defaults_to_has_a_price(model: str) -> None:
     assert estimate_cost(load_prices(), model, TokenUsage(1000, 1000)) is not None
 
 
+@pytest.mark.parametrize(
+    ("model", "usd"),
+    [("gpt-4o", 7.5), ("gpt-4.1-mini", 1.2), ("o4-mini", 3.3), ("gpt-5-nano", 0.25)],
+)
+def test_common_openai_models_have_a_price_and_an_unknown_one_none(model: str, usd: float) -> None:
+    prices = load_prices()
+    assert estimate_cost(prices, model, TokenUsage(1_000_000, 500_000)) == usd
+    assert estimate_cost(prices, "gpt-unreleased-9", TokenUsage(1_000_000, 500_000)) is None
+
+
 def _config(tmp_path: Path, text: str) -> dict[str, object]:
     path = tmp_path / "swarm" / "config" / "runtime.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
