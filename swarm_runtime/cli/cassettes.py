@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 from swarm_runtime.cli.common import EXIT_FAILED, EXIT_OK, path_arg
 
 if TYPE_CHECKING:
-    from swarm_runtime.orchestrator.staleness import Expected, StaleCall
+    from swarm_runtime.engines.request_parts import Expected
+    from swarm_runtime.orchestrator.staleness import StaleCall
 
 DEFAULT_CASSETTE_DIR = Path("golden/cassettes")
 """The pytest plugin's default (``--swarm-cassette-dir``)."""
@@ -56,32 +57,11 @@ def add_parser(commands: Any) -> None:
 def _expected(args: argparse.Namespace) -> dict[str, Expected]:
     """By engine: the model and parameters of the calls the current settings make."""
     from swarm_runtime.config import resolve_settings
-    from swarm_runtime.engines.openai_step import openai_settings
     from swarm_runtime.engines.options import options_for
-    from swarm_runtime.engines.sdk import DEFAULT_MAX_TOKENS, DEFAULT_MODEL
-    from swarm_runtime.engines.settings import claude_config
-    from swarm_runtime.orchestrator.staleness import Expected
+    from swarm_runtime.plugins import engine_registry
 
     settings = resolve_settings(env=os.environ, config_path=args.config)
-    claude = claude_config(options_for(settings, os.environ, "claude"))
-    openai = openai_settings(options_for(settings, os.environ, "openai"))
-    stream = {"stream": True, "stream_options": {"include_usage": True}}
-    return {
-        "claude-step": Expected(
-            model=str(claude.get("model") or DEFAULT_MODEL),
-            params={
-                "max_tokens": int(claude.get("max_tokens") or DEFAULT_MAX_TOKENS),
-                **({"stream": True} if claude.get("stream", True) else {}),
-            },
-        ),
-        "openai-step": Expected(
-            model=openai["model"],
-            params={
-                **({"max_tokens": openai["max_tokens"]} if openai["max_tokens"] else {}),
-                **(stream if openai["stream"] else {}),
-            },
-        ),
-    }
+    return engine_registry().expectations(lambda name: options_for(settings, os.environ, name))
 
 
 def handle_status(args: argparse.Namespace) -> int:

@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from swarm_runtime.engines.base import StepEngine
     from swarm_runtime.engines.options import EngineOptions
     from swarm_runtime.engines.registry import EngineRegistry
+    from swarm_runtime.engines.request_parts import Expected
 
 
 def _claude(options: EngineOptions) -> StepEngine:
@@ -42,14 +43,36 @@ def _openai_missing(options: EngineOptions) -> str | None:
     return missing(options)
 
 
+def _claude_expected(options: EngineOptions) -> Expected:
+    from swarm_runtime.engines.claude_step import expected
+
+    return expected(options)
+
+
+def _openai_expected(options: EngineOptions) -> Expected:
+    from swarm_runtime.engines.openai_step import expected
+
+    return expected(options)
+
+
 def register_builtin_engines(registry: EngineRegistry) -> None:
     """Register ``claude-step``, ``gemini-step`` and ``openai-step``."""
     from swarm_runtime.engines.openai_step import OPENAI_KEYS
 
     registry.register(
-        "claude-step", _claude, section="claude", keys=CLAUDE_KEYS, check=_claude_missing
+        "claude-step",
+        _claude,
+        section="claude",
+        keys=CLAUDE_KEYS,
+        check=_claude_missing,
+        expected=_claude_expected,
     )
     registry.register("gemini-step", _gemini, section="gemini", keys=GEMINI_KEYS)
     registry.register(
-        "openai-step", _openai, section="openai", keys=OPENAI_KEYS, check=_openai_missing
+        "openai-step",
+        _openai,
+        section="openai",
+        keys=OPENAI_KEYS,
+        check=_openai_missing,
+        expected=_openai_expected,
     )

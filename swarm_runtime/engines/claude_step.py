@@ -13,6 +13,7 @@ from typing import Any
 
 from swarm_runtime.engines.base import DEFAULT_TIMEOUT_S, StepEngine
 from swarm_runtime.engines.options import EngineOptions
+from swarm_runtime.engines.request_parts import Expected
 from swarm_runtime.engines.settings import claude_config, gemini_config
 from swarm_runtime.errors import ConfigError
 
@@ -134,3 +135,18 @@ def missing(options: EngineOptions) -> str | None:
                 "set SWARM_CLAUDE_CLI to its path"
             )
     return None
+
+
+def expected(options: EngineOptions) -> Expected:
+    """The model and parameters claude-step's Messages API calls send with these settings."""
+    from swarm_runtime.engines.request_parts import Expected
+    from swarm_runtime.engines.sdk import DEFAULT_MAX_TOKENS, DEFAULT_MODEL
+
+    config = claude_config(options)
+    return Expected(
+        model=str(config.get("model") or DEFAULT_MODEL),
+        params={
+            "max_tokens": int(config.get("max_tokens") or DEFAULT_MAX_TOKENS),
+            **({"stream": True} if config.get("stream", True) else {}),
+        },
+    )

@@ -75,6 +75,9 @@ class HttpEngine(StepEngine, abc.ABC):
     """How messages name the API (``Anthropic API``)."""
     settings_section = "engines"
     """Where the engine's settings live in runtime.yaml, for messages."""
+    home_host = ""
+    """The provider's own API host: a replay of a call recorded there names the provider;
+    of one recorded against any other host, its ``…_compat`` kind."""
 
     def __init__(
         self,
@@ -114,6 +117,14 @@ class HttpEngine(StepEngine, abc.ABC):
 
     # -- shared ----------------------------------------------------------------------
 
+    def provider_now(self) -> str:
+        """The provider of the call just made: in a replay, where it was recorded."""
+        host = self.layers.recorded_host() if self.layers is not None else None
+        if host is None or not self.home_host:
+            return self.provider
+        base = self.provider.removesuffix("_compat")
+        return base if host == self.home_host else f"{base}_compat"
+
     def failed(
         self, ctx: StepContext, code: str, error: str, retry_after: int | None = None
     ) -> StepOutcome:
@@ -122,7 +133,7 @@ class HttpEngine(StepEngine, abc.ABC):
             result=StepResult(step_id=ctx.step_id, status="failed", error=error),
             result_code=code,  # type: ignore[arg-type]
             model=self.model,
-            provider=self.provider,
+            provider=self.provider_now(),
             mode="sdk",
             retry_after_ms=retry_after,
             cost_usd=0.0,  # a refused or failed call is not billed
@@ -202,7 +213,7 @@ class HttpEngine(StepEngine, abc.ABC):
             handoff=handoff,
             tokens=reply.tokens,
             model=reply.model,
-            provider=self.provider,
+            provider=self.provider_now(),
             mode="sdk",
             transcript=({"role": "assistant", "content": text},),
             cost_usd=estimate_cost(self.prices, reply.model, reply.tokens),

@@ -83,6 +83,16 @@ class HttpLayers:
         with self._layer.call(ctx):
             yield
 
+    def recorded_host(self) -> str | None:
+        """In a replay, the host the call played last was recorded against; else None."""
+        from urllib.parse import urlsplit
+
+        from swarm_runtime.engines.replay import Replayer
+
+        if not isinstance(self._layer, Replayer) or self._layer.last_uri is None:
+            return None
+        return urlsplit(self._layer.last_uri).hostname
+
     def cassette_for(self, ctx: StepContext) -> str | None:
         """The cassette a recorded or replayed call goes through, as receipts name it."""
         if self.cassettes is None:

@@ -22,6 +22,7 @@ from typing import Any
 from swarm_runtime.engines.base import StepContext, StepEngine, StepOutcome, TokenUsage
 from swarm_runtime.engines.http_engine import HttpEngine, HttpSettings, Reply
 from swarm_runtime.engines.options import EngineOptions
+from swarm_runtime.engines.request_parts import Expected
 from swarm_runtime.engines.settings import check_bool, check_count, check_seconds
 from swarm_runtime.errors import ConfigError
 
@@ -118,6 +119,7 @@ class OpenAIEngine(HttpEngine):
 
     api_name = "OpenAI API"
     settings_section = "engines.openai"
+    home_host = "api.openai.com"
 
     def request(self, ctx: StepContext) -> dict[str, Any]:
         """The arguments of the call for ``ctx``: what the SDK sends as the JSON body."""
@@ -253,6 +255,19 @@ def openai_settings(options: EngineOptions) -> dict[str, Any]:
     if section.get("timeout_s") is not None:
         out["timeout_s"] = check_seconds(section["timeout_s"], f"{where}: engines.openai.timeout_s")
     return out
+
+
+def expected(options: EngineOptions) -> Expected:
+    """The model and parameters openai-step's calls send with these settings."""
+    settings = openai_settings(options)
+    stream = {"stream": True, "stream_options": {"include_usage": True}}
+    return Expected(
+        model=settings["model"],
+        params={
+            **({"max_tokens": settings["max_tokens"]} if settings["max_tokens"] else {}),
+            **(stream if settings["stream"] else {}),
+        },
+    )
 
 
 def missing(options: EngineOptions) -> str | None:

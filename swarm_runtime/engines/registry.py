@@ -19,6 +19,7 @@ from typing import Any
 
 from swarm_runtime.engines.base import StepEngine
 from swarm_runtime.engines.options import EngineOptions
+from swarm_runtime.engines.request_parts import Expected
 from swarm_runtime.errors import ConfigError, EngineError
 from swarm_runtime.record import replace as replace_record
 
@@ -43,6 +44,7 @@ class EngineRegistry:
         self._sections: dict[str, str] = {}
         self._keys: dict[str, tuple[str, ...]] = {}
         self._checks: dict[str, Callable[[EngineOptions], str | None]] = {}
+        self._expected: dict[str, Callable[[EngineOptions], Expected]] = {}
         self._entry_points_loaded = False
         self._extend = extend
 
@@ -55,6 +57,7 @@ class EngineRegistry:
         section: str | None = None,
         keys: tuple[str, ...] | None = None,
         check: Callable[[EngineOptions], str | None] | None = None,
+        expected: Callable[[EngineOptions], Expected] | None = None,
     ) -> None:
         """Add an engine; an id already taken needs ``replace=True``.
 
@@ -63,6 +66,8 @@ class EngineRegistry:
         the section may hold: any other is refused by name before a run starts. ``check``
         says what a mode of the engine lacks before any step runs (a key, a package), or
         None: the pytest plugin and ``swarm run`` stop at start-up with what it says.
+        ``expected`` gives the model and parameters an HTTP engine's calls send with the
+        current settings: ``swarm cassettes status`` compares its recordings with them.
         """
         if engine_id in self._factories and not replace:
             raise EngineError(
@@ -75,10 +80,12 @@ class EngineRegistry:
             self._sections.pop(engine_id, None)
         if keys is not None and section is not None:
             self._keys[section] = tuple(keys)
+        self._checks.pop(engine_id, None)
+        self._expected.pop(engine_id, None)
         if check is not None:
             self._checks[engine_id] = check
-        else:
-            self._checks.pop(engine_id, None)
+        if expected is not None:
+            self._expected[engine_id] = expected
 
     def sections(self) -> dict[str, str]:
         """The runtime.yaml sections registered engines own: section -> engine id."""
@@ -95,6 +102,7 @@ class EngineRegistry:
         other._sections = dict(self._sections)
         other._keys = dict(self._keys)
         other._checks = dict(self._checks)
+        other._expected = dict(self._expected)
         other._entry_points_loaded = True
         return other
 
@@ -171,6 +179,14 @@ class EngineRegistry:
         self._extended()
         check = self._checks.get(engine_id)
         return check(options) if check is not None else None
+
+    def expectations(self, options: Callable[[str], EngineOptions]) -> dict[str, Expected]:
+        """By engine id: what each HTTP engine's calls send, from ``options(section)``."""
+        self._extended()
+        return {
+            engine_id: expected(options(self._sections.get(engine_id, "")))
+            for engine_id, expected in sorted(self._expected.items())
+        }
 
     def create(
         self,

@@ -158,6 +158,7 @@ class Recording:
         self.path = path
         self.requests, self.responses = load_recording(path)
         self.played = [False] * len(self.requests)
+        self.played_index = -1
 
     def play(self, method: str, uri: str, body: bytes) -> dict[str, Any]:
         """The response of the first unplayed recorded call like this one; _NoMatch."""
@@ -171,6 +172,7 @@ class Recording:
             if urlsplit(recorded.uri).path != path or body_value(recorded.body) != sent_body:
                 continue
             self.played[index] = True
+            self.played_index = index
             return self.responses[index]
         raise _NoMatch(_Sent(method, uri, body))
 
@@ -189,6 +191,8 @@ class Replayer:
         self.needs = needs
         self._open: dict[Path, Recording] = {}
         self._current: Recording | None = None
+        self.last_uri: str | None = None
+        """The URI of the recorded call played last: where the recording was made."""
 
     def transport(self) -> Any:
         """An httpx2 transport that answers from the cassette of the call under way."""
@@ -215,6 +219,7 @@ class Replayer:
         uri = str(request.url)
         self._refuse_secrets(body.decode("utf-8", "replace") + uri, recording, "request")
         recorded = recording.play(request.method, uri, body)
+        self.last_uri = recording.requests[recording.played_index].uri
         text = recorded["body"]["string"]
         self._refuse_secrets(
             text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text),

@@ -1,4 +1,4 @@
-"""Which part of a Messages API request differs from another: prompt, model, tools, parameters.
+"""Which part of a provider request differs from another: prompt, model, tools, parameters.
 
 A recorded call stops matching when a part of its request changes (SPEC §10.7): the
 ``prompt`` (the system prompt and the messages: persona, teaching notes, role, the request
@@ -10,6 +10,8 @@ both name the parts this module finds.
 from __future__ import annotations
 
 from typing import Any
+
+from swarm_runtime.record import Record
 
 PARTS = ("prompt", "model", "tools", "parameters")
 """The parts of a request, in the order messages name them."""
@@ -40,3 +42,16 @@ def changed_line(parts: tuple[str, ...]) -> str:
     if not parts:
         return "changed: nothing in the body (the method or path differs)"
     return "changed: " + ", ".join(parts)
+
+
+class Expected(Record):
+    """What every call of one engine, with the current settings, sends besides its prompt.
+
+    An HTTP engine registers how it reads this from its settings (``expected=`` in
+    :meth:`~swarm_runtime.engines.registry.EngineRegistry.register`), so ``swarm cassettes
+    status`` can say which recorded calls the current settings would no longer send.
+    """
+
+    model: str
+    params: dict[str, Any]
+    """Every other key of the body (``max_tokens``, ``stream``, …) and its value."""

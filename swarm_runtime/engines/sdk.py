@@ -73,6 +73,7 @@ class SdkEngine(HttpEngine):
 
     api_name = "Anthropic API"
     settings_section = "engines.claude"
+    home_host = "api.anthropic.com"
 
     def __init__(
         self,

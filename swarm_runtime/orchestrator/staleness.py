@@ -22,7 +22,7 @@ from typing import Any
 from swarm_runtime.engines.cassette import ENGINE_LINE, body_value
 from swarm_runtime.engines.cli_match import recorded_via
 from swarm_runtime.engines.replay import load_recording
-from swarm_runtime.engines.request_parts import PARTS
+from swarm_runtime.engines.request_parts import PARTS, Expected
 from swarm_runtime.errors import SwarmUsageError
 from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
@@ -34,14 +34,6 @@ _FILE = re.compile(r"^(?P<call>.+)-(?P<iteration>[0-9]+)\.yaml$")
 _RUN_SUFFIX = re.compile(r"@[0-9]+$")
 REQUEST_HEADING = "## Request\n"
 HISTORY_HEADING = "\n\n## History (newest first)\n"
-
-
-class Expected(Record):
-    """What every call of one engine, with the current settings, sends besides its prompt."""
-
-    model: str
-    params: dict[str, Any]
-    """Every other key of the body (``max_tokens``, ``stream``, …) and its value."""
 
 
 class StaleCall(Record):

@@ -9,13 +9,12 @@ from typing import Any
 import pytest
 
 from swarm_runtime.engines.base import request_digest
-from swarm_runtime.engines.request_parts import changed_line, changed_parts
+from swarm_runtime.engines.request_parts import Expected, changed_line, changed_parts
 from swarm_runtime.errors import SwarmUsageError
 from swarm_runtime.flow.cache import FlowCache
 from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.orchestrator.staleness import (
     REQUEST_HEADING,
-    Expected,
     base_test,
     compare_body,
     first_difference,
