@@ -105,9 +105,18 @@ def pytest_assertrepr_compare(
     return None
 
 
-def pytest_report_header(config: pytest.Config) -> str:
-    """The active mode, where it came from, and the flows dir."""
-    return config.stash[OPTIONS_KEY].describe()
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """The active mode, where it came from, and the flows dir; settings that moved."""
+    import os
+
+    from swarm_runtime.config import resolve_settings
+    from swarm_runtime.errors import ConfigError
+
+    try:
+        notices = resolve_settings(env=os.environ, cwd=config.rootpath).notices
+    except ConfigError:
+        notices = ()  # said by the tests that run flows
+    return [config.stash[OPTIONS_KEY].describe(), *(f"swarm: note: {n}" for n in notices)]
 
 
 MARKER_ERRORS = pytest.StashKey[list[str]]()

@@ -80,3 +80,36 @@ def test_runtime_yaml_gives_the_same_receipts_under_pytest_and_swarm_run(
     assert cli["reply-writer.json"]["context_truncation"]["chars_dropped"] > 0
     # ... and pytest runs the flow the same way, down to the prompts.
     assert plugin == cli
+
+
+def test_the_old_mode_key_still_works_and_both_pytest_and_swarm_run_say_what_to_write(
+    swarm_pytester: pytest.Pytester,
+) -> None:
+    project = swarm_pytester.path
+    write_flow(project / "flows", "triage", [step_yaml("read_ticket")])
+    (project / "swarm" / "config").mkdir(parents=True)
+    (project / "swarm" / "config" / "runtime.yaml").write_text(
+        "engines:\n  claude:\n    mode: stub\n"
+    )
+    swarm_pytester.makepyfile(
+        """
+        def test_triage(flow_runner):
+            assert flow_runner("triage").status == "succeeded"
+        """
+    )
+    result = swarm_pytester.runpytest_subprocess()
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["swarm: note: *engines.claude.mode is the run's mode*write 'mode: stub' at the top*"]
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SWARM_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "swarm_runtime", "run", "triage", "--runs-dir", "runs"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "write 'mode: stub' at the top of the file instead" in done.stderr
