@@ -38,7 +38,9 @@ from swarm_runtime.storage.store import write_text_atomic
 ENGINE_LINE = "engine: "
 """A cassette's first line names the engine that recorded it (SPEC §5.7)."""
 DROPPED_HEADERS = re.compile(
-    r"^(authorization|x-api-key|cookie|set-cookie|anthropic-.*-id|request-id)$", re.I
+    r"^(authorization|x-api-key|cookie|set-cookie|anthropic-.*-id|request-id"
+    r"|openai-organization|openai-project)$",
+    re.I,
 )
 
 

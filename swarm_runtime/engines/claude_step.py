@@ -19,7 +19,7 @@ from swarm_runtime.errors import ConfigError
 
 
 def stub_engine(
-    engine_id: str, engine_short: str, options: EngineOptions, timeout_s: Any
+    engine_id: str, engine_short: str, options: EngineOptions, timeout_s: Any, api_name: str = ""
 ) -> StepEngine:
     """The stub under ``engine_id``: no model is called."""
     from swarm_runtime.engines.stub import StubEngine
@@ -30,6 +30,7 @@ def stub_engine(
         scenario=options.scenario,
         sleep=options.sleep,
         timeout_s=float(timeout_s or DEFAULT_TIMEOUT_S),
+        api_name=api_name,
     )
 
 

@@ -29,17 +29,18 @@ from swarm_runtime.engines.faults import Fault, FaultInjector
 from swarm_runtime.record import replace
 
 STUB_ERRORS = {
-    "http_429": "Anthropic API answered HTTP 429: rate_limit_error (injected by the fault plan)",
-    "http_500": "Anthropic API answered HTTP 500: api_error (injected by the fault plan)",
-    "http_529": "Anthropic API answered HTTP 529: overloaded_error (injected by the fault plan)",
-    "timeout": "the Anthropic API call timed out (injected by the fault plan)",
-    "connection_reset": "cannot reach the Anthropic API: connection reset by peer "
+    "http_429": "{api} answered HTTP 429: rate_limit_error (injected by the fault plan)",
+    "http_500": "{api} answered HTTP 500: api_error (injected by the fault plan)",
+    "http_529": "{api} answered HTTP 529: overloaded_error (injected by the fault plan)",
+    "timeout": "the {api} call timed out (injected by the fault plan)",
+    "connection_reset": "cannot reach the {api}: connection reset by peer "
     "(injected by the fault plan)",
-    "stream_cut": "the Anthropic API reply broke off mid-event (injected by the fault plan)",
-    "overloaded_mid_stream": "Anthropic API stream broke off with an error (529): "
+    "stream_cut": "the {api} reply broke off mid-event (injected by the fault plan)",
+    "overloaded_mid_stream": "{api} stream broke off with an error (529): "
     "overloaded_error (injected by the fault plan)",
 }
-"""What the stub's answer to each retryable kind says, as the sdk engine words it."""
+"""What the stub's answer to each retryable kind says, as the engine's live mode words it
+(``{api}``: the API the engine calls, ``Anthropic API`` unless it says)."""
 
 MALFORMED_HANDOFF_TEXT = (
     "(a reply from the fault plan: malformed_handoff)\n\n```handoff\n[not, a, mapping]\n```"
@@ -67,7 +68,8 @@ class FaultyEngine(StepEngine):
         if fault is None:
             return self.inner.run_step(ctx)
         if self.inner.mode == "stub":
-            outcome = stub_fault_outcome(ctx, fault)
+            api = str(getattr(self.inner, "api_name", "") or "Anthropic API")
+            outcome = stub_fault_outcome(ctx, fault, api)
             served = True
         elif fault.kind == "cli_exit":
             exited = cli_exit_outcome(self.inner, ctx, fault)
@@ -141,7 +143,7 @@ def cli_exit_outcome(inner: StepEngine, ctx: StepContext, fault: Fault) -> StepO
     return inner.outcome(ctx, report, end, timeout)
 
 
-def stub_fault_outcome(ctx: StepContext, fault: Fault) -> StepOutcome:
+def stub_fault_outcome(ctx: StepContext, fault: Fault, api: str = "Anthropic API") -> StepOutcome:
     """What the stub answers for ``fault``: what a live engine makes of the same fault."""
     from swarm_runtime.engines.faults import RETRYABLE_KINDS
     from swarm_runtime.engines.stub import STUB_MODEL, estimate_tokens, stub_failure
@@ -155,7 +157,10 @@ def stub_fault_outcome(ctx: StepContext, fault: Fault) -> StepOutcome:
     }
     if fault.kind in RETRYABLE_KINDS:
         return stub_failure(
-            ctx, "retryable", STUB_ERRORS[fault.kind], retry_after_ms=fault.retry_after_ms
+            ctx,
+            "retryable",
+            STUB_ERRORS[fault.kind].format(api=api),
+            retry_after_ms=fault.retry_after_ms,
         )
     if fault.kind == "cli_exit":
         error = (

@@ -297,7 +297,8 @@ def openai_step(options: EngineOptions) -> StepEngine:
 
     settings = openai_settings(options)
     if options.mode == "stub":
-        return stub_engine("openai-step", "openai", options, settings["timeout_s"])
+        timeout = settings["timeout_s"]
+        return stub_engine("openai-step", "openai", options, timeout, OpenAIEngine.api_name)
     if options.mode not in ("sdk", "record", "replay"):
         raise no_mode("openai-step", options.mode, "stub, sdk, record, replay")
     problem = missing(options)

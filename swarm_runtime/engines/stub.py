@@ -59,8 +59,11 @@ class StubEngine(StepEngine):
         scenario: Scenario | None = None,
         sleep: Callable[[float], None] | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
+        api_name: str = "",
     ) -> None:
         self.engine_id = engine_id
+        self.api_name = api_name
+        """The API the engine calls in its live modes (how a stubbed fault words it)."""
         if engine_short is not None:  # else derived from the id, like any engine's
             self.engine_short = engine_short
         self.scenario = scenario or Scenario()

@@ -312,3 +312,18 @@ def test_a_flow_mixing_both_engines_records_against_both_servers_and_replays_wit
     (divergence,) = missed.divergences
     assert "mixed/review" in divergence and "prompt" in divergence
     assert "Be thorough." in divergence and "Re-record with: record it" in divergence
+
+
+def test_a_stubbed_fault_of_openai_step_words_its_error_as_the_openai_api(
+    flows: Path, tmp_path: Path
+) -> None:
+    choice = EngineChoice(
+        engine_id="openai-step",
+        faults=FaultPlan.from_mapping(
+            {"draft": ["http_500", "http_500", "http_500"]}, source="plan"
+        ),
+    )
+    outcome = _run(flows, tmp_path / "runs", choice)
+    receipt = _receipt(outcome, "draft")
+    assert (receipt["engine"], receipt["result_code"]) == ("openai-step", "retryable")
+    assert "OpenAI API answered HTTP 500" in receipt["error"]
