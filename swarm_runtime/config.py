@@ -141,21 +141,28 @@ SETTINGS: dict[str, Setting] = {
 
 
 def _resolve(
-    name: str, explicit: Any, env: Mapping[str, str], config: dict[str, Any], config_source: str
+    name: str,
+    explicit: Any,
+    env: Mapping[str, str],
+    config: dict[str, Any],
+    config_source: str,
+    key: str | None = None,
 ) -> tuple[Any, str]:
     """One setting's value and where it came from, by precedence, highest first.
 
     The explicit argument, then the environment (an empty variable is unset), then
-    ``runtime.yaml``, then the default. The first given is the value, or a ConfigError.
+    ``runtime.yaml`` (at ``key``: the setting's own, or the old key it was read from), then
+    the default. The first given is the value, or a ConfigError.
     """
     setting = SETTINGS[name]
-    in_file: Any = config if setting.key else None
-    for part in filter(None, setting.key.split(".")):
+    key = key or setting.key
+    in_file: Any = config if key else None
+    for part in filter(None, key.split(".")):
         in_file = (in_file or {}).get(part)  # config_file checked each level is a mapping
     given = (
         (explicit, setting.flag, setting.read),
         (env.get(setting.env) or None, setting.env, setting.read_env or setting.read),
-        (in_file, f"{config_source}: {setting.key}", setting.read),
+        (in_file, f"{config_source}: {key}", setting.read),
     )
     for raw, where, read in given:
         if raw is not None:
@@ -186,7 +193,7 @@ def resolve_settings(
     """
     base = cwd or Path.cwd()
     config, config_source = read_config(config_path, base)
-    config, notices = _moved_keys(config, config_source)
+    notices, moved = _moved_keys(config, config_source)
     explicit = {
         "mode": mode,
         "runs_dir": runs_dir,
@@ -197,7 +204,9 @@ def resolve_settings(
     }
     values, sources = {}, {}
     for name in SETTINGS:
-        values[name], sources[name] = _resolve(name, explicit[name], env, config, config_source)
+        values[name], sources[name] = _resolve(
+            name, explicit[name], env, config, config_source, moved.get(name)
+        )
     if not values["runs_dir"].is_absolute():
         values["runs_dir"] = base / values["runs_dir"]
     engines = config.get("engines") or {}
@@ -219,17 +228,18 @@ def resolve_settings(
     )
 
 
-def _moved_keys(config: dict[str, Any], where: str) -> tuple[dict[str, Any], tuple[str, ...]]:
-    """runtime.yaml with the keys that moved read from where they were, and what to say.
+def _moved_keys(config: dict[str, Any], where: str) -> tuple[tuple[str, ...], dict[str, str]]:
+    """What to say of the keys of runtime.yaml that moved, and the old key each is read from.
 
     ``engines.claude.mode`` was the run's mode when claude-step was the only engine with
-    modes: it is read as ``mode`` when that is not given.
+    modes: it is read as ``mode`` when that is not given (a bad value is named as written).
     """
     notices: list[str] = []
+    moved: dict[str, str] = {}
     old = ((config.get("engines") or {}).get("claude") or {}).get("mode")
     if old is not None:
         if config.get("mode") is None:
-            config = {**config, "mode": old}
+            moved["mode"] = "engines.claude.mode"
             notices.append(
                 f"{where}: engines.claude.mode is the run's mode, read as 'mode: {old}'; "
                 f"write 'mode: {old}' at the top of the file instead (every engine runs in it)"
@@ -238,4 +248,4 @@ def _moved_keys(config: dict[str, Any], where: str) -> tuple[dict[str, Any], tup
             notices.append(
                 f"{where}: engines.claude.mode is not read when 'mode' is given; remove it"
             )
-    return config, tuple(notices)
+    return tuple(notices), moved

@@ -54,9 +54,11 @@ def claude_step(options: EngineOptions) -> StepEngine:
     if mode == "record":
         return _cli("claude-step", config, options)
     if mode == "replay":
+        from swarm_runtime.engines.cassette import require_vcrpy
         from swarm_runtime.engines.replay_by_cassette import ReplayByCassette
 
         assert options.cassettes is not None
+        require_vcrpy()  # say what to install before the first step, not at it
         return ReplayByCassette(
             options.cassettes,
             sdk=lambda: _sdk(config, options),

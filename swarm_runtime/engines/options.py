@@ -69,6 +69,7 @@ def engine_setting(
     key: str,
     *,
     env: str = "",
+    flag: str = "",
     read: Callable[[Any], Any] = lambda raw: raw,
     read_env: Callable[[str], Any] | None = None,
     default: Any = None,
@@ -76,11 +77,12 @@ def engine_setting(
     """One setting of the engine's section: a flag, then ``env``, then runtime.yaml, else default.
 
     ``read`` turns what was given into the value or raises ValueError saying what is
-    allowed; the ConfigError then names the flag, the variable or the file and key.
+    allowed; the ConfigError then names the flag (``flag``, else ``--<key>``), the variable
+    or the file and key.
     """
     name = f"engines.{options.section_name}.{key}" if options.section_name else key
     given = (
-        (options.given.get(key), f"--{key.replace('_', '-')}", read),
+        (options.given.get(key), flag or f"--{key.replace('_', '-')}", read),
         ((options.env.get(env) or None) if env else None, env, read_env or read),
         (options.section.get(key), f"{options.where}: {name}", read),
     )

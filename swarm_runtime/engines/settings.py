@@ -84,6 +84,7 @@ def gemini_config(options: EngineOptions) -> dict[str, Any]:
         options,
         "mode",
         env="SWARM_GEMINI_STUB",
+        flag="--gemini-mode",
         read=one_of(*GEMINI_MODES),
         read_env=read_env,
         default="stub",

@@ -402,6 +402,15 @@ class EngineChoice(Record):
         """Answered from cassettes: no server, and a recorded retry waits no time."""
         return self.cassettes is not None and not self.cassettes.record
 
+    @property
+    def written_mode(self) -> str:
+        """The mode meta.json and spec.json name (a recording's and a replay's: ``sdk``).
+
+        A recorded or replayed call is an ``sdk`` call (SPEC §3.1): a recording and its
+        replay write the same documents.
+        """
+        return "sdk" if self.mode in ("record", "replay") else self.mode
+
 
 def step_engine_id(
     flow: FlowSpec, step: StepSpec, strategy: dict[str, dict[str, str]], default: str

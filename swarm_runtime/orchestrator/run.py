@@ -199,7 +199,9 @@ class RunLifecycle:
         self.book = RunBook(
             recorder,
             state,
-            RunHeader(self.flows, spec.backend, choice.mode, choice.engine_id, spec.initiator),
+            RunHeader(
+                self.flows, spec.backend, choice.written_mode, choice.engine_id, spec.initiator
+            ),
             deps.clock,
         )
         self.flow_index = 0
@@ -231,7 +233,7 @@ class RunLifecycle:
             prompts=PromptParts(context.flows, spec.params, context.flows.system_prompts),
             engine_for=context.engines.engine_for,
             spec=msgspec.to_builtins(
-                spec.as_document(mode=context.engine.mode, engine=context.engine.engine_id)
+                spec.as_document(mode=context.engine.written_mode, engine=context.engine.engine_id)
             ),
             completed=self._checkpoint,
         )
@@ -242,7 +244,7 @@ class RunLifecycle:
         deps, choice = context.deps, context.engine
         state = RunState(context.limits.history_budget)
         spec_doc = spec.as_document(
-            mode=choice.mode, engine=choice.engine_id, origin=context.origin
+            mode=choice.written_mode, engine=choice.engine_id, origin=context.origin
         )
         recorder = RunRecorder.create(
             context.runs_dir,

@@ -77,7 +77,7 @@ def test_a_replay_miss_exits_1_saying_how_to_re_record(recorded: Path) -> None:
 
 def _printed(err: str, lead: str) -> str:
     """The command printed after ``lead``, without the note on keys that follows it."""
-    match = re.search(re.escape(lead) + r" (swarm run .*?) \(with ANTHROPIC_API_KEY", err)
+    match = re.search(re.escape(lead) + r" (swarm run .*?)\n\(with ANTHROPIC_API_KEY", err)
     assert match, err
     return match.group(1)
 

@@ -7,15 +7,24 @@ from pathlib import Path
 
 import pytest
 
-from swarm_runtime.config import resolve_settings
-from swarm_runtime.engines.settings import engine_config
+from swarm_runtime.config import Settings, resolve_settings
+from swarm_runtime.engines.options import options_for
+from swarm_runtime.engines.settings import claude_config, gemini_config
 from swarm_runtime.errors import ConfigError
 
 
 def _config(tmp_path: Path, text: str) -> dict[str, object]:
     path = tmp_path / "runtime.yaml"
     path.write_text(text)
-    return engine_config(resolve_settings(env={}, config_path=path, cwd=tmp_path), {})
+    return claude_config(
+        options_for(resolve_settings(env={}, config_path=path, cwd=tmp_path), {}, "claude")
+    )
+
+
+def _engine(settings: Settings, env: dict[str, str], name: str) -> dict[str, object]:
+    """What the engine whose section is ``engines.<name>`` reads of ``settings`` and ``env``."""
+    read = {"claude": claude_config, "gemini": gemini_config}[name]
+    return read(options_for(settings, env, name))
 
 
 def test_streaming_is_on_unless_runtime_yaml_turns_it_off(tmp_path: Path) -> None:
@@ -35,58 +44,63 @@ def _yaml_file(tmp_path: Path, text: str) -> Path:
 
 
 @pytest.mark.parametrize(
-    ("env", "yaml", "argument", "mode", "source"),
+    ("env", "yaml", "argument", "mode"),
     [
-        ({}, "", None, "stub", "default"),
-        ({"SWARM_GEMINI_STUB": "0"}, "", None, "cli", "SWARM_GEMINI_STUB"),
-        (
-            {"SWARM_GEMINI_STUB": "1"},
-            "engines: {gemini: {mode: cli}}\n",
-            None,
-            "stub",
-            "SWARM_GEMINI_STUB",
-        ),
-        ({}, "engines: {gemini: {mode: cli}}\n", None, "cli", "runtime.yaml"),
-        ({"SWARM_GEMINI_STUB": "0"}, "", "stub", "stub", "--gemini-mode"),
+        ({}, "", None, "stub"),  # the default
+        ({"SWARM_GEMINI_STUB": "0"}, "", None, "cli"),
+        ({"SWARM_GEMINI_STUB": "1"}, "engines: {gemini: {mode: cli}}\n", None, "stub"),
+        ({}, "engines: {gemini: {mode: cli}}\n", None, "cli"),
+        ({"SWARM_GEMINI_STUB": "0"}, "", "stub", "stub"),  # --gemini-mode
     ],
 )
 def test_gemini_mode_comes_from_argument_env_file_then_default(
-    tmp_path: Path, env: dict[str, str], yaml: str, argument: str | None, mode: str, source: str
+    tmp_path: Path, env: dict[str, str], yaml: str, argument: str | None, mode: str
 ) -> None:
     settings = resolve_settings(
-        env=env, config_path=_yaml_file(tmp_path, yaml), gemini_mode=argument, cwd=tmp_path
+        env=env,
+        config_path=_yaml_file(tmp_path, yaml),
+        engine_given={"gemini": {"mode": argument}},
+        cwd=tmp_path,
     )
-    assert settings.gemini_mode == mode
-    assert source in settings.sources["gemini_mode"]
-    assert engine_config(settings, env)["gemini"]["mode"] == mode
+    assert _engine(settings, env, "gemini")["mode"] == mode
 
 
 @pytest.mark.parametrize(
-    ("env", "yaml", "argument", "message"),
+    ("env", "yaml", "given", "message"),
     [
         (
             {"SWARM_GEMINI_STUB": "yes"},
             "",
-            None,
+            {},
             "SWARM_GEMINI_STUB: 'yes' is not one of 1 (stub, the default), 0 (run the Gemini CLI)",
         ),
-        ({}, "engines: {gemini: {mode: sdk}}\n", None, "engines.gemini.mode: 'sdk' is not one of"),
-        ({}, "", "warp", "--gemini-mode: 'warp' is not one of stub, cli"),
-        ({"SWARM_RECORD_VIA": "http"}, "", None, "SWARM_RECORD_VIA: 'http' is not one of sdk, cli"),
-        (
-            {"SWARM_DURABLE": "yes"},
-            "",
-            None,
-            "SWARM_DURABLE: 'yes' is not one of 1 (fsync every write), 0 (the default)",
-        ),
+        ({}, "engines: {gemini: {mode: sdk}}\n", {}, "engines.gemini.mode: 'sdk' is not one of"),
+        ({}, "", {"gemini": {"mode": "warp"}}, "--gemini-mode: 'warp' is not one of stub, cli"),
+        ({"SWARM_RECORD_VIA": "http"}, "", {}, "SWARM_RECORD_VIA: 'http' is not one of sdk, cli"),
+        ({}, "engines: {claude: {record_via: tape}}\n", {}, "engines.claude.record_via: 'tape'"),
+        ({}, "", {"claude": {"record_via": "tape"}}, "--record-via: 'tape' is not one of sdk, cli"),
     ],
 )
-def test_a_bad_cli_setting_names_where_it_came_from(
-    tmp_path: Path, env: dict[str, str], yaml: str, argument: str | None, message: str
+def test_a_bad_engine_setting_names_where_it_came_from(
+    tmp_path: Path,
+    env: dict[str, str],
+    yaml: str,
+    given: dict[str, dict[str, str]],
+    message: str,
 ) -> None:
+    settings = resolve_settings(
+        env=env, config_path=_yaml_file(tmp_path, yaml), engine_given=given, cwd=tmp_path
+    )
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        _engine(settings, env, "gemini")
+        _engine(settings, env, "claude")
+
+
+def test_a_bad_durable_variable_names_where_it_came_from(tmp_path: Path) -> None:
+    message = "SWARM_DURABLE: 'yes' is not one of 1 (fsync every write), 0 (the default)"
     with pytest.raises(ConfigError, match=re.escape(message)):
         resolve_settings(
-            env=env, config_path=_yaml_file(tmp_path, yaml), gemini_mode=argument, cwd=tmp_path
+            env={"SWARM_DURABLE": "yes"}, config_path=_yaml_file(tmp_path, ""), cwd=tmp_path
         )
 
 
@@ -95,16 +109,19 @@ def test_cli_executables_come_from_the_environment_before_runtime_yaml(tmp_path:
         tmp_path, "engines: {claude: {cli: /opt/claude, timeout_s: 20}, gemini: {cli: g}}\n"
     )
     env = {"SWARM_GEMINI_CLI": "/usr/local/bin/gemini"}
-    config = engine_config(resolve_settings(env=env, config_path=path, cwd=tmp_path), env)
-    assert config["claude_cli"] == {"executable": "/opt/claude", "timeout_s": 20.0}
-    assert config["gemini"]["executable"] == "/usr/local/bin/gemini"
+    settings = resolve_settings(env=env, config_path=path, cwd=tmp_path)
+    assert _engine(settings, env, "claude")["claude_cli"] == {
+        "executable": "/opt/claude",
+        "timeout_s": 20.0,
+    }
+    assert _engine(settings, env, "gemini")["gemini"] == {"executable": "/usr/local/bin/gemini"}
 
 
 def test_a_cli_timeout_out_of_range_is_refused(tmp_path: Path) -> None:
     path = _yaml_file(tmp_path, "engines: {claude: {timeout_s: 0}}\n")
     settings = resolve_settings(env={}, config_path=path, cwd=tmp_path)
     with pytest.raises(ConfigError, match=r"engines.claude.timeout_s must be a number of seconds"):
-        engine_config(settings, {})
+        _engine(settings, {}, "claude")
 
 
 @pytest.mark.parametrize(
@@ -217,8 +234,6 @@ def test_a_retry_after_cap_that_is_no_number_of_seconds_is_refused(
     [
         ("mode", "replay", "sdk", "record", ("replay", "sdk", "record")),
         ("runs_dir", "b", "a", Path("/c"), (Path("b"), Path("a"), Path("/c"))),
-        ("gemini_mode", "cli", "1", "cli", ("cli", "stub", "cli")),
-        ("record_via", "cli", "sdk", "cli", ("cli", "sdk", "cli")),
         (
             "navigator",
             "deterministic",
@@ -256,6 +271,58 @@ def test_every_setting_takes_the_argument_then_the_environment_then_the_file(
     assert resolved({setting.env: env}, **{name: argument}) == (expected[2], setting.flag)
     default = resolve_settings(env={}, cwd=tmp_path)
     assert default.sources[name] == "default"
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "variable", "in_file", "env", "argument", "expected"),
+    [
+        ("gemini", "mode", "SWARM_GEMINI_STUB", "cli", "1", "cli", ("cli", "stub", "cli")),
+        ("claude", "record_via", "SWARM_RECORD_VIA", "cli", "sdk", "cli", ("cli", "sdk", "cli")),
+    ],
+)
+def test_every_engine_setting_takes_the_flag_then_the_environment_then_the_file(
+    tmp_path: Path,
+    section: str,
+    key: str,
+    variable: str,
+    in_file: str,
+    env: str,
+    argument: str,
+    expected: tuple[str, str, str],
+) -> None:
+    path = _yaml_file(tmp_path, f"engines:\n  {section}:\n    {key}: {in_file}\n")
+
+    def resolved(environ: dict[str, str], given: str | None = None) -> object:
+        settings = resolve_settings(
+            env=environ, config_path=path, cwd=tmp_path, engine_given={section: {key: given}}
+        )
+        return _engine(settings, environ, section)[key]
+
+    assert resolved({}) == expected[0]
+    assert resolved({variable: env}) == expected[1]
+    assert resolved({variable: env}, argument) == expected[2]
+    default = resolve_settings(env={}, config_path=_yaml_file(tmp_path, ""), cwd=tmp_path)
+    assert _engine(default, {}, section)[key] == {"mode": "stub", "record_via": "sdk"}[key]
+
+
+def test_the_old_engines_claude_mode_is_the_runs_mode_and_says_to_write_mode(
+    tmp_path: Path,
+) -> None:
+    path = _yaml_file(tmp_path, "engines: {claude: {mode: sdk}}\n")
+    settings = resolve_settings(env={}, config_path=path, cwd=tmp_path)
+    assert settings.mode == "sdk"
+    assert settings.sources["mode"] == f"{path}: engines.claude.mode"
+    (notice,) = settings.notices
+    assert str(path) in notice and "write 'mode: sdk' at the top of the file" in notice
+    # The new key wins, and the old one is named as not read.
+    path.write_text("mode: replay\nengines: {claude: {mode: sdk}}\n", encoding="utf-8")
+    settings = resolve_settings(env={}, config_path=path, cwd=tmp_path)
+    assert settings.mode == "replay"
+    (notice,) = settings.notices
+    assert "engines.claude.mode is not read" in notice
+    # Written where it goes now, there is nothing to say.
+    path.write_text("mode: sdk\n", encoding="utf-8")
+    assert resolve_settings(env={}, config_path=path, cwd=tmp_path).notices == ()
 
 
 @pytest.mark.parametrize(

@@ -21,10 +21,10 @@ import pytest
 
 from swarm_runtime.contracts.check import validate_run_dir
 from swarm_runtime.flow.registry import FlowRegistry
-from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps, RunSpec
+from swarm_runtime.orchestrator.plan import RunDeps, RunSpec
 from swarm_runtime.orchestrator.run import Orchestrator
 from swarm_runtime.orchestrator.state import RunOutcome
-from tests.runtime.helpers import events_of, receipt, step_yaml, write_flow
+from tests.runtime.helpers import claude_choice, events_of, receipt, step_yaml, write_flow
 
 FAKE = Path(__file__).with_name("fake_cli.py")
 TIMEOUT_S = 1.0
@@ -56,9 +56,7 @@ def _run(tmp_path: Path, case: str, *, executable: Path | None = None) -> RunOut
         FlowRegistry(flows),
         runs_dir=tmp_path / "runs",
         deps=RunDeps(sleep=lambda _s: None),
-        engine=EngineChoice(
-            mode="cli", config={"process_env": env, "claude_cli": {"executable": str(executable)}}
-        ),
+        engine=claude_choice("cli", env=env, cli=str(executable)),
     )
     return orchestrator.run(RunSpec(flows=("solo",)))
 

@@ -10,9 +10,10 @@ import pytest
 from swarm_runtime.config import resolve_settings
 from swarm_runtime.engines.base import TokenUsage
 from swarm_runtime.engines.cli import DEFAULT_GEMINI_MODEL
+from swarm_runtime.engines.options import options_for
 from swarm_runtime.engines.prices import estimate_cost, load_prices
 from swarm_runtime.engines.sdk import DEFAULT_MODEL
-from swarm_runtime.engines.settings import engine_config
+from swarm_runtime.engines.settings import claude_config
 from swarm_runtime.errors import ConfigError
 
 
@@ -35,7 +36,7 @@ def _config(tmp_path: Path, text: str) -> dict[str, object]:
     path = tmp_path / "swarm" / "config" / "runtime.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
-    return engine_config(resolve_settings(env={}, cwd=tmp_path), {})
+    return claude_config(options_for(resolve_settings(env={}, cwd=tmp_path), {}, "claude"))
 
 
 def test_prices_in_runtime_yaml_add_to_the_shipped_table(tmp_path: Path) -> None:

@@ -21,8 +21,8 @@ def test_a_copy_takes_replacements_without_changing_the_original() -> None:
 
     copy.register("claude-step", mine, replace=True)
     copy.register("extra-step", mine)
-    assert copy.ids() == ["claude-step", "extra-step", "gemini-step"]
-    assert original.ids() == ["claude-step", "gemini-step"]
+    assert copy.ids() == ["claude-step", "extra-step", "gemini-step", "openai-step"]
+    assert original.ids() == ["claude-step", "gemini-step", "openai-step"]
     assert copy.create("claude-step", EngineOptions()).engine_short == "mine"
     assert original.create("claude-step", EngineOptions()).engine_short == "claude"
 
@@ -72,8 +72,12 @@ def test_entry_point_engines_are_loaded_on_demand(monkeypatch: pytest.MonkeyPatc
 
 def test_a_mode_an_engine_lacks_is_refused_naming_the_modes_it_has() -> None:
     registry = default_registry()
-    options = EngineOptions(mode="sdk", config={"gemini": {"mode": "sdk"}})
+    with pytest.raises(ConfigError) as caught:
+        registry.create("claude-step", EngineOptions(mode="warp"))
+    assert "engine 'claude-step' has no 'warp' mode" in str(caught.value)
+    assert "(available: stub, sdk, record, replay, cli)" in str(caught.value)
+    # gemini-step has a mode of its own: one it lacks is refused naming where it was given.
+    options = EngineOptions(mode="sdk", given={"mode": "sdk"}, section_name="gemini")
     with pytest.raises(ConfigError) as caught:
         registry.create("gemini-step", options)
-    assert "engine 'gemini-step' has no 'sdk' mode" in str(caught.value)
-    assert "(available: stub, cli)" in str(caught.value)
+    assert "--gemini-mode: 'sdk' is not one of stub, cli" in str(caught.value)

@@ -11,9 +11,10 @@ from swarm_runtime.engines.faults import FaultPlan
 from swarm_runtime.engines.scenario import Scenario
 from swarm_runtime.errors import ScenarioError, SwarmUsageError
 from swarm_runtime.flow.registry import FlowRegistry
-from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps, RunSpec
+from swarm_runtime.orchestrator.plan import RunDeps, RunSpec
 from swarm_runtime.orchestrator.run import Orchestrator
-from tests.runtime.helpers import run_flows, step_yaml, write_flow
+from swarm_runtime.record import replace
+from tests.runtime.helpers import claude_choice, run_flows, step_yaml, write_flow
 
 
 @pytest.mark.parametrize(
@@ -103,15 +104,13 @@ def test_flow_slash_step_keys_are_accepted(flows: Path, tmp_path: Path) -> None:
 def test_a_kind_the_mode_cannot_serve_is_a_usage_error(
     flows: Path, tmp_path: Path, mode: str, kind: str, expected: str
 ) -> None:
-    config = {"api_key": "sk-ant-not-a-key", "base_url": "http://127.0.0.1:9"}
+    choice = claude_choice(mode, api_key="sk-ant-not-a-key", base_url="http://127.0.0.1:9")
     orchestrator = Orchestrator(
         FlowRegistry(flows),
         runs_dir=tmp_path / "runs",
         deps=RunDeps(sleep=lambda _s: None),
-        engine=EngineChoice(
-            mode=mode,
-            config=config,
-            faults=FaultPlan.from_mapping({"review": [None, kind]}, source="plan.yaml"),
+        engine=replace(
+            choice, faults=FaultPlan.from_mapping({"review": [None, kind]}, source="plan.yaml")
         ),
     )
     with pytest.raises(SwarmUsageError, match=f"plan.yaml: review\\[1\\]: {expected}"):

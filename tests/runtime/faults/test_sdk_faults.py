@@ -17,12 +17,12 @@ from swarm_runtime.contracts.check import validate_run_dir
 from swarm_runtime.engines.cassette import Cassettes
 from swarm_runtime.engines.faults import RETRYABLE_KINDS, FaultPlan
 from swarm_runtime.flow.registry import FlowRegistry
-from swarm_runtime.orchestrator.plan import RunDeps, RunSpec, engine_for_mode
+from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps, RunSpec
 from swarm_runtime.orchestrator.run import Orchestrator
 from swarm_runtime.orchestrator.state import RunOutcome
 from swarm_runtime.record import replace
 from tests.fakes.anthropic_server import AnthropicServer
-from tests.runtime.helpers import events_of, step_yaml, write_flow
+from tests.runtime.helpers import claude_choice, events_of, step_yaml, write_flow
 
 FAKE_KEY = "sk-ant-test-faults-not-a-real-key"
 
@@ -44,10 +44,13 @@ def _run(
     cassettes: Cassettes | None = None,
     slept: list[float] | None = None,
 ) -> RunOutcome:
-    config: dict[str, Any] = {"model": "claude-haiku-4-5"}
-    if server is not None:
-        config.update(api_key=FAKE_KEY, base_url=server.url)
-    engine = engine_for_mode(mode, cassettes=cassettes, config=config)
+    engine = claude_choice(
+        mode,
+        api_key=FAKE_KEY if server is not None else None,
+        base_url=server.url if server is not None else None,
+        cassettes=cassettes,
+        model="claude-haiku-4-5",
+    )
     if plan is not None:
         engine = replace(engine, faults=FaultPlan.from_mapping(plan, source="plan"))
     return Orchestrator(
@@ -111,10 +114,7 @@ def test_a_malformed_handoff_and_an_empty_reply_get_what_the_sdk_engine_makes_of
     flows: Path, tmp_path: Path, anthropic_server: AnthropicServer, stream: bool
 ) -> None:
     config_plan = {"draft": ["empty_reply"], "review": ["malformed_handoff"]}
-    engine = engine_for_mode(
-        "sdk",
-        config={"api_key": FAKE_KEY, "base_url": anthropic_server.url, "stream": stream},
-    )
+    engine = claude_choice("sdk", api_key=FAKE_KEY, base_url=anthropic_server.url, stream=stream)
     outcome = Orchestrator(
         FlowRegistry(flows),
         runs_dir=tmp_path / "runs",
@@ -208,9 +208,7 @@ def test_a_replay_whose_faults_outlast_the_attempts_fails_the_step(
 def test_without_streaming_the_stream_kinds_are_retryable_too(
     flows: Path, tmp_path: Path, anthropic_server: AnthropicServer, kind: str
 ) -> None:
-    engine = engine_for_mode(
-        "sdk", config={"api_key": FAKE_KEY, "base_url": anthropic_server.url, "stream": False}
-    )
+    engine = claude_choice("sdk", api_key=FAKE_KEY, base_url=anthropic_server.url, stream=False)
     outcome = Orchestrator(
         FlowRegistry(flows),
         runs_dir=tmp_path / "runs",
@@ -232,7 +230,7 @@ def test_a_resumed_run_keeps_a_plan_given_on_its_own(flows: Path, tmp_path: Path
         FlowRegistry(flows),
         runs_dir=tmp_path / "runs",
         deps=RunDeps(sleep=lambda _s: None),
-        engine=replace(engine_for_mode("stub"), faults=plan),
+        engine=EngineChoice(faults=plan),
     ).run(RunSpec(flows=("demo",)))
     assert outcome.status == "succeeded", outcome.error
     resumed = orchestrator_for_run(outcome.path, env={})

@@ -14,7 +14,8 @@ from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps, RunSpec
 from swarm_runtime.orchestrator.run import Orchestrator
 from swarm_runtime.orchestrator.state import RunOutcome
-from tests.runtime.helpers import events_of, run_flows, step_yaml, write_flow
+from swarm_runtime.record import replace
+from tests.runtime.helpers import claude_choice, events_of, run_flows, step_yaml, write_flow
 
 
 @pytest.fixture
@@ -178,9 +179,8 @@ def test_a_cli_exit_in_cli_mode_ends_a_process_at_the_engines_boundary(tmp_path:
         FlowRegistry(flows),
         runs_dir=tmp_path / "runs",
         deps=RunDeps(sleep=lambda _s: None),
-        engine=EngineChoice(
-            mode="cli",
-            config={"claude_cli": {"executable": str(tmp_path / "no-such-claude")}},
+        engine=replace(
+            claude_choice("cli", cli=str(tmp_path / "no-such-claude")),
             faults=FaultPlan.from_mapping({"only": [{"kind": "cli_exit", "code": 4}]}, source="p"),
         ),
     ).run(RunSpec(flows=("solo",)))
