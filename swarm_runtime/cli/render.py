@@ -78,7 +78,8 @@ def run_table(
     if unknown:
         table += (
             f"\n\u2014 cost unknown: {unknown} step execution(s) used a model that is not in the "
-            "price table (engines.claude.prices in runtime.yaml adds it)"
+            "price table (the engine's prices in runtime.yaml add it: engines.claude.prices, "
+            "engines.openai.prices)"
         )
     return table
 

@@ -329,7 +329,7 @@ def openai_step(options: EngineOptions) -> StepEngine:
             timeout_s=timeout_s,
         ),
         provider=settings["provider"],
-        prices=load_prices(settings["prices"]),
+        prices=load_prices(settings["prices"], "engines.openai.prices"),
         engine_id="openai-step",
         engine_short="openai",
     )

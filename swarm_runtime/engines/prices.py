@@ -1,7 +1,8 @@
 """What a call costs: the price table shipped as data, with the user's prices on top.
 
 ``swarm_runtime/data/prices.json`` lists USD per million input and output tokens by model.
-A user adds or overrides models with ``engines.claude.prices`` in ``runtime.yaml``: a
+A user adds or overrides models with the engine's ``prices`` in ``runtime.yaml``
+(``engines.claude.prices``, ``engines.openai.prices``): a
 mapping ``{model: {input: USD, output: USD}}`` or the path of a JSON file of that shape.
 A model in neither gets no estimate (None), never a guess.
 """
@@ -22,13 +23,18 @@ Prices = dict[str, dict[str, float]]
 SHIPPED = Path(__file__).resolve().parent.parent / "data" / "prices.json"
 
 
-def load_prices(user: Mapping[str, Any] | str | Path | None = None) -> Prices:
-    """The shipped table, with ``user``'s prices (a mapping, or a JSON file) on top."""
+def load_prices(
+    user: Mapping[str, Any] | str | Path | None = None, where: str = "engines.claude.prices"
+) -> Prices:
+    """The shipped table, with ``user``'s prices (a mapping, or a JSON file) on top.
+
+    ``where`` names a mapping's place in runtime.yaml, for messages.
+    """
     table = _entries(_read(SHIPPED), str(SHIPPED))
     if user is None:
         return table
     if isinstance(user, Mapping):
-        table.update(_entries(user, "engines.claude.prices"))
+        table.update(_entries(user, where))
     else:
         table.update(_entries(_read(Path(user)), str(user)))
     return table
