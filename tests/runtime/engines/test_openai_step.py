@@ -327,3 +327,26 @@ def test_a_stubbed_fault_of_openai_step_words_its_error_as_the_openai_api(
     receipt = _receipt(outcome, "draft")
     assert (receipt["engine"], receipt["result_code"]) == ("openai-step", "retryable")
     assert "OpenAI API answered HTTP 500" in receipt["error"]
+
+
+def test_a_models_price_in_engines_openai_prices_gives_it_a_cost(
+    flows: Path, tmp_path: Path, openai_server: OpenAIServer
+) -> None:
+    prices = {"my-local-llama": {"input": 1.0, "output": 2.0}}
+    choice = _choice(openai_server, model="my-local-llama", prices=prices)
+    outcome = _run(flows, tmp_path / "runs", choice)
+    receipt = _receipt(outcome, "draft")
+    tokens = receipt["tokens"]
+    expected = (tokens["prompt"] * 1.0 + tokens["completion"] * 2.0) / 1_000_000
+    assert receipt["cost"]["estimatedCostUsd"] == pytest.approx(expected)
+
+
+def test_a_bad_engines_openai_setting_is_refused_naming_it(
+    flows: Path, tmp_path: Path, openai_server: OpenAIServer
+) -> None:
+    from swarm_runtime.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="engines.openai.max_tokens must be >= 1, got 0"):
+        _run(flows, tmp_path / "runs", _choice(openai_server, max_tokens=0))
+    assert not (tmp_path / "runs").exists()  # refused before the run began
+    assert openai_server.requests == []
