@@ -196,12 +196,8 @@ def build_sdk_engine(
             "server); set it, or run in stub mode"
         )
     timeout_s = float(config.get("timeout_s") or DEFAULT_TIMEOUT_S)
-    # A replay names the provider of the recordings this project makes, against a local
-    # Anthropic-compatible server (as the replays before it did): set engines.claude.provider
-    # to replay recordings of api.anthropic.com.
-    provider = str(
-        config.get("provider") or ("anthropic_compat" if base_url or replays else "anthropic")
-    )
+    compat = base_url or replays  # replayed: as recorded against a local server (or set provider)
+    provider = str(config.get("provider") or ("anthropic_compat" if compat else "anthropic"))
     if provider not in ("anthropic", "anthropic_compat"):
         raise ConfigError(f"provider {provider!r} is not anthropic or anthropic_compat")
     if layers is None:

@@ -196,12 +196,11 @@ class RunLifecycle:
         self.budget = RunBudget.of(limits, plan)
         recorder.dir_size.limit = self.budget.size  # no write may take the run dir past it
         choice, heard = context.engine, recorder.listeners
+        mode = choice.written_mode  # a recording's and its replay's documents are the same
         self.book = RunBook(
             recorder,
             state,
-            RunHeader(
-                self.flows, spec.backend, choice.written_mode, choice.engine_id, spec.initiator
-            ),
+            RunHeader(self.flows, spec.backend, mode, choice.engine_id, spec.initiator),
             deps.clock,
         )
         self.flow_index = 0
@@ -232,9 +231,7 @@ class RunLifecycle:
             ),
             prompts=PromptParts(context.flows, spec.params, context.flows.system_prompts),
             engine_for=context.engines.engine_for,
-            spec=msgspec.to_builtins(
-                spec.as_document(mode=context.engine.written_mode, engine=context.engine.engine_id)
-            ),
+            spec=msgspec.to_builtins(spec.as_document(mode=mode, engine=context.engine.engine_id)),
             completed=self._checkpoint,
         )
 
