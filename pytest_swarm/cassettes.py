@@ -123,10 +123,8 @@ class SwarmCassette:
             name=name,
             record=record,
             episodes=record_mode == "new_episodes",
-            rerecord_command=(
-                f"{self.rerecord}\n(with ANTHROPIC_API_KEY set, or ANTHROPIC_BASE_URL for a "
-                "local Anthropic-compatible server)"
-            ),
+            # A miss adds what the step's engine needs to record: its key or base URL.
+            rerecord_command=self.rerecord,
         )
         self.used.append(cassettes)
         return cassettes

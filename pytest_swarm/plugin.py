@@ -307,5 +307,6 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         )
         terminalreporter.write_line(
             f"re-record the {len(totals.rerecord)} test(s) whose recordings no longer match "
-            f"(with ANTHROPIC_API_KEY set): {command}"
+            f"(with each recording engine's key or base URL set, as each miss above says): "
+            f"{command}"
         )

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
         StepResult,
         TokenUsage,
     )
-    from swarm_runtime.engines.registry import EngineOptions, EngineRegistry, default_registry
+    from swarm_runtime.engines.options import EngineOptions
+    from swarm_runtime.engines.registry import EngineRegistry, default_registry
     from swarm_runtime.engines.scenario import Scenario
     from swarm_runtime.engines.stub import StubEngine
     from swarm_runtime.errors import (
@@ -114,7 +115,7 @@ _LAZY = {
     "SwarmUsageError": "swarm_runtime.errors",
     "default_registry": "swarm_runtime.engines.registry",
     "load_flow": "swarm_runtime.flow.loader",
-    "EngineOptions": "swarm_runtime.engines.registry",
+    "EngineOptions": "swarm_runtime.engines.options",
     "EngineRegistry": "swarm_runtime.engines.registry",
     "StepOutcome": "swarm_runtime.engines.base",
     "StubEngine": "swarm_runtime.engines.stub",

@@ -170,8 +170,20 @@ def rerecord_command(
         hint = " (every parameter of the test)" if param else ""
     else:
         hint = f" (run the test that records into cassette '{base_test(test)}')"
-    return (
-        " ".join(shlex.quote(word) for word in words)
-        + hint
-        + " (with ANTHROPIC_API_KEY, or ANTHROPIC_BASE_URL for a local server)"
-    )
+    return " ".join(shlex.quote(word) for word in words) + hint + _needs(calls)
+
+
+def _needs(calls: list[StaleCall]) -> str:
+    """What recording the calls again needs, by the engines that recorded them."""
+    from swarm_runtime.engines.options import EngineOptions
+    from swarm_runtime.plugins import engine_registry
+
+    registry = engine_registry()
+    said: list[str] = []
+    for engine_id in sorted({call.engine for call in calls}):
+        section = registry.section_of(engine_id) or ""
+        options = EngineOptions(mode="record", section_name=section)
+        problem = registry.missing(engine_id, options) if engine_id in registry.ids() else None
+        if problem is not None:
+            said.append(problem.removeprefix("makes live API calls and needs "))
+    return f" (with {'; '.join(said)})" if said else ""

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.engines.settings import CLAUDE_KEYS, GEMINI_KEYS
 
 if TYPE_CHECKING:
     from swarm_runtime.engines.base import StepEngine
     from swarm_runtime.engines.options import EngineOptions
-    from swarm_runtime.engines.registry import EngineRegistry
     from swarm_runtime.engines.request_parts import Expected
 
 
@@ -55,9 +54,13 @@ def _openai_expected(options: EngineOptions) -> Expected:
     return expected(options)
 
 
-def register_builtin_engines(registry: EngineRegistry) -> None:
-    """Register ``claude-step``, ``gemini-step`` and ``openai-step``."""
-    from swarm_runtime.engines.openai_step import OPENAI_KEYS
+def register_builtin_engines(registry: Any) -> None:
+    """Register ``claude-step``, ``gemini-step`` and ``openai-step`` in ``registry``.
+
+    (An :class:`~swarm_runtime.engines.registry.EngineRegistry`, which imports this module.)
+    """
+    from swarm_runtime.engines.openai_step import OPENAI_KEYS, openai_settings
+    from swarm_runtime.engines.settings import claude_config, gemini_config
 
     registry.register(
         "claude-step",
@@ -66,8 +69,11 @@ def register_builtin_engines(registry: EngineRegistry) -> None:
         keys=CLAUDE_KEYS,
         check=_claude_missing,
         expected=_claude_expected,
+        settings=claude_config,
     )
-    registry.register("gemini-step", _gemini, section="gemini", keys=GEMINI_KEYS)
+    registry.register(
+        "gemini-step", _gemini, section="gemini", keys=GEMINI_KEYS, settings=gemini_config
+    )
     registry.register(
         "openai-step",
         _openai,
@@ -75,4 +81,5 @@ def register_builtin_engines(registry: EngineRegistry) -> None:
         keys=OPENAI_KEYS,
         check=_openai_missing,
         expected=_openai_expected,
+        settings=openai_settings,
     )

@@ -23,8 +23,6 @@ from swarm_runtime.engines.request_parts import Expected
 from swarm_runtime.errors import ConfigError, EngineError
 from swarm_runtime.record import replace as replace_record
 
-__all__ = ["EngineFactory", "EngineOptions", "EngineRegistry", "default_registry"]
-
 ENTRY_POINT_GROUP = "swarm_runtime.engines"
 """Deprecated: a plugin's ``swarm_register_engines`` hook replaces it (read for one release)."""
 
@@ -45,6 +43,7 @@ class EngineRegistry:
         self._keys: dict[str, tuple[str, ...]] = {}
         self._checks: dict[str, Callable[[EngineOptions], str | None]] = {}
         self._expected: dict[str, Callable[[EngineOptions], Expected]] = {}
+        self._readers: dict[str, Callable[[EngineOptions], object]] = {}
         self._entry_points_loaded = False
         self._extend = extend
 
@@ -58,6 +57,7 @@ class EngineRegistry:
         keys: tuple[str, ...] | None = None,
         check: Callable[[EngineOptions], str | None] | None = None,
         expected: Callable[[EngineOptions], Expected] | None = None,
+        settings: Callable[[EngineOptions], object] | None = None,
     ) -> None:
         """Add an engine; an id already taken needs ``replace=True``.
 
@@ -68,6 +68,9 @@ class EngineRegistry:
         None: the pytest plugin and ``swarm run`` stop at start-up with what it says.
         ``expected`` gives the model and parameters an HTTP engine's calls send with the
         current settings: ``swarm cassettes status`` compares its recordings with them.
+        ``settings`` reads and checks the engine's settings (its section, its variables):
+        every run calls it before it begins, so a bad one is refused whether or not a step
+        of the run uses the engine.
         """
         if engine_id in self._factories and not replace:
             raise EngineError(
@@ -82,6 +85,9 @@ class EngineRegistry:
             self._keys[section] = tuple(keys)
         self._checks.pop(engine_id, None)
         self._expected.pop(engine_id, None)
+        self._readers.pop(engine_id, None)
+        if settings is not None:
+            self._readers[engine_id] = settings
         if check is not None:
             self._checks[engine_id] = check
         if expected is not None:
@@ -103,6 +109,7 @@ class EngineRegistry:
         other._keys = dict(self._keys)
         other._checks = dict(self._checks)
         other._expected = dict(self._expected)
+        other._readers = dict(self._readers)
         other._entry_points_loaded = True
         return other
 
@@ -179,6 +186,12 @@ class EngineRegistry:
         self._extended()
         check = self._checks.get(engine_id)
         return check(options) if check is not None else None
+
+    def check_settings(self, options: Callable[[str], EngineOptions]) -> None:
+        """Read every engine's settings from ``options(section)``: a bad one raises."""
+        self._extended()
+        for engine_id, read in sorted(self._readers.items()):
+            read(options(self._sections.get(engine_id, "")))
 
     def expectations(self, options: Callable[[str], EngineOptions]) -> dict[str, Expected]:
         """By engine id: what each HTTP engine's calls send, from ``options(section)``."""

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.config import Settings
 from swarm_runtime.credentials import Credentials
+from swarm_runtime.engines.options import options_for
 from swarm_runtime.engines.settings import section_secrets
 from swarm_runtime.errors import ConfigError, RunControlError, SwarmUsageError
 from swarm_runtime.flow.registry import FlowRegistry
@@ -227,32 +228,14 @@ def build_orchestrator(
     ``env`` and from the engines' ``env`` in runtime.yaml are refused in every file of the
     run, in every mode.
     """
-    chosen = engine or EngineChoice(mode=settings.mode)
     deps = deps or RunDeps()
-    where = settings.config_source or "runtime.yaml"
-    deps.engines.check_sections(settings.engine_sections, where)
-    # Every credential the run is given, from the environment and runtime.yaml alike.
-    credentials = Credentials.from_envs(
-        env, *map(section_secrets, settings.engine_sections.items())
-    )
-    given = {**settings.engine_given}
-    for name, values in chosen.given.items():
-        given[name] = {**given.get(name, {}), **values}
+    chosen = _engine_choice(settings, env, engine or EngineChoice(mode=settings.mode), deps)
     asked = limits or RunLimits()
     return Orchestrator(
         flows,
         runs_dir=runs_dir or settings.runs_dir,
         deps=deps,
-        engine=replace(
-            chosen,
-            strategy=settings.engine_strategy,
-            navigator=settings.navigator,
-            sections=settings.engine_sections,
-            given=given,
-            env=dict(env),
-            credentials=credentials,
-            where=where,
-        ),
+        engine=chosen,
         limits=replace(
             asked,
             max_run_mb=asked.max_run_mb or settings.max_run_mb,
@@ -262,8 +245,38 @@ def build_orchestrator(
             durable=settings.durable,
             max_retry_after_s=settings.max_retry_after_s,
         ),
-        refuse_values=credentials,
+        refuse_values=chosen.credentials,
         origin=dict(origin or {}),
+    )
+
+
+def _engine_choice(
+    settings: Settings, env: Mapping[str, str], chosen: EngineChoice, deps: RunDeps
+) -> EngineChoice:
+    """``chosen`` with what runtime.yaml and the environment give every engine, checked.
+
+    Every ``engines.<name>`` is a registered engine's, and every engine's settings read
+    well (whether or not a step of the run uses it); the credentials are those of the
+    environment and of runtime.yaml alike.
+    """
+    where = settings.config_source or "runtime.yaml"
+    deps.engines.check_sections(settings.engine_sections, where)
+    given = {**settings.engine_given}
+    for name, values in chosen.given.items():
+        given[name] = {**given.get(name, {}), **values}
+    checked = replace(settings, engine_given=given)
+    deps.engines.check_settings(lambda name: options_for(checked, env, name, mode=chosen.mode))
+    return replace(
+        chosen,
+        strategy=settings.engine_strategy,
+        navigator=settings.navigator,
+        sections=settings.engine_sections,
+        given=given,
+        env=dict(env),
+        credentials=Credentials.from_envs(
+            env, *map(section_secrets, settings.engine_sections.items())
+        ),
+        where=where,
     )
 
 

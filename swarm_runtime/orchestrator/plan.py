@@ -43,7 +43,8 @@ from swarm_runtime.credentials import Credentials
 from swarm_runtime.documents.run import RunSpecDocument
 from swarm_runtime.engines.base import StepEngine
 from swarm_runtime.engines.faults import FaultInjector, FaultPlan
-from swarm_runtime.engines.registry import EngineOptions, EngineRegistry
+from swarm_runtime.engines.options import EngineOptions
+from swarm_runtime.engines.registry import EngineRegistry
 from swarm_runtime.engines.scenario import Scenario
 from swarm_runtime.errors import ConfigError, FlowDefinitionError, SwarmUsageError
 from swarm_runtime.flow.registry import FlowRegistry

@@ -47,6 +47,8 @@ class StaleCall(Record):
     parts: tuple[str, ...]
     """The changed parts (:data:`PARTS`); empty when the flow or step is gone."""
     details: tuple[str, ...]
+    engine: str = "claude-step"
+    """The engine that recorded the call (the cassette's first line says)."""
 
 
 def cassette_files(root: Path) -> Iterator[tuple[str, str, Path]]:
@@ -71,7 +73,7 @@ def stale_calls(root: Path, flows: FlowRegistry, expected: dict[str, Expected]) 
             continue
         parts, details = _check(path, flows, flows.get(flow_key), expected)
         if details:
-            found.append(StaleCall(test, flow_key, name, parts, details))
+            found.append(StaleCall(test, flow_key, name, parts, details, recorded_engine(path)))
     return found
 
 

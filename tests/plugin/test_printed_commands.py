@@ -160,7 +160,7 @@ def test_one_printed_command_re_records_every_stale_test_of_a_session(
     flow.write_text(flow.read_text().replace("role: ", "role: Now ", 1))
     replay = _pytest(project, "--swarm-mode=replay", "-n", "2")
     assert replay.returncode == 1
-    command = _printed(replay.stdout, "(with ANTHROPIC_API_KEY set):")
+    command = _printed(replay.stdout, "key or base URL set, as each miss above says):")
     assert "test_more.py::test_plain" in command and "--snapshot-update" in command
     assert "2 passed" in _shell(project, command, server)
     assert _pytest(project, "--swarm-mode=replay").returncode == 0

@@ -346,7 +346,7 @@ def test_a_bad_engines_openai_setting_is_refused_naming_it(
 ) -> None:
     from swarm_runtime.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="engines.openai.max_tokens must be >= 1, got 0"):
+    with pytest.raises(ConfigError, match=r"engines\.openai\.max_tokens must be >= 1, got 0"):
         _run(flows, tmp_path / "runs", _choice(openai_server, max_tokens=0))
     assert not (tmp_path / "runs").exists()  # refused before the run began
     assert openai_server.requests == []
