@@ -291,6 +291,7 @@ class Recorder:
         self.needs = needs
         self._open: dict[Path, tuple[Any, Any]] = {}
         self._current: Path | None = None
+        self._closing = False
         self._vcr = require_vcrpy().VCR(
             record_mode="new_episodes" if cassettes.episodes else "all",
             match_on=("method", "path", "json_body"),
@@ -334,6 +335,7 @@ class Recorder:
         if path not in self._open:
             manager = self._vcr.use_cassette(str(path))
             self._open[path] = (manager, manager.__enter__())
+            _ENTERED.append((self, path))
         return self._open[path][1]
 
     @contextlib.contextmanager
@@ -367,17 +369,36 @@ class Recorder:
         return self.cassettes.divergence(ctx, label, detail, needs=self.needs)
 
     def close(self) -> None:
-        """Write the recorded cassettes (new episodes: only those with something new)."""
-        try:
-            # Each open cassette patches the HTTP transports over the one before it: undo
-            # them in reverse order, or an original transport is never put back.
-            for path, (manager, cassette) in reversed(list(self._open.items())):
-                # New episodes: a call recorded again replaces the recording it no longer
-                # matches; a cassette with nothing new is left as it was.
-                cassette.drop_unused_requests = self.cassettes.episodes and cassette.dirty
-                if self.cassettes.episodes and not cassette.dirty and cassette.play_count:
-                    relative = path.relative_to(self.cassettes.root)
-                    self.cassettes.replayed.add(self.cassettes.directory / relative)
-                manager.__exit__(None, None, None)
-        finally:
-            self._open.clear()
+        """Write the recorded cassettes (new episodes: only those with something new).
+
+        Each open cassette patches the HTTP transports over the one opened before it, by
+        whichever recorder (two engines of one run each have one): they are undone in the
+        reverse order they were opened, or an original transport is never put back. What
+        another recorder opened after this one's cassettes is undone when it closes, and
+        this one's with it.
+        """
+        self._closing = True
+        failed: BaseException | None = None
+        while _ENTERED and _ENTERED[-1][0]._closing:
+            recorder, path = _ENTERED.pop()
+            try:
+                recorder._finish(path)
+            except BaseException as exc:  # a refused write: the others are still undone
+                failed = failed or exc
+        if failed is not None:
+            raise failed
+
+    def _finish(self, path: Path) -> None:
+        """Write (or drop) one cassette and undo its patches."""
+        manager, cassette = self._open.pop(path)
+        # New episodes: a call recorded again replaces the recording it no longer
+        # matches; a cassette with nothing new is left as it was.
+        cassette.drop_unused_requests = self.cassettes.episodes and cassette.dirty
+        if self.cassettes.episodes and not cassette.dirty and cassette.play_count:
+            relative = path.relative_to(self.cassettes.root)
+            self.cassettes.replayed.add(self.cassettes.directory / relative)
+        manager.__exit__(None, None, None)
+
+
+_ENTERED: list[tuple[Recorder, Path]] = []
+"""Every cassette open in this process, in the order it was opened (vcrpy patches stack)."""

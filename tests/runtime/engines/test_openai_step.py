@@ -271,6 +271,11 @@ def _mixed_run(flows: Path, runs: Path, choice: EngineChoice) -> RunOutcome:
 def test_a_flow_mixing_both_engines_records_against_both_servers_and_replays_with_none(
     tmp_path: Path, openai_server: OpenAIServer, anthropic_server: AnthropicServer
 ) -> None:
+    import http.client
+
+    import httpx2
+
+    patched = (http.client.HTTPConnection, httpx2.HTTPTransport.handle_request)
     openai_server.echo_key_header = "x-echoed-key"  # a careless server echoes the key
     flows = _mixed(tmp_path)
     directory = tmp_path / "cassettes"
@@ -278,6 +283,8 @@ def test_a_flow_mixing_both_engines_records_against_both_servers_and_replays_wit
     choice = _mixed_choice("record", recording, openai_server, anthropic_server)
     recorded = _mixed_run(flows, tmp_path / "rec", choice)
     assert recorded.status == "succeeded", recorded.error
+    # Each engine's recorder kept cassettes open: all are undone, the process talks HTTP again.
+    assert (http.client.HTTPConnection, httpx2.HTTPTransport.handle_request) == patched
     recording.commit()
     files = sorted(p.relative_to(directory).as_posix() for p in directory.rglob("*.yaml"))
     assert files == ["mixed/draft-worker-0.yaml", "mixed/review-worker-0.yaml"]
