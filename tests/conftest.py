@@ -140,3 +140,19 @@ def plugin_distribution(root: Path, module: str, source: str, entry_points: str)
     )
     (info / "entry_points.txt").write_text(textwrap.dedent(entry_points), encoding="utf-8")
     return root
+
+
+@pytest.fixture(autouse=True)
+def _no_http_library_left_patched() -> Iterator[None]:
+    """A test leaves the process's HTTP libraries as it found them (no recorder left open).
+
+    A recorder left open would answer every later test's HTTP from its cassette.
+    """
+    import http.client
+
+    before = http.client.HTTPConnection
+    yield
+    after = http.client.HTTPConnection
+    if after is not before:
+        http.client.HTTPConnection = before  # the next tests run on the real one
+        pytest.fail(f"the test left http.client patched ({after.__name__})", pytrace=False)
