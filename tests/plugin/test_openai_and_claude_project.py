@@ -81,8 +81,6 @@ steps:
       constraints: ["Never repeat a secret such as OPENAI_API_KEY"]
 """
 
-# provider: the recordings are of a local OpenAI-compatible server, and a replay (which
-# has no OPENAI_BASE_URL) names the provider they were recorded with.
 RUNTIME = """\
 engine_strategy:
   classify:
@@ -91,7 +89,6 @@ engines:
   openai:
     model: gpt-4o-mini
     api_key_env: OPENAI_API_KEY
-    provider: openai_compat
 """
 
 TESTS = """
