@@ -9,6 +9,7 @@ file); the credentials no run may write are the edge's (:class:`EngineOptions`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from swarm_runtime.engines.options import EngineOptions, engine_setting, one_of
@@ -148,11 +149,32 @@ def section_secrets(item: tuple[str, dict[str, Any]]) -> dict[str, Any]:
     """An engine's settings that may be secrets: its keys and its ``env``, by name.
 
     ``engines.openai.api_key`` in runtime.yaml is as secret as ``OPENAI_API_KEY`` exported in
-    the shell: the run refuses to write either.
+    the shell: the run refuses to write either. A ``*_env`` setting (``api_key_env``) names
+    the variable that holds a key: the name is no secret (:func:`named_secrets`).
     """
     name, body = item
-    found = {f"engines.{name}.{key}": value for key, value in body.items()}
+    found = {
+        f"engines.{name}.{key}": value
+        for key, value in body.items()
+        if not (key.endswith("_env") and isinstance(value, str))
+    }
     inner = body.get("env")
     if isinstance(inner, dict):
         found.update({f"engines.{name}.env.{key}": value for key, value in inner.items()})
     return found
+
+
+def named_secrets(
+    sections: Mapping[str, dict[str, Any]], env: Mapping[str, str]
+) -> list[tuple[str, str]]:
+    """The values of the variables ``*_env`` settings name (``api_key_env: LLM_AUTH``).
+
+    Secret whatever the variable is called: a key read from ``LLM_AUTH`` is as secret as
+    one read from ``OPENAI_API_KEY``.
+    """
+    return [
+        (value, env[value])
+        for body in sections.values()
+        for key, value in body.items()
+        if key.endswith("_env") and isinstance(value, str) and env.get(value)
+    ]

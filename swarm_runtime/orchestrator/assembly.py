@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from swarm_runtime.config import Settings
 from swarm_runtime.credentials import Credentials
 from swarm_runtime.engines.options import options_for
-from swarm_runtime.engines.settings import section_secrets
+from swarm_runtime.engines.settings import named_secrets, section_secrets
 from swarm_runtime.errors import ConfigError, RunControlError, SwarmUsageError
 from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.orchestrator.context import HistoryBudget
@@ -259,8 +259,8 @@ def _engine_choice(
     well (whether or not a step of the run uses it); the credentials are those of the
     environment and of runtime.yaml alike.
     """
-    where = settings.config_source or "runtime.yaml"
-    deps.engines.check_sections(settings.engine_sections, where)
+    where, sections = settings.config_source or "runtime.yaml", settings.engine_sections
+    deps.engines.check_sections(sections, where)
     given = {**settings.engine_given}
     for name, values in chosen.given.items():
         given[name] = {**given.get(name, {}), **values}
@@ -273,8 +273,11 @@ def _engine_choice(
         sections=settings.engine_sections,
         given=given,
         env=dict(env),
-        credentials=Credentials.from_envs(
-            env, *map(section_secrets, settings.engine_sections.items())
+        credentials=Credentials(
+            [
+                *Credentials.from_envs(env, *map(section_secrets, sections.items())).pairs,
+                *named_secrets(sections, env),
+            ]
         ),
         where=where,
     )
