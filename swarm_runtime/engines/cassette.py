@@ -87,6 +87,9 @@ class Cassettes:
         self.divergences: list[str] = []
         self.missing = 0
         """How many of the divergences are calls with no recording at all."""
+        self.needs: set[str] = set()
+        """What each engine recording to or replaying from here needs to record (its key or
+        base URL): a re-record of a test records every engine's calls again."""
         self.unplayed: list[str] = []
         """Recorded calls a run never asked for, noted when its cassettes are closed."""
 
@@ -124,7 +127,8 @@ class Cassettes:
         ``needs`` says what recording the step's engine needs (its key or base URL).
         """
         where = f"replay of {ctx.flow_key}/{ctx.step_id} iteration {ctx.iteration}"
-        hint = f"\n(with {needs})" if needs else ""
+        said = sorted(self.needs | ({needs} if needs else set()))
+        hint = f"\n(with {'; and '.join(said)})" if said else ""
         if missing:
             self.missing += 1
             recorded = self.directory.is_dir() and any(self.directory.rglob("*.yaml"))

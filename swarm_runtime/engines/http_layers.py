@@ -41,6 +41,8 @@ class HttpLayers:
         cassettes = options.cassettes
         self.cassettes = cassettes
         self._layer: Recorder | Replayer | None = None
+        if cassettes is not None:
+            cassettes.needs.add(wire.needs)
         if cassettes is not None and cassettes.record:
             from swarm_runtime.engines.cassette import Recorder
 

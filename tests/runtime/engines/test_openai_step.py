@@ -319,6 +319,8 @@ def test_a_flow_mixing_both_engines_records_against_both_servers_and_replays_wit
     (divergence,) = missed.divergences
     assert "mixed/review" in divergence and "prompt" in divergence
     assert "Be thorough." in divergence and "Re-record with: record it" in divergence
+    # Re-recording records both engines' calls: the hint names what each needs.
+    assert "ANTHROPIC_API_KEY set" in divergence and "OPENAI_API_KEY set" in divergence
 
 
 def test_a_stubbed_fault_of_openai_step_words_its_error_as_the_openai_api(
