@@ -232,16 +232,14 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         workeroutput["swarm_totals"] = config.stash[TOTALS_KEY].as_dict()
         return
     totals, options = config.stash[TOTALS_KEY], config.stash[OPTIONS_KEY]
-    if whole_suite(session, totals, contract=options.contract):
+    # A test that failed may have failed before it compared its golden or played its
+    # cassettes: what it still needs is not unused, so nothing is judged (or removed).
+    if session.testsfailed == 0 and whole_suite(session, totals, contract=options.contract):
         _settle_unused(session, totals, options)
 
 
 def _settle_unused(session: pytest.Session, totals: SwarmTotals, options: Any) -> None:
-    """Remove what no test used where asked to; fail the session on the rest (§10.6).
-
-    Nothing is removed after a session in which a test failed: a test that failed before
-    it compared its golden or played its cassettes still needs them.
-    """
+    """Remove what no test used where asked to; fail the session on the rest (§10.6)."""
     from pytest_swarm.unused import remove, unused_cassette_dirs, unused_goldens
 
     config = session.config
@@ -250,10 +248,10 @@ def _settle_unused(session: pytest.Session, totals: SwarmTotals, options: Any) -
     if options.mode in ("replay", "record"):
         cassettes = unused_cassette_dirs(options.cassette_dir, totals.cassette_dirs)
     updating = config.getoption("--snapshot-update", default=False)
-    if goldens and updating and session.testsfailed == 0:
+    if goldens and updating:
         totals.goldens_removed = remove(options.golden_dir, goldens)
         goldens = []
-    if cassettes and config.getoption("swarm_prune_cassettes") and session.testsfailed == 0:
+    if cassettes and config.getoption("swarm_prune_cassettes"):
         totals.cassettes_removed = remove(options.cassette_dir, cassettes)
         cassettes = []
     totals.unused_goldens, totals.unused_cassettes = goldens, cassettes

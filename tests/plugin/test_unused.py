@@ -162,3 +162,17 @@ def test_a_test_skipped_for_a_mode_of_the_same_family_keeps_its_golden_and_casse
     stub = small.runpytest()
     stub.assert_outcomes(passed=1, skipped=1)
     stub.stdout.fnmatch_lines(["unused: 1 golden(s) no test compared: orphan *"])
+
+
+def test_a_golden_whose_test_failed_before_comparing_it_is_not_called_unused(
+    swarm_pytester: pytest.Pytester,
+) -> None:
+    swarm_pytester.makepyfile(test_suite=TESTS)
+    assert swarm_pytester.runpytest("--snapshot-update").ret == 0
+    swarm_pytester.makepyfile(
+        test_suite=TESTS.replace("    swarm_golden(", "    assert False\n    swarm_golden(")
+    )
+    failed = swarm_pytester.runpytest("--snapshot-update")
+    failed.assert_outcomes(passed=1, failed=1)
+    assert not [line for line in failed.stdout.lines if line.startswith("unused:")]
+    assert (swarm_pytester.path / "golden" / "kept").is_dir()
