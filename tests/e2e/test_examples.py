@@ -1,6 +1,8 @@
-"""The user-facing example under examples/ passes as a user would run it, in every mode:
-stub, replay of its committed recordings, and record (against the local fake server, in a
-copy) followed by a replay of what was recorded."""
+"""The user-facing examples under examples/ pass as a user would run them, in every mode:
+stub, replay of their committed recordings, and record (against the local fake servers, in
+a copy) followed by a replay of what was recorded. examples/ is the support-triage project;
+examples/openai-compat/ is a project of its own whose steps run on openai-step and
+claude-step."""
 
 from __future__ import annotations
 
@@ -17,12 +19,14 @@ from tests.fakes.anthropic_server import AnthropicServer
 
 pytestmark = pytest.mark.swarm_modes("stub")  # each mode is run inside
 
+OPENAI_COMPAT = REPO / "examples" / "openai-compat"
+
 
 def _pytest(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
     clean = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("SWARM_", "PYTEST_ADDOPTS", "ANTHROPIC_", "PYTEST_XDIST"))
+        if not k.startswith(("SWARM_", "PYTEST_ADDOPTS", "ANTHROPIC_", "OPENAI_", "PYTEST_XDIST"))
     }
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
@@ -60,3 +64,9 @@ def test_the_example_records_against_a_server_then_replays(tmp_path: Path) -> No
     assert "4 passed, 5 skipped" in recorded
     replayed = _pytest(project, "--swarm-mode=replay")
     assert "4 passed, 5 skipped" in replayed
+
+
+def test_the_openai_compatible_example_passes_in_stub_mode() -> None:
+    out = _pytest(OPENAI_COMPAT)
+    assert "5 passed" in out and "mode stub:" in out
+    assert "goldens: 1 compared" in out
