@@ -55,7 +55,7 @@ def test_the_example_passes_in_stub_mode() -> None:
 
 
 def test_the_example_replays_its_recordings_with_the_network_blocked() -> None:
-    out = _pytest(REPO / "examples", "--swarm-mode=replay")
+    out = _pytest(REPO / "examples", "--swarm-mode=replay", offline=True)
     assert "4 passed, 5 skipped" in out
     assert "goldens: 1 compared" in out and "stub-only: 5 test(s) skipped" in out
 
@@ -71,7 +71,7 @@ def test_the_example_records_against_a_server_then_replays(tmp_path: Path) -> No
     finally:
         server.stop()
     assert "4 passed, 5 skipped" in recorded
-    replayed = _pytest(project, "--swarm-mode=replay")
+    replayed = _pytest(project, "--swarm-mode=replay", offline=True)
     assert "4 passed, 5 skipped" in replayed
 
 
