@@ -69,7 +69,7 @@ class FaultyEngine(StepEngine):
             return self.inner.run_step(ctx)
         if self.inner.mode == "stub":
             api = str(getattr(self.inner, "api_name", "") or "Anthropic API")
-            outcome = stub_fault_outcome(ctx, fault, api)
+            outcome = stub_fault_outcome(ctx, fault, api, self.inner.engine_short)
             served = True
         elif fault.kind == "cli_exit":
             exited = cli_exit_outcome(self.inner, ctx, fault)
@@ -143,14 +143,16 @@ def cli_exit_outcome(inner: StepEngine, ctx: StepContext, fault: Fault) -> StepO
     return inner.outcome(ctx, report, end, timeout)
 
 
-def stub_fault_outcome(ctx: StepContext, fault: Fault, api: str = "Anthropic API") -> StepOutcome:
+def stub_fault_outcome(
+    ctx: StepContext, fault: Fault, api: str = "Anthropic API", engine_short: str = "claude"
+) -> StepOutcome:
     """What the stub answers for ``fault``: what a live engine makes of the same fault."""
     from swarm_runtime.engines.faults import RETRYABLE_KINDS
-    from swarm_runtime.engines.stub import STUB_MODEL, estimate_tokens, stub_failure
+    from swarm_runtime.engines.stub import estimate_tokens, stub_failure, stub_model
 
     prompt_chars = len(ctx.prompt.system) + len(ctx.prompt.user) if ctx.prompt else 0
     common: dict[str, Any] = {
-        "model": STUB_MODEL,
+        "model": stub_model(engine_short),
         "provider": "none",
         "mode": "stub",
         "cost_usd": 0.0,
@@ -161,13 +163,14 @@ def stub_fault_outcome(ctx: StepContext, fault: Fault, api: str = "Anthropic API
             "retryable",
             STUB_ERRORS[fault.kind].format(api=api),
             retry_after_ms=fault.retry_after_ms,
+            model=common["model"],
         )
     if fault.kind == "cli_exit":
         error = (
             f"the CLI exited with status {fault.code} without a result line: exit "
             f"{fault.code} injected by the fault plan"
         )
-        return stub_failure(ctx, "fatal", error)
+        return stub_failure(ctx, "fatal", error, model=common["model"])
     text = MALFORMED_HANDOFF_TEXT if fault.kind == "malformed_handoff" else ""
     tokens = TokenUsage(estimate_tokens("x" * prompt_chars), estimate_tokens(text))
     transcript = ({"role": "assistant", "content": text},)

@@ -35,6 +35,14 @@ from swarm_runtime.flow.kinds import NO_FURTHER_HELP_FIELD, stub_handoff
 from swarm_runtime.timeutil import interruptible_sleep
 
 STUB_MODEL = "claude-stub"
+"""claude-step's stub model; every engine's stub names its own (:func:`stub_model`)."""
+
+
+def stub_model(engine_short: str) -> str:
+    """The model a stub under an engine says it is: ``openai`` -> ``openai-stub``."""
+    return f"{engine_short}-stub"
+
+
 ECHO_CHARS = 2000
 """How much of the prompt a reply with ``echo_prompt`` repeats."""
 GATE_POLL_S = 0.02
@@ -111,7 +119,7 @@ class StubEngine(StepEngine):
             f"{what} is past the step's deadline of {limit:g} s (its timeout_s); the call "
             "was cut off"
         )
-        return stub_failure(ctx, "retryable", error)
+        return stub_failure(ctx, "retryable", error, model=stub_model(self.engine_short))
 
     def _wait(self, ctx: StepContext, outcome: Outcome) -> StepOutcome | None:
         """The scripted gate, then the scripted delay; a timed-out call when they overrun."""
@@ -150,7 +158,7 @@ class StubEngine(StepEngine):
             text=text,
             handoff=parse_handoff(text),
             tokens=TokenUsage(prompt=0, completion=0),
-            model=STUB_MODEL,
+            model=stub_model(self.engine_short),
             provider="none",
             mode="stub",
             transcript=({"role": "assistant", "content": text},),
@@ -189,7 +197,7 @@ class StubEngine(StepEngine):
             text=text,
             handoff=handoff,
             tokens=_tokens(ctx, outcome, text),
-            model=STUB_MODEL,
+            model=stub_model(self.engine_short),
             provider="none",
             mode="stub",
             transcript=tuple(lines),
@@ -236,13 +244,18 @@ def _status(code: str, outcome: Outcome | None) -> tuple[str, str | None]:
 
 
 def stub_failure(
-    ctx: StepContext, code: ResultCode, error: str, *, retry_after_ms: int | None = None
+    ctx: StepContext,
+    code: ResultCode,
+    error: str,
+    *,
+    retry_after_ms: int | None = None,
+    model: str = STUB_MODEL,
 ) -> StepOutcome:
     """A stub call that failed with ``code``: no reply, nothing spent."""
     return StepOutcome(
         result=StepResult(step_id=ctx.step_id, status="failed", error=error),
         result_code=code,
-        model=STUB_MODEL,
+        model=model,
         provider="none",
         mode="stub",
         retry_after_ms=retry_after_ms,

@@ -335,6 +335,7 @@ def test_a_stubbed_fault_of_openai_step_words_its_error_as_the_openai_api(
     outcome = _run(flows, tmp_path / "runs", choice)
     receipt = _receipt(outcome, "draft")
     assert (receipt["engine"], receipt["result_code"]) == ("openai-step", "retryable")
+    assert receipt["model"] == "openai-stub"  # the stub under openai-step says whose it is
     assert "OpenAI API answered HTTP 500" in receipt["error"]
 
 
