@@ -150,9 +150,13 @@ def _no_http_library_left_patched() -> Iterator[None]:
     """
     import http.client
 
-    before = http.client.HTTPConnection
+    import httpx2
+
+    transport = httpx2.HTTPTransport
+    before = (http.client.HTTPConnection, transport.handle_request)
     yield
-    after = http.client.HTTPConnection
-    if after is not before:
-        http.client.HTTPConnection = before  # the next tests run on the real one
-        pytest.fail(f"the test left http.client patched ({after.__name__})", pytrace=False)
+    after = (http.client.HTTPConnection, transport.handle_request)
+    if after != before:
+        # The next tests run on the real ones.
+        http.client.HTTPConnection, transport.handle_request = before  # type: ignore[misc,method-assign]
+        pytest.fail(f"the test left an HTTP library patched ({after})", pytrace=False)

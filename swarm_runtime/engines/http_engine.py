@@ -66,6 +66,11 @@ def retry_after_ms(headers: Any) -> int | None:
     return None
 
 
+def _from_the_http_stack(exc: BaseException) -> bool:
+    """Whether ``exc`` is an error of the HTTP libraries under the SDKs (httpx2, httpcore2)."""
+    return type(exc).__module__.split(".", 1)[0] in ("httpx2", "httpcore2", "h11")
+
+
 class HttpEngine(StepEngine, abc.ABC):
     """One call of a provider's API per step, through an SDK on the layers' client."""
 
@@ -180,6 +185,12 @@ class HttpEngine(StepEngine, abc.ABC):
             if isinstance(exc, ReplayDivergence | CredentialLeak):
                 raise
             failed = self._timed_out(ctx, deadline) or self.failure(ctx, exc)
+            if failed is None and _from_the_http_stack(exc):
+                # A connection error the SDK did not wrap (an SDK release that lets the
+                # HTTP library's own error through): the network's, so a retry may mend it.
+                failed = self.failed(
+                    ctx, "retryable", f"the {self.api_name} connection broke off: {exc!r}"
+                )
             if failed is None:
                 raise
             return failed

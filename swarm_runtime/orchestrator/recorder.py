@@ -701,6 +701,7 @@ class EngineCaller:
             if outcome is None:
                 failed = StepOutcome(
                     result=StepResult(step_id=step.id, status="failed", error=error),
+                    result_code="fatal",  # an engine's bug: no retry mends it
                     mode=engine.mode,
                     request_sha256=_request_digest(engine, ctx),
                     # A replay miss sent nothing: it cost nothing, not an unknown amount.

@@ -360,3 +360,26 @@ def test_a_bad_engines_openai_setting_is_refused_naming_it(
         _run(flows, tmp_path / "runs", _choice(openai_server, max_tokens=0))
     assert not (tmp_path / "runs").exists()  # refused before the run began
     assert openai_server.requests == []
+
+
+def test_a_connection_error_the_sdk_lets_through_unwrapped_is_retried(
+    flows: Path, tmp_path: Path, openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Some SDK releases let the HTTP library's own error through: still the network's."""
+    import httpcore2
+
+    from swarm_runtime.engines.openai_step import OpenAIEngine
+
+    sent = OpenAIEngine.send
+    calls: list[int] = []
+
+    def send_once_broken(self: OpenAIEngine, ctx: Any) -> Any:
+        calls.append(ctx.attempt)
+        if len(calls) == 1:
+            raise httpcore2.RemoteProtocolError("Server disconnected without sending a response.")
+        return sent(self, ctx)
+
+    monkeypatch.setattr(OpenAIEngine, "send", send_once_broken)
+    outcome = _run(flows, tmp_path / "runs", _choice(openai_server))
+    assert outcome.status == "succeeded", outcome.error
+    assert _receipt(outcome, "draft")["attempt"] == 2

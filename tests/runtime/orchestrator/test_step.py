@@ -168,6 +168,7 @@ def test_engine_that_raises_still_completes_the_run(loop_flows: Path, tmp_path: 
     assert "RuntimeError: boom in engine" in events_of(outcome)[3]["payload"]["error"]
     rec = receipt(outcome, "loopy", "author", "worker")
     assert rec["status"] == "failed" and "boom" in rec["error"]
+    assert rec["result_code"] == "fatal"  # a failed step never says ok; a bug is not retried
     assert validate_run_dir(outcome.path) == []
 
 
