@@ -383,3 +383,56 @@ def test_a_connection_error_the_sdk_lets_through_unwrapped_is_retried(
     outcome = _run(flows, tmp_path / "runs", _choice(openai_server))
     assert outcome.status == "succeeded", outcome.error
     assert _receipt(outcome, "draft")["attempt"] == 2
+
+
+NAVIGATOR_FLOW = """\
+key: review
+title: "Review"
+description: "Write, critique, ship."
+steps:
+  - id: write_code
+    agents: [author]
+    role: "Write the code."
+    teaching_notes: {inputs: [i], outputs: [o], emphasizes: [e], constraints: [c]}
+  - id: critique_code
+    agents: [critic]
+    role: "Critique the code."
+    teaching_notes: {inputs: [i], outputs: [o], emphasizes: [e], constraints: [c]}
+    routing:
+      kind: navigator
+      default: ship
+      candidates:
+        - {id: ship_it, to: ship}
+        - {id: again, to: write_code}
+  - id: ship
+    agents: [shipper]
+    role: "Ship it."
+    teaching_notes: {inputs: [i], outputs: [o], emphasizes: [e], constraints: [c]}
+"""
+
+
+def test_a_navigators_move_is_asked_of_openai_step_like_any_call(
+    tmp_path: Path, openai_server: OpenAIServer
+) -> None:
+    flows = tmp_path / "flows"
+    flows.mkdir()
+    (flows / "review.yaml").write_text(NAVIGATOR_FLOW)
+    outcome = Orchestrator(
+        FlowRegistry(flows), runs_dir=tmp_path / "runs", engine=_choice(openai_server)
+    ).run(RunSpec(flows=("review",)))
+    assert outcome.status == "succeeded", outcome.error
+    asked = [r["body"]["messages"][1]["content"] for r in openai_server.requests]
+    assert len(asked) == 4  # three steps and the navigator's one call after critique_code
+    moves = [e["payload"] for e in events_of(outcome) if e["kind"] == "route_decision"]
+    chosen = [m["reason"] for m in moves if str(m["reason"]).startswith("navigator:")]
+    assert chosen == ["navigator:ship_it"]  # the move the navigator's reply declared
+
+
+def test_a_cost_budget_counts_openai_step_calls(
+    tmp_path: Path, openai_server: OpenAIServer
+) -> None:
+    flows = tmp_path / "flows"
+    write_flow(flows, "demo", [step_yaml("ask", "budget: {cost_usd: 0.0000001}")])
+    outcome = _run(flows, tmp_path / "runs", _choice(openai_server))
+    assert outcome.status == "failed"
+    assert "budget_exceeded: step budget of 'demo/ask': cost_usd" in (outcome.error or "")
