@@ -90,6 +90,7 @@ def _cli(engine_id: str, config: dict[str, Any], options: EngineOptions) -> Step
 
     if options.cassettes is None:
         return build_cli_engine(engine_id, config)
+    config = {**config, "replays": options.replays}
     from swarm_runtime.engines import cli_cassette
 
     engine_class = (

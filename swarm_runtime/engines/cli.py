@@ -375,5 +375,8 @@ def build_cli_engine(
         "engine_short": "gemini" if gemini else "claude",
     }
     if not gemini:
-        kwargs["provider"] = "anthropic_compat" if config.get("base_url") else "anthropic"
+        # A replay names the provider of the recordings (made against a base URL), as the
+        # sdk path does.
+        compat = config.get("base_url") or config.get("replays")
+        kwargs["provider"] = "anthropic_compat" if compat else "anthropic"
     return cls(**kwargs, **extra)
