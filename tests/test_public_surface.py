@@ -49,6 +49,7 @@ PUBLIC = {
         "load_flow",
         "register_backend",
     },
+    "swarm_runtime.tools": {"ToolRegistry", "ToolSpec", "tool"},
     "pytest_swarm": {"RunRecord"},
 }
 PUBLIC_MODULES = {*PUBLIC, "swarm_runtime.plan"}
