@@ -27,8 +27,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "versions", "record", "lazy", "ids", "timeutil", "digest", "documents", "install"),
     ("inputs",),  # reading what users give: YAML, JSON, sizes, depths
     ("storage", "artifacts", "golden"),  # files of a run
-    ("credentials", "config", "config_file", "flow"),  # settings and flow definitions
-    ("tools",),  # what a step's model may call: Python tools, MCP servers
+    # settings, flow definitions, and the tools a step's model may call
+    ("credentials", "config", "config_file", "flow", "tools"),
     ("engines",),  # one step's call
     ("contracts", "coverage"),  # the run-file contracts, checked; route coverage
     ("orchestrator", "hookspecs", "plugins"),  # the run kernel, and who hears it
