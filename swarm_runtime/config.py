@@ -18,6 +18,7 @@ from swarm_runtime.config_file import read_config
 from swarm_runtime.errors import ConfigError
 from swarm_runtime.flow.spec import Budget
 from swarm_runtime.record import Record, field
+from swarm_runtime.tools.config import ToolSettings
 
 MODES = ("stub", "replay", "record", "sdk", "cli")
 """Every mode, in the order messages list them: the stub, recorded sdk calls, live ones."""
@@ -54,6 +55,8 @@ class Settings(Record):
     """The deepest flow stack (runtime.yaml ``navigator.max_depth``, SPEC §4.6)."""
     budget: Budget | None = None
     """The run budget (runtime.yaml ``budget:``, SPEC §10.7); ``--budget`` wins."""
+    tools: ToolSettings = field(default_factory=ToolSettings)
+    """runtime.yaml's Python tools, MCP servers and limits of tool calls (SPEC §5.8)."""
     max_retry_after_s: float = MAX_RETRY_AFTER_S
     """The longest wait a server's ``retry-after`` may ask for (SWARM_MAX_RETRY_AFTER_S, file)."""
     config_source: str = ""
@@ -223,6 +226,7 @@ def resolve_settings(
         max_run_mb=config.get("max_run_mb"),
         max_depth=int((config.get("navigator") or {}).get("max_depth", 4)),
         budget=config.get("budget"),
+        tools=config.get("tools_settings") or ToolSettings(),
         config_source=config_source,
         sources=sources,
     )

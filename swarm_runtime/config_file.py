@@ -12,6 +12,7 @@ from typing import Any
 
 from swarm_runtime.errors import ConfigError
 from swarm_runtime.flow.budget_input import budget_from_mapping
+from swarm_runtime.tools.config import TOOL_KEYS, tool_settings
 
 DEFAULT_CONFIG_PATH = Path("swarm/config/runtime.yaml")
 TOP_KEYS: tuple[str, ...] = (
@@ -22,7 +23,7 @@ TOP_KEYS: tuple[str, ...] = (
     "history",
     "max_run_mb",
 )
-TOP_KEYS += ("navigator", "budget", "max_retry_after_s")
+TOP_KEYS += ("navigator", "budget", "max_retry_after_s", *TOOL_KEYS)
 _SECTION_RE = re.compile(r"[a-z][a-z0-9_-]{0,63}")
 _HISTORY_KEYS = ("total_chars", "recent_chars", "older_chars")
 
@@ -58,6 +59,7 @@ def _load_yaml(path: Path) -> dict[str, Any]:
     if "budget" in raw:
         raw["budget"] = budget_from_mapping(raw["budget"], f"{path}: 'budget'")
     _check_engines(path, raw.get("engines") or {})
+    raw["tools_settings"] = tool_settings(raw, str(path))
     _check_navigator(path, raw.get("navigator") or {})
     strategy = raw.get("engine_strategy") or {}
     if not isinstance(strategy, dict) or not all(

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from swarm_runtime.engines.base import StepResult
     from swarm_runtime.engines.registry import EngineRegistry
     from swarm_runtime.orchestrator.state import RunOutcome
+    from swarm_runtime.tools.registry import ToolRegistry
 
 PROJECT = "swarm_runtime"
 """pluggy's project name: the markers' and the entry point group's."""
@@ -43,12 +44,12 @@ def swarm_register_engines(registry: EngineRegistry) -> None:
 
 
 @hookspec
-def swarm_register_tools(registry: Any) -> None:
-    """Add tools to the tools registry of the runtime.
+def swarm_register_tools(registry: ToolRegistry) -> None:
+    """Add Python tools a step may offer its model: ``registry.register(function)``.
 
-    Declared ahead of the tools registry, so a plugin can be written against it: nothing
-    calls it in this release (registering a plugin that implements it checks its
-    arguments, nothing more).
+    Called once per run, before runtime.yaml's ``tools:`` are added (a name both give is
+    an error naming both). ``registry.register(f, name="lookup", pure=True)`` names the tool
+    and marks it pure (replay runs it again instead of serving its recorded answer).
     """
 
 

@@ -32,6 +32,7 @@ from swarm_runtime.hookspecs import HOOKS, PROJECT
 if TYPE_CHECKING:
     from swarm_runtime.engines.base import StepResult
     from swarm_runtime.orchestrator.state import RunOutcome
+    from swarm_runtime.tools.registry import ToolRegistry
 
 ENTRY_POINT_GROUP = PROJECT
 """The entry point group plugins are installed under: ``[project.entry-points.swarm_runtime]``."""
@@ -172,6 +173,17 @@ class SwarmPlugins:
             except Exception as exc:
                 raise ConfigError(
                     f"plugin '{impl.plugin_name}': swarm_register_engines failed: "
+                    f"{type(exc).__name__}: {exc}"
+                ) from exc
+
+    def register_tools(self, registry: ToolRegistry) -> None:
+        """Call every ``swarm_register_tools``; ConfigError naming the plugin that failed."""
+        for impl in self.implementations("swarm_register_tools"):
+            try:
+                _call(impl, {"registry": registry})
+            except Exception as exc:
+                raise ConfigError(
+                    f"plugin '{impl.plugin_name}': swarm_register_tools failed: "
                     f"{type(exc).__name__}: {exc}"
                 ) from exc
 

@@ -95,7 +95,9 @@ class StepContext(Record):
     """How the step routes (``linear``, ``microloop``, ``branch``): what its handoff decides."""
     prompt: Prompt | None = None
     tools: tuple[str, ...] = ()
-    """The tools the step may use (a CLI engine passes them on; others have none)."""
+    """The tools the step's model may call (SPEC §5.8)."""
+    max_tool_calls: int | None = None
+    """How many tool calls the step may make (None: runtime.yaml's, default 20)."""
     timeout_s: float | None = None
     """The step's own limit for one call of a CLI engine (the engine's default when None)."""
     extra: dict[str, Any] = field(default_factory=dict)

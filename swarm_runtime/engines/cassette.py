@@ -364,6 +364,44 @@ class Recorder:
             sent = getattr(cause, "failed_request", None)
             raise self._divergence(ctx, path, cassette, sent) from None
 
+    # -- the tool tape (SPEC §5.8): tool calls kept in the step's cassette, in order ------
+
+    replays = False
+
+    def recorded(self, ctx: StepContext, tool: str, tool_input: Any) -> tuple[bool, str] | None:
+        """New episodes: the recorded answer of a tool call the cassette holds; else None."""
+        from vcr.request import Request  # type: ignore[import-untyped]
+
+        from swarm_runtime.engines.tool_tape import TOOL_METHOD, tool_answer, tool_body, tool_uri
+
+        path = self.cassettes.path(ctx)
+        cassette = self._cassette(path)
+        request = Request(TOOL_METHOD, tool_uri(tool), tool_body(tool, tool_input), {})
+        if not cassette.can_play_response_for(request):
+            return None
+        self._mark_played(path)
+        return tool_answer(cassette.play_response(request), f"cassette {path}")
+
+    def keep(
+        self, ctx: StepContext, tool: str, tool_input: Any, success: bool, output: str
+    ) -> None:
+        """Record a tool call that ran, after the model calls before it."""
+        from vcr.request import Request
+
+        from swarm_runtime.engines.tool_tape import TOOL_METHOD, tool_body, tool_response, tool_uri
+
+        path = self.cassettes.path(ctx)
+        self._current = path
+        request = Request(TOOL_METHOD, tool_uri(tool), tool_body(tool, tool_input), {})
+        self._cassette(path).append(request, tool_response(success, output))
+
+    def missing(self, ctx: StepContext, tool: str, tool_input: Any) -> Exception:
+        """Not asked of a recording (it runs every tool)."""
+        raise NotImplementedError
+
+    def _mark_played(self, path: Path) -> None:
+        self.cassettes.played.add(self.cassettes.directory / path.relative_to(self.cassettes.root))
+
     def _divergence(self, ctx: StepContext, path: Path, cassette: Any, sent: Any) -> Exception:
         recorded = list(cassette.requests)
         label = self.cassettes.label(path)

@@ -25,7 +25,7 @@ from swarm_runtime.engines.base import (
     StepResult,
     TokenUsage,
 )
-from swarm_runtime.engines.faults import Fault, FaultInjector
+from swarm_runtime.engines.faults import TOOL_KINDS, Fault, FaultInjector
 from swarm_runtime.record import replace
 
 STUB_ERRORS = {
@@ -67,6 +67,14 @@ class FaultyEngine(StepEngine):
         fault = self.injector.next_fault(ctx.flow_key, ctx.step_id)
         if fault is None:
             return self.inner.run_step(ctx)
+        if fault.kind in TOOL_KINDS:
+            self.injector.tool_armed = fault
+            try:
+                outcome = self.inner.run_step(ctx)
+            finally:
+                served = self.injector.tool_armed is None
+                self.injector.tool_armed = None
+            return _with_log(outcome, ctx, fault, self.injector.plan.source, served=served)
         if self.inner.mode == "stub":
             api = str(getattr(self.inner, "api_name", "") or "Anthropic API")
             outcome = stub_fault_outcome(ctx, fault, api, self.inner.engine_short)
@@ -98,7 +106,11 @@ def _with_log(
         f"{where} (execution {ctx.iteration + 1})"
         if served
         else f"fault plan {source}: {fault.describe()} for attempt {ctx.attempt} of {where} "
-        "was not served: the engine made no HTTP request in this attempt"
+        + (
+            "was not served: the step made no such tool call in this attempt"
+            if fault.kind in TOOL_KINDS
+            else "was not served: the engine made no HTTP request in this attempt"
+        )
     )
     payload = Log(
         message=message,

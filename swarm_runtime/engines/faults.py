@@ -33,6 +33,8 @@ FAULT_FIELDS: dict[str, tuple[str, ...]] = {
     "malformed_handoff": (),
     "empty_reply": (),
     "cli_exit": ("code",),
+    "tool_error": ("tool",),
+    "tool_timeout": ("tool",),
 }
 """Every fault kind, with the fields it takes besides ``kind``."""
 
@@ -49,7 +51,10 @@ RETRYABLE_KINDS = frozenset(
 )
 """The kinds an engine answers ``retryable`` (SPEC §7.3)."""
 
-HTTP_KINDS = frozenset(FAULT_FIELDS) - {"cli_exit"}
+TOOL_KINDS = frozenset({"tool_error", "tool_timeout"})
+"""The kinds that answer a tool call of the attempt (its ``tool``, else the first) without
+running the tool (SPEC §5.8): served by every engine that runs a tool loop, and the stub."""
+HTTP_KINDS = frozenset(FAULT_FIELDS) - {"cli_exit"} - TOOL_KINDS
 """The kinds served through the SDK's HTTP transport (sdk, record and replay modes)."""
 
 MAX_RETRY_AFTER_MS = 3_600_000
@@ -64,6 +69,8 @@ class Fault(Record):
     """``http_429``: what its ``retry-after-ms`` header says (None: no header)."""
     code: int = 1
     """``cli_exit``: the exit status of the CLI."""
+    tool: str | None = None
+    """``tool_error``, ``tool_timeout``: the tool whose call is answered (None: the first)."""
 
     def as_entry(self) -> dict[str, Any]:
         """The fault as a plan entry (a mapping JSON can carry)."""
@@ -72,6 +79,8 @@ class Fault(Record):
             entry["retry_after_ms"] = self.retry_after_ms
         if self.kind == "cli_exit":
             entry["code"] = self.code
+        if self.tool is not None:
+            entry["tool"] = self.tool
         return entry
 
     def describe(self) -> str:
@@ -80,6 +89,8 @@ class Fault(Record):
             return f"{self.kind} (retry_after_ms {self.retry_after_ms})"
         if self.kind == "cli_exit":
             return f"{self.kind} (code {self.code})"
+        if self.tool is not None:
+            return f"{self.kind} (tool {self.tool})"
         return self.kind
 
 
@@ -125,7 +136,12 @@ def parse_fault(raw: Any, where: str) -> Fault | None:
     if retry_after is not None:
         retry_after = _whole(retry_after, 0, MAX_RETRY_AFTER_MS, f"{where}.retry_after_ms")
     code = _whole(raw.get("code", 1), 1, 255, f"{where}.code")
-    return Fault(kind=str(kind), retry_after_ms=retry_after, code=code)
+    tool = raw.get("tool")
+    if tool is not None and (not isinstance(tool, str) or not tool):
+        raise ScenarioError(
+            f"{where}.tool: must name a tool (as the step's tools: does), got {tool!r}"
+        )
+    return Fault(kind=str(kind), retry_after_ms=retry_after, code=code, tool=tool)
 
 
 class FaultPlan(Record):
@@ -203,7 +219,7 @@ class FaultPlan(Record):
         if key is None or mode == "stub":
             return
         if served is None:
-            served = frozenset({"cli_exit"}) if mode == "cli" else HTTP_KINDS
+            served = frozenset({"cli_exit"}) if mode == "cli" else HTTP_KINDS | TOOL_KINDS
         for i, fault in enumerate(self.entries[key]):
             if fault is not None and fault.kind not in served:
                 raise ScenarioError(f"{self.source}: {key}[{i}]: {_refusal(fault.kind, mode)}")
@@ -211,6 +227,11 @@ class FaultPlan(Record):
 
 def _refusal(kind: str, mode: str) -> str:
     """Why ``kind`` is not served in ``mode``, and where it is."""
+    if kind in TOOL_KINDS:
+        return (
+            f"{kind} is injected where the runtime runs the step's tools (stub, sdk, record and "
+            f"replay modes), and this step runs in {mode} mode, where its engine runs them"
+        )
     if kind == "cli_exit":
         return (
             f"cli_exit is injected in cli and stub modes only, and this step runs in {mode} "
@@ -234,6 +255,8 @@ class FaultInjector:
         self._taken: dict[str, int] = {}
         self.armed: Fault | None = None
         """The fault the next HTTP request of the SDK is answered with (then cleared)."""
+        self.tool_armed: Fault | None = None
+        """The fault the attempt's next call of its tool (or of any tool) is answered with."""
 
     def next_fault(self, flow_key: str, step_id: str) -> Fault | None:
         """The entry for this attempt of the step (None: a clean attempt)."""
@@ -248,6 +271,14 @@ class FaultInjector:
     def take_armed(self) -> Fault | None:
         """The armed fault, disarmed: each fault answers one request."""
         fault, self.armed = self.armed, None
+        return fault
+
+    def take_tool_fault(self, tool: str) -> Fault | None:
+        """The armed tool fault if it is for ``tool`` (or for any tool), disarmed."""
+        fault = self.tool_armed
+        if fault is None or fault.tool not in (None, tool):
+            return None
+        self.tool_armed = None
         return fault
 
 

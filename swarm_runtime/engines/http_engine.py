@@ -22,21 +22,28 @@ from swarm_runtime.engines.base import (
     truncate_output,
 )
 from swarm_runtime.engines.deadline import CallDeadline, call_deadline
-from swarm_runtime.engines.faults import HTTP_KINDS
+from swarm_runtime.engines.faults import HTTP_KINDS, TOOL_KINDS
 from swarm_runtime.engines.prices import estimate_cost, load_prices
 from swarm_runtime.engines.status import code_for_status
+from swarm_runtime.engines.tool_calls import StepTools, ToolAnswer, ToolCall
 from swarm_runtime.record import Record
 
 if TYPE_CHECKING:
     from swarm_runtime.engines.http_layers import HttpLayers
+    from swarm_runtime.tools.box import ToolBox
+    from swarm_runtime.tools.registry import ToolSpec
 
 
 class Reply(Record):
-    """What a provider's reply comes to: its text, its tokens and the model that wrote it."""
+    """What a provider's reply comes to: its text, tokens, model, and the tools it calls.
+
+    No calls: the model ended its turn.
+    """
 
     text: str
     tokens: TokenUsage
     model: str
+    calls: tuple[ToolCall, ...] = ()
 
 
 class HttpSettings(Record):
@@ -75,7 +82,7 @@ class HttpEngine(StepEngine, abc.ABC):
     """One call of a provider's API per step, through an SDK on the layers' client."""
 
     mode = "sdk"
-    fault_kinds = HTTP_KINDS
+    fault_kinds = HTTP_KINDS | TOOL_KINDS
     api_name = "the API"
     """How messages name the API (``Anthropic API``)."""
     settings_section = "engines"
@@ -109,8 +116,16 @@ class HttpEngine(StepEngine, abc.ABC):
     # -- what a provider says --------------------------------------------------------
 
     @abc.abstractmethod
-    def send(self, ctx: StepContext) -> Any:
-        """Make the step's call through the SDK: its response, streamed and assembled."""
+    def send(self, ctx: StepContext, offered: list[ToolSpec], turns: list[Any]) -> Any:
+        """Make one call of the step through the SDK: its response, streamed and assembled.
+
+        ``offered`` are the tools the model may call; ``turns`` what followed the prompt so
+        far (the model's tool calls and their answers, in the provider's shapes).
+        """
+
+    def follow_up(self, response: Any, reply: Reply, answers: list[ToolAnswer]) -> list[Any]:
+        """The turns that answer ``reply``'s tool calls: the model's turn, then the answers."""
+        raise NotImplementedError(f"{type(self).__name__} runs no tools")
 
     @abc.abstractmethod
     def read(self, response: Any) -> Reply:
@@ -121,6 +136,11 @@ class HttpEngine(StepEngine, abc.ABC):
         """The outcome an error of the SDK's call stands for (None: not an error of the call)."""
 
     # -- shared ----------------------------------------------------------------------
+
+    @property
+    def tools(self) -> ToolBox | None:
+        """The run's tools (its options' ``tools``), or None."""
+        return self.layers.options.tools if self.layers is not None else None
 
     def provider_now(self) -> str:
         """The provider of the call just made: in a replay, where it was recorded."""
@@ -169,16 +189,16 @@ class HttpEngine(StepEngine, abc.ABC):
             "runtime.yaml)",
         )
 
-    def _call(self, ctx: StepContext) -> Any:
-        """The call under its deadline and the mode's layers: the response, or what failed."""
+    def _call(self, ctx: StepContext, offered: list[ToolSpec], turns: list[Any]) -> Any:
+        """One call under its deadline and the mode's layers: the response, or what failed."""
         seconds = ctx.timeout_s or self.timeout_s
         deadline: CallDeadline | None = None
         try:
             with call_deadline(seconds) as deadline:
                 if self.layers is None:
-                    return self.send(ctx)
+                    return self.send(ctx, offered, turns)
                 with self.layers.call(ctx):
-                    response = self.send(ctx)
+                    response = self.send(ctx, offered, turns)
         except Exception as exc:
             from swarm_runtime.errors import CredentialLeak, ReplayDivergence
 
@@ -197,20 +217,71 @@ class HttpEngine(StepEngine, abc.ABC):
         # A body that ends at the cut reads as whole: the deadline says it was cut.
         return self._timed_out(ctx, deadline) or response
 
+    def step_tools(self, ctx: StepContext) -> StepTools:
+        """The tools of one step call, with the mode's recording of their answers."""
+        layers = self.layers
+        return StepTools(
+            self.tools,
+            ctx,
+            credentials=layers.credentials if layers is not None else None,
+            tape=layers.tape() if layers is not None else None,
+            faults=layers.options.faults if layers is not None else None,
+        )
+
     def run_step(self, ctx: StepContext) -> StepOutcome:
-        """Call the API once and turn the reply (or the error) into an outcome."""
-        from swarm_runtime.engines.handoff import parse_handoff
-        from swarm_runtime.errors import HandoffError
+        """The step's tool loop: call the API, run the tools it asks for, until it ends its turn."""
+        from swarm_runtime.tools.box import UnknownTool
+        from swarm_runtime.tools.mcp import McpServerError
 
         if ctx.prompt is None:
             raise ValueError(f"{type(self).__name__} needs ctx.prompt")
-        response = self._call(ctx)
-        if isinstance(response, StepOutcome):
-            return response
+        tools = self.step_tools(ctx)
         try:
-            reply = self.read(response)
-        except (AttributeError, TypeError, ValueError) as exc:
-            return self.failed(ctx, "fatal", f"{self.api_name} reply is missing fields: {exc}")
+            offered = tools.offered()
+        except (UnknownTool, McpServerError) as exc:
+            return self.failed(ctx, "fatal", f"the step's tools: {exc}")
+        turns: list[Any] = []
+        spent = _Spent()
+        while True:
+            response = self._call(ctx, offered, turns)
+            if isinstance(response, StepOutcome):
+                return spent.onto(response, tools)
+            try:
+                reply = self.read(response)
+            except (AttributeError, TypeError, ValueError) as exc:
+                failed = self.failed(
+                    ctx, "fatal", f"{self.api_name} reply is missing fields: {exc}"
+                )
+                return spent.onto(failed, tools)
+            spent.add(reply, estimate_cost(self.prices, reply.model, reply.tokens))
+            if not reply.calls:
+                break
+            if reply.text:
+                tools.lines.append({"role": "assistant", "content": reply.text})
+            try:
+                answers = [tools.answer(call) for call in reply.calls]
+            except Exception as exc:
+                stopped = self._tool_failure(ctx, exc)
+                if stopped is None:
+                    raise
+                return spent.onto(stopped, tools)
+            turns += self.follow_up(response, reply, answers)
+        return spent.onto(self._answer(ctx, reply), tools)
+
+    def _tool_failure(self, ctx: StepContext, exc: Exception) -> StepOutcome | None:
+        """The fatal outcome of a tool loop that cannot go on (None: not one of those)."""
+        from swarm_runtime.engines.tool_calls import TooManyToolCalls
+        from swarm_runtime.tools.mcp import McpServerError
+
+        if isinstance(exc, TooManyToolCalls | McpServerError):
+            return self.failed(ctx, "fatal", str(exc))
+        return None
+
+    def _answer(self, ctx: StepContext, reply: Reply) -> StepOutcome:
+        """The outcome of the reply that ended the model's turn."""
+        from swarm_runtime.engines.handoff import parse_handoff
+        from swarm_runtime.errors import HandoffError
+
         text = reply.text
         try:
             handoff = parse_handoff(text)
@@ -240,3 +311,35 @@ class HttpEngine(StepEngine, abc.ABC):
             close = getattr(self.client, "close", None)
             if callable(close):
                 close()
+
+
+class _Spent:
+    """What the calls of one step's tool loop spent so far: tokens and cost, summed."""
+
+    def __init__(self) -> None:
+        self.tokens = TokenUsage()
+        self.cost: float | None = 0.0
+        self.calls = 0
+
+    def add(self, reply: Reply, cost: float | None) -> None:
+        self.calls += 1
+        self.tokens = TokenUsage(
+            self.tokens.prompt + reply.tokens.prompt,
+            self.tokens.completion + reply.tokens.completion,
+        )
+        self.cost = None if cost is None or self.cost is None else self.cost + cost
+
+    def onto(self, outcome: StepOutcome, tools: StepTools) -> StepOutcome:
+        """``outcome`` with the loop's tool events, transcript lines, time and spending."""
+        from swarm_runtime.record import replace
+
+        if not self.calls and not tools.events:
+            return outcome
+        return replace(
+            outcome,
+            events=(*tools.events, *outcome.events),
+            transcript=(*tools.lines, *outcome.transcript),
+            tool_call_ms=tools.tool_ms,
+            tokens=self.tokens,
+            cost_usd=self.cost,
+        )

@@ -85,6 +85,10 @@ class HttpLayers:
         with self._layer.call(ctx):
             yield
 
+    def tape(self) -> Recorder | Replayer | None:
+        """Where the step's tool calls are recorded to or replayed from (None: not at all)."""
+        return self._layer
+
     def recorded_host(self) -> str | None:
         """In a replay, the host the call played last was recorded against; else None."""
         from urllib.parse import urlsplit

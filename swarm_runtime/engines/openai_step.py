@@ -17,14 +17,18 @@ when the engine is built (``pip install 'swarm-stepwise[openai]'``).
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.engines.base import StepContext, StepEngine, StepOutcome, TokenUsage
 from swarm_runtime.engines.http_engine import HttpEngine, HttpSettings, Reply
 from swarm_runtime.engines.options import EngineOptions
 from swarm_runtime.engines.request_parts import Expected
 from swarm_runtime.engines.settings import check_bool, check_count, check_seconds
+from swarm_runtime.engines.tool_calls import ToolAnswer, ToolCall, wire_name
 from swarm_runtime.errors import ConfigError
+
+if TYPE_CHECKING:
+    from swarm_runtime.tools.registry import ToolSpec
 
 OPENAI_KEYS = (
     "provider",
@@ -114,6 +118,16 @@ def _chunk(model: str, delta: dict[str, Any], finish: str | None = None) -> dict
     }
 
 
+def _arguments(text: Any) -> Any:
+    """A tool call's arguments: the JSON object the model wrote, else what it wrote as is."""
+    if not isinstance(text, str):
+        return text
+    try:
+        return json.loads(text or "{}")
+    except json.JSONDecodeError:
+        return text
+
+
 class OpenAIEngine(HttpEngine):
     """One Chat Completions call per step, streamed by default, no SDK retries."""
 
@@ -121,8 +135,13 @@ class OpenAIEngine(HttpEngine):
     settings_section = "engines.openai"
     home_host = "api.openai.com"
 
-    def request(self, ctx: StepContext) -> dict[str, Any]:
-        """The arguments of the call for ``ctx``: what the SDK sends as the JSON body."""
+    def request(
+        self,
+        ctx: StepContext,
+        offered: list[ToolSpec] | None = None,
+        turns: list[Any] | None = None,
+    ) -> dict[str, Any]:
+        """The arguments of one call for ``ctx``: what the SDK sends as the JSON body."""
         prompt = ctx.prompt
         if prompt is None:
             raise ValueError("OpenAIEngine needs ctx.prompt")
@@ -131,8 +150,21 @@ class OpenAIEngine(HttpEngine):
             "messages": [
                 {"role": "system", "content": prompt.system},
                 {"role": "user", "content": prompt.user},
+                *(turns or ()),
             ],
         }
+        if offered:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": wire_name(spec.name),
+                        "description": spec.description,
+                        "parameters": spec.input_schema,
+                    },
+                }
+                for spec in offered
+            ]
         if self.max_tokens:
             body["max_tokens"] = self.max_tokens
         if self.stream:
@@ -141,15 +173,16 @@ class OpenAIEngine(HttpEngine):
         return body
 
     def request_body(self, ctx: StepContext) -> dict[str, Any]:
-        """The JSON body the SDK sends: what replay matches a recorded call on."""
-        return self.request(ctx)
+        """The JSON body the SDK sends first: what replay matches a recorded call on."""
+        return self.request(ctx, self.step_tools(ctx).offered() if ctx.tools else None)
 
-    def send(self, ctx: StepContext) -> Any:
-        """The call; a streamed reply is read to its end (text pieces, then usage)."""
-        request = self.request(ctx)
+    def send(self, ctx: StepContext, offered: list[ToolSpec], turns: list[Any]) -> Any:
+        """One call; a streamed reply is read to its end (text pieces, tool calls, usage)."""
+        request = self.request(ctx, offered, turns)
         if not self.stream:
             return self.client.chat.completions.create(**request)
         pieces: list[str] = []
+        calls: dict[int, dict[str, str]] = {}
         usage: Any = None
         model = None
         with self.client.chat.completions.create(**request) as chunks:
@@ -158,23 +191,70 @@ class OpenAIEngine(HttpEngine):
                 if chunk.usage is not None:
                     usage = chunk.usage
                 for choice in chunk.choices or ():
-                    if choice.delta is not None and choice.delta.content:
-                        pieces.append(choice.delta.content)
-        return {"text": "".join(pieces), "usage": usage, "model": model}
+                    delta = choice.delta
+                    if delta is None:
+                        continue
+                    if delta.content:
+                        pieces.append(delta.content)
+                    for part in delta.tool_calls or ():
+                        call = calls.setdefault(part.index, {"id": "", "name": "", "arguments": ""})
+                        call["id"] = part.id or call["id"]
+                        if part.function is not None:
+                            call["name"] += part.function.name or ""
+                            call["arguments"] += part.function.arguments or ""
+        return {
+            "text": "".join(pieces),
+            "usage": usage,
+            "model": model,
+            "tool_calls": [calls[index] for index in sorted(calls)],
+        }
 
     def read(self, response: Any) -> Reply:
-        """The text, usage and model of a completion (or of a stream read whole)."""
+        """The text, tool calls, usage and model of a completion (or of a stream read whole)."""
         if isinstance(response, dict):
             text, usage, model = response["text"], response["usage"], response["model"]
+            raw_calls = response["tool_calls"]
         else:
             choices = list(response.choices)
-            text = str(choices[0].message.content or "") if choices else ""
+            message = choices[0].message if choices else None
+            text = str(message.content or "") if message is not None else ""
             usage, model = response.usage, response.model
+            raw_calls = [
+                {"id": c.id, "name": c.function.name, "arguments": c.function.arguments}
+                for c in (message.tool_calls or () if message is not None else ())
+            ]
         tokens = TokenUsage(
             int(getattr(usage, "prompt_tokens", 0) or 0),
             int(getattr(usage, "completion_tokens", 0) or 0),
         )
-        return Reply(text=text, tokens=tokens, model=str(model or self.model))
+        calls = tuple(
+            ToolCall(id=str(c["id"]), name=str(c["name"]), input=_arguments(c["arguments"]))
+            for c in raw_calls
+        )
+        return Reply(text=text, tokens=tokens, model=str(model or self.model), calls=calls)
+
+    def follow_up(self, response: Any, reply: Reply, answers: list[ToolAnswer]) -> list[Any]:
+        """The model's turn (its text and tool calls), then one ``tool`` message per answer."""
+        assistant: dict[str, Any] = {
+            "role": "assistant",
+            "content": reply.text or None,
+            "tool_calls": [
+                {
+                    "id": answer.call.id,
+                    "type": "function",
+                    "function": {
+                        "name": answer.call.name,
+                        "arguments": json.dumps(answer.call.input, sort_keys=True),
+                    },
+                }
+                for answer in answers
+            ],
+        }
+        tools = [
+            {"role": "tool", "tool_call_id": answer.call.id, "content": answer.output}
+            for answer in answers
+        ]
+        return [assistant, *tools]
 
     def failure(self, ctx: StepContext, exc: Exception) -> StepOutcome | None:
         """The outcome an error of the call stands for (None: not an error of the call)."""

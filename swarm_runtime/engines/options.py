@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from swarm_runtime.engines.cassette import Cassettes
     from swarm_runtime.engines.faults import FaultInjector
     from swarm_runtime.engines.scenario import Scenario
+    from swarm_runtime.tools.box import ToolBox
 
 ENGINE_MODES = ("stub", "replay", "record", "sdk", "cli")
 """Every mode a run may ask for; each engine says which of them it has."""
@@ -57,6 +58,8 @@ class EngineOptions(Record):
     where: str = "runtime.yaml"
     """The runtime.yaml the section came from, for messages."""
     navigator: str = "llm"
+    tools: ToolBox | None = None
+    """The run's tools (Python tools and MCP servers) for the steps that offer some."""
 
     @property
     def replays(self) -> bool:

@@ -243,9 +243,7 @@ class Replayer:
     def _refuse_secrets(self, text: str, recording: Recording, what: str) -> None:
         self.credentials.check(text, f"cassette {recording.path} (the recorded {what})")
 
-    @contextlib.contextmanager
-    def call(self, ctx: StepContext) -> Iterator[None]:
-        """One call of the step in ``ctx``, answered from its cassette; a miss is a divergence."""
+    def _recording(self, ctx: StepContext) -> Recording:
         path = self.cassettes.path(ctx)
         recording = self._open.get(path)
         if recording is None:
@@ -254,6 +252,60 @@ class Replayer:
                 body = recorded.body or b""
                 text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
                 self._refuse_secrets(text + recorded.uri, recording, "request")
+        return recording
+
+    # -- the tool tape (SPEC §5.8): a step's tool answers, served from its cassette -------
+
+    replays = True
+
+    def recorded(self, ctx: StepContext, tool: str, tool_input: Any) -> tuple[bool, str] | None:
+        """The recorded answer of this tool call (each plays once, in order); None if none."""
+        from swarm_runtime.engines.tool_tape import TOOL_METHOD, tool_answer, tool_body, tool_uri
+
+        recording = self._recording(ctx)
+        self.cassettes.played.add(
+            self.cassettes.directory / recording.path.relative_to(self.cassettes.root)
+        )
+        try:
+            response = recording.play(TOOL_METHOD, tool_uri(tool), tool_body(tool, tool_input))
+        except _NoMatch:
+            return None
+        text = response["body"]["string"]
+        self._refuse_secrets(
+            text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text),
+            recording,
+            "tool answer",
+        )
+        return tool_answer(response, f"cassette {recording.path}")
+
+    def keep(
+        self, ctx: StepContext, tool: str, tool_input: Any, success: bool, output: str
+    ) -> None:
+        """A replay keeps nothing."""
+
+    def missing(self, ctx: StepContext, tool: str, tool_input: Any) -> Exception:
+        """The divergence of a tool call the cassette holds no recording of."""
+        import json
+
+        from swarm_runtime.engines.tool_tape import TOOL_METHOD, tool_body, tool_uri
+
+        recording = self._recording(ctx)
+        label = self.cassettes.label(recording.path)
+        if not recording.requests:
+            return self.cassettes.divergence(ctx, label, "", missing=True, needs=self.needs)
+        shown = json.dumps(tool_input, sort_keys=True, ensure_ascii=False)[:300]
+        sent = _Sent(TOOL_METHOD, tool_uri(tool), tool_body(tool, tool_input))
+        recorded = [r for r in recording.requests if r.uri == tool_uri(tool)] or recording.requests
+        detail = (
+            f"the model called the tool {tool} with input {shown}, a call the recording does "
+            f"not hold\n{miss_detail(recorded[0], sent)}"
+        )
+        return self.cassettes.divergence(ctx, label, detail, needs=self.needs)
+
+    @contextlib.contextmanager
+    def call(self, ctx: StepContext) -> Iterator[None]:
+        """One call of the step in ``ctx``, answered from its cassette; a miss is a divergence."""
+        recording = self._recording(ctx)
         self._current = recording
         try:
             yield

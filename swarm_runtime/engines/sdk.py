@@ -12,14 +12,18 @@ handed their client. The anthropic package is imported only when this engine is 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.engines.base import DEFAULT_TIMEOUT_S, StepContext, StepOutcome, TokenUsage
 from swarm_runtime.engines.fault_replies import AnthropicWire
 from swarm_runtime.engines.http_engine import HttpEngine, HttpSettings, Reply, retry_after_ms
 from swarm_runtime.engines.prices import load_prices
+from swarm_runtime.engines.tool_calls import ToolAnswer, ToolCall, wire_name
 from swarm_runtime.errors import ConfigError
 from swarm_runtime.install import install_command
+
+if TYPE_CHECKING:
+    from swarm_runtime.tools.registry import ToolSpec
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
 DEFAULT_MAX_TOKENS = 4096
@@ -94,48 +98,91 @@ class SdkEngine(HttpEngine):
             **kwargs,
         )
 
-    def request(self, ctx: StepContext) -> dict[str, Any]:
-        """The arguments of the call for ``ctx`` (the SDK adds ``stream`` when streaming)."""
+    def request(
+        self,
+        ctx: StepContext,
+        offered: list[ToolSpec] | None = None,
+        turns: list[Any] | None = None,
+    ) -> dict[str, Any]:
+        """The arguments of one call for ``ctx`` (the SDK adds ``stream`` when streaming)."""
         prompt = ctx.prompt
         if prompt is None:
             raise ValueError("SdkEngine needs ctx.prompt")
-        return {
+        body: dict[str, Any] = {
             "model": self.model,
             "max_tokens": self.max_tokens,
             "system": prompt.system,
-            "messages": [{"role": "user", "content": prompt.user}],
+            "messages": [{"role": "user", "content": prompt.user}, *(turns or ())],
         }
+        if offered:
+            body["tools"] = [
+                {
+                    "name": wire_name(spec.name),
+                    "description": spec.description,
+                    "input_schema": spec.input_schema,
+                }
+                for spec in offered
+            ]
+        return body
 
     def request_body(self, ctx: StepContext) -> dict[str, Any]:
-        """The JSON body the SDK sends: what replay matches a recorded call on."""
-        body = self.request(ctx)
+        """The JSON body the SDK sends first: what replay matches a recorded call on."""
+        body = self.request(ctx, self.step_tools(ctx).offered() if ctx.tools else None)
         if self.stream:
             body["stream"] = True
         return body
 
-    def send(self, ctx: StepContext) -> Any:
-        """The one API call of a step, streamed unless turned off.
+    def send(self, ctx: StepContext, offered: list[ToolSpec], turns: list[Any]) -> Any:
+        """One API call of the step, streamed unless turned off.
 
         Streamed, the reply arrives as server-sent events that the SDK assembles into the
-        same Message a plain call returns (text, usage); an ``error`` event mid-stream
-        raises like an HTTP error does.
+        same Message a plain call returns (text, tool calls, usage); an ``error`` event
+        mid-stream raises like an HTTP error does.
         """
-        request = self.request(ctx)
+        request = self.request(ctx, offered, turns)
         if not self.stream:
             return self.client.messages.create(**request)
         with self.client.messages.stream(**request) as events:
             return events.get_final_message()
 
     def read(self, response: Any) -> Reply:
-        """The text blocks, the usage and the model of a Message."""
+        """The text blocks, the tool calls, the usage and the model of a Message."""
+        blocks = list(response.content)
         text = "".join(
             str(getattr(block, "text", ""))
-            for block in list(response.content)
+            for block in blocks
             if getattr(block, "type", "") == "text"
+        )
+        calls = tuple(
+            ToolCall(id=str(block.id), name=str(block.name), input=block.input)
+            for block in blocks
+            if getattr(block, "type", "") == "tool_use"
         )
         usage = response.usage
         tokens = TokenUsage(int(usage.input_tokens or 0), int(usage.output_tokens or 0))
-        return Reply(text=text, tokens=tokens, model=str(response.model or self.model))
+        return Reply(text=text, tokens=tokens, model=str(response.model or self.model), calls=calls)
+
+    def follow_up(self, response: Any, reply: Reply, answers: list[ToolAnswer]) -> list[Any]:
+        """The model's turn as it was (its text and tool calls), then the tools' answers."""
+        content: list[dict[str, Any]] = []
+        for block in list(response.content):
+            kind = getattr(block, "type", "")
+            if kind == "text" and getattr(block, "text", ""):
+                content.append({"type": "text", "text": str(block.text)})
+            elif kind == "tool_use":
+                content.append(
+                    {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+                )
+        results = [
+            {
+                "type": "tool_result",
+                "tool_use_id": answer.call.id,
+                "content": answer.output,
+                **({} if answer.success else {"is_error": True}),
+            }
+            for answer in answers
+        ]
+        return [{"role": "assistant", "content": content}, {"role": "user", "content": results}]
 
     def failure(self, ctx: StepContext, exc: Exception) -> StepOutcome | None:
         """The outcome an error of the call stands for (None: not an error of the call)."""

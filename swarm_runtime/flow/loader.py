@@ -29,6 +29,7 @@ TOP_KEYS = (
     "injection_trigger",
     "on_complete",
     "budget",
+    "max_tool_calls",
 )
 CHARTER_KEYS = ("goal", "exit_criteria", "non_goals")
 
@@ -63,6 +64,11 @@ class _FlowReader(StepReader):
         charter = self._charter(fields["charter"]) if "charter" in fields else None
         utility, trigger, on_complete = self.utility(fields, root)
         budget = self.budget(fields["budget"], None) if "budget" in fields else None
+        max_tool_calls = None
+        if "max_tool_calls" in fields:
+            max_tool_calls = self.integer(
+                fields["max_tool_calls"], step=None, field="max_tool_calls", minimum=1
+            )
         steps = self._steps(root, fields)
         if steps is None:
             return None
@@ -77,6 +83,7 @@ class _FlowReader(StepReader):
             injection_trigger=trigger,
             on_complete=on_complete,
             budget=budget,
+            max_tool_calls=max_tool_calls,
         )
 
     def _check_key(self, key: str, node: yaml.Node) -> None:

@@ -92,7 +92,10 @@ class StepSpec(Record):
     max_attempts: int | None = None
     budget: Budget | None = None
     tools: tuple[str, ...] | None = None
-    """The tools a CLI engine lets the step use (none when absent)."""
+    """The tools the step's model may call (SPEC §5.8): the run's Python and MCP tools, or a
+    CLI engine's own (none when absent)."""
+    max_tool_calls: int | None = None
+    """How many tool calls one execution may make (None: the flow's, else runtime.yaml's)."""
     timeout_s: float | None = None
     """How long a CLI engine's process may run for one call (the engine's default when absent)."""
     detours: tuple[Detour, ...] = ()
@@ -127,6 +130,8 @@ class FlowSpec(Record, dict=True):
     """What a utility flow does when it ends: ``return`` (like ``resume``) or ``halt``."""
     budget: Budget | None = None
     """The flow's ``budget:``, summed over all its executions in a run (SPEC §10.7)."""
+    max_tool_calls: int | None = None
+    """Tool calls one execution of any of its steps may make, where the step says none."""
 
     @cached_property
     def _index(self) -> dict[str, int]:

@@ -28,6 +28,7 @@ STEP_KEYS = (
     "max_attempts",
     "budget",
     "tools",
+    "max_tool_calls",
     "timeout_s",
     "detours",
 )
@@ -251,6 +252,11 @@ class StepReader(DetourReader):
             )
         budget = self.budget(fields["budget"], name) if "budget" in fields else None
         tools = self.tools(fields["tools"], name) if "tools" in fields else None
+        max_tool_calls = None
+        if "max_tool_calls" in fields:
+            max_tool_calls = self.integer(
+                fields["max_tool_calls"], step=name, field="max_tool_calls", minimum=1
+            )
         timeout_s = None
         if "timeout_s" in fields:
             timeout_s = self.number(fields["timeout_s"], step=name, field="timeout_s")
@@ -268,6 +274,7 @@ class StepReader(DetourReader):
             "max_attempts": max_attempts,
             "budget": budget,
             "tools": tools,
+            "max_tool_calls": max_tool_calls,
             "timeout_s": timeout_s,
         }
 

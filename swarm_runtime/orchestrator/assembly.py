@@ -40,6 +40,7 @@ from swarm_runtime.orchestrator.resume import read_run_spec
 from swarm_runtime.orchestrator.run import Orchestrator
 from swarm_runtime.orchestrator.state import DEFAULT_MAX_DEPTH
 from swarm_runtime.record import Record, replace
+from swarm_runtime.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from swarm_runtime.plugins import SwarmPlugins
@@ -280,7 +281,20 @@ def _engine_choice(
             ]
         ),
         where=where,
+        tools=settings.tools,
+        tool_registry=_tool_registry(settings, deps),
     )
+
+
+def _tool_registry(settings: Settings, deps: RunDeps) -> ToolRegistry:
+    """The run's Python tools: every plugin's (``swarm_register_tools``), then runtime.yaml's."""
+    from swarm_runtime.tools.registry import ToolRegistry
+
+    registry = ToolRegistry()
+    deps.plugins.register_tools(registry)
+    where = f"{settings.config_source or 'runtime.yaml'}: tools"
+    registry.add_references(settings.tools.references, where)
+    return registry
 
 
 OrchestratorFactory = Callable[[Callable[[float], None]], Orchestrator]

@@ -361,6 +361,7 @@ class ContextMaker:
             routing_kind=step.routing.kind,
             prompt=Prompt(system, user),
             tools=step.tools or (),
+            max_tool_calls=step.max_tool_calls or flow.max_tool_calls,
             timeout_s=step.timeout_s,
         )
 

@@ -56,10 +56,13 @@ from swarm_runtime.orchestrator.context import HistoryBudget
 from swarm_runtime.plugins import SwarmPlugins, engine_registry, process_plugins
 from swarm_runtime.record import Record, field
 from swarm_runtime.timeutil import Clock, interruptible_sleep, system_clock
+from swarm_runtime.tools.config import ToolSettings
 
 if TYPE_CHECKING:
     from swarm_runtime.engines.cassette import Cassettes
     from swarm_runtime.engines.registry import EngineRegistry
+    from swarm_runtime.tools.box import ToolBox
+    from swarm_runtime.tools.registry import ToolRegistry
 
 
 MAX_PARAMS_BYTES = 256 * 1024
@@ -380,6 +383,10 @@ class EngineChoice(Record):
     """Every credential value the run was given: no file may hold one."""
     where: str = "runtime.yaml"
     """The runtime.yaml the sections came from, for messages."""
+    tools: ToolSettings = field(default_factory=ToolSettings)
+    """runtime.yaml's tool settings: MCP servers, limits (SPEC §5.8)."""
+    tool_registry: ToolRegistry | None = None
+    """The run's Python tools (plugins' and runtime.yaml's); None: none."""
     navigator: str = "llm"
     """How a navigator step's move is chosen: asked of the navigator through the step's
     engine (``llm``), or the first candidate that holds (``deterministic``), SPEC §4.5."""
@@ -475,6 +482,7 @@ class StepEngines:
         self.sleep: Callable[[float], None] = sleep
         self._built: dict[str, StepEngine] = {}
         self._injector: FaultInjector | None = None
+        self._tools: ToolBox | None = None
 
     def engine_for(self, flow: FlowSpec, step: StepSpec) -> StepEngine:
         """The engine of a step: its own ``engine:``, the strategy, else the run's."""
@@ -505,6 +513,7 @@ class StepEngines:
                 env=choice.env,
                 where=choice.where,
                 navigator=choice.navigator,
+                tools=self.tools(),
             )
             engine = self.registry.create(
                 key, options, sections=choice.sections, given=choice.given
@@ -516,12 +525,31 @@ class StepEngines:
             self._built[key] = engine
         return engine
 
+    def tools(self) -> ToolBox:
+        """The run's tools: its MCP servers start when a step first needs them."""
+        if self._tools is None:
+            from swarm_runtime.tools.box import ToolBox
+
+            choice = self.choice
+            self._tools = ToolBox(
+                choice.tool_registry, choice.tools, credentials=choice.credentials
+            )
+        return self._tools
+
     def close(self) -> None:
-        """Close every engine built so far (the next run takes its faults from the start)."""
+        """Close the engines built so far, then stop the run's MCP servers.
+
+        The next run takes its faults from the start.
+        """
         engines, self._built = list(self._built.values()), {}
         self._injector = None
-        for engine in engines:
-            engine.close()
+        tools, self._tools = self._tools, None
+        try:
+            for engine in engines:
+                engine.close()
+        finally:
+            if tools is not None:
+                tools.close()
 
 
 class RunContext(Record):

@@ -373,11 +373,11 @@ def test_a_connection_error_the_sdk_lets_through_unwrapped_is_retried(
     sent = OpenAIEngine.send
     calls: list[int] = []
 
-    def send_once_broken(self: OpenAIEngine, ctx: Any) -> Any:
+    def send_once_broken(self: OpenAIEngine, ctx: Any, *more: Any) -> Any:
         calls.append(ctx.attempt)
         if len(calls) == 1:
             raise httpcore2.RemoteProtocolError("Server disconnected without sending a response.")
-        return sent(self, ctx)
+        return sent(self, ctx, *more)
 
     monkeypatch.setattr(OpenAIEngine, "send", send_once_broken)
     outcome = _run(flows, tmp_path / "runs", _choice(openai_server))
