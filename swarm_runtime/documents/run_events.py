@@ -112,6 +112,8 @@ class Log(Payload, forbid_unknown_fields=False):
     """Whether the injected fault reached the engine's request."""
     result_code: str | UnsetType = UNSET
     """What the attempt answered."""
+    tool: str | UnsetType = UNSET
+    """The tool a message is about: a refused, failed or timed-out call (SPEC §5.8)."""
 
 
 class StepEnd(Payload):

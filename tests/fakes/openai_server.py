@@ -51,6 +51,9 @@ class Reply:
     pings_every_s: float | None = None
     """For a streamed request: send the first chunk, then a keep-alive comment every so
     often, for ever (until the client goes away): a stream that is alive and never ends."""
+    tool_calls: list[dict[str, Any]] | None = None
+    """Call tools instead of answering: ``[{"name": "lookup", "arguments": {...}}]`` (the
+    arguments a mapping, sent as JSON text, or text sent as it is)."""
 
 
 def error_body(
@@ -124,7 +127,22 @@ def chunk_events(completion: dict[str, Any], *, include_usage: bool) -> list[dic
         }
 
     events = [chunk({"role": "assistant", "content": "", "refusal": None})]
-    events += [chunk({"content": text[i : i + 40]}) for i in range(0, len(text), 40)]
+    events += [chunk({"content": text[i : i + 40]}) for i in range(0, len(text or ""), 40)]
+    for index, call in enumerate(choice["message"].get("tool_calls") or ()):
+        arguments = call["function"]["arguments"]
+        head = {"index": index, "id": call["id"], "type": "function"}
+        events.append(
+            chunk(
+                {
+                    "tool_calls": [
+                        {**head, "function": {"name": call["function"]["name"], "arguments": ""}}
+                    ]
+                }
+            )
+        )
+        for i in range(0, len(arguments), 16):  # the arguments arrive in pieces
+            piece = {"index": index, "function": {"arguments": arguments[i : i + 16]}}
+            events.append(chunk({"tool_calls": [piece]}))
     events.append(chunk({}, choice["finish_reason"]))
     if include_usage:
         events.append({**chunk({}), "choices": [], "usage": dict(completion["usage"])})
@@ -148,6 +166,7 @@ class OpenAIServer:
         """Name a response header that echoes the request's ``authorization`` (the key), as
         a careless server or proxy may."""
         self.pingers: list[threading.Event] = []
+        self.tool_call_count = 0
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -216,7 +235,7 @@ class OpenAIServer:
         elif reply.body is not None:
             payload = json.dumps(reply.body).encode()
         else:
-            completion = self.default_completion(body, reply.text)
+            completion = self.with_tool_calls(self.default_completion(body, reply.text), reply)
             self.usage.append(dict(completion["usage"]))
             payload = json.dumps(completion).encode()
         self._send_head(handler, reply.status, "application/json", headers, len(payload))
@@ -240,6 +259,31 @@ class OpenAIServer:
         for key, value in headers.items():
             handler.send_header(key, value)
         handler.end_headers()
+
+    def with_tool_calls(self, completion: dict[str, Any], reply: Reply) -> dict[str, Any]:
+        """``completion`` calling the reply's tools instead of answering, when it has some."""
+        if reply.tool_calls is None:
+            return completion
+        calls = []
+        for call in reply.tool_calls:
+            self.tool_call_count += 1
+            arguments = call.get("arguments", {})
+            calls.append(
+                {
+                    "id": f"call_local_{self.tool_call_count:04d}",
+                    "type": "function",
+                    "function": {
+                        "name": call["name"],
+                        "arguments": arguments
+                        if isinstance(arguments, str)
+                        else json.dumps(arguments),
+                    },
+                }
+            )
+        choice = completion["choices"][0]
+        choice["message"] = {**choice["message"], "content": None, "tool_calls": calls}
+        choice["finish_reason"] = "tool_calls"
+        return completion
 
     @staticmethod
     def default_completion(body: Any, text: str | None) -> dict[str, Any]:
@@ -268,7 +312,7 @@ class OpenAIServer:
         """Answer as server-sent events, the way Chat Completions streams."""
         options = body.get("stream_options") or {}
         include_usage = isinstance(options, dict) and options.get("include_usage") is True
-        completion = self.default_completion(body, reply.text)
+        completion = self.with_tool_calls(self.default_completion(body, reply.text), reply)
         events = [_sse(e) for e in chunk_events(completion, include_usage=include_usage)]
         if reply.pings_every_s is not None:
             self.ping_forever(handler, events[0], reply.pings_every_s, headers)
