@@ -44,6 +44,9 @@ class ToolCall(Record):
     input: Any = None
     output: Any = None
     success: bool = True
+    scripted: bool = True
+    """The entry gives ``output``: the call is shown as scripted. Without it, the step's
+    real tool of that name runs (when the run has one)."""
 
 
 class Outcome(Record):
@@ -143,6 +146,7 @@ def _parse_tools(tools_raw: Any, where: str) -> list[ToolCall]:
                 input=item.get("input"),
                 output=item.get("output"),
                 success=success,
+                scripted="output" in item,
             )
         )
     return tools

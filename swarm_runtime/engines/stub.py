@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from swarm_runtime.documents.run_events import ToolEnd, ToolStart
 from swarm_runtime.engines.base import (
     DEFAULT_TIMEOUT_S,
     ResultCode,
-    RunEvent,
     StepContext,
     StepEngine,
     StepOutcome,
@@ -31,8 +29,14 @@ from swarm_runtime.engines.base import (
 )
 from swarm_runtime.engines.handoff import format_handoff
 from swarm_runtime.engines.scenario import Outcome, Scenario
+from swarm_runtime.engines.tool_calls import StepTools
 from swarm_runtime.flow.kinds import NO_FURTHER_HELP_FIELD, stub_handoff
 from swarm_runtime.timeutil import interruptible_sleep
+
+if TYPE_CHECKING:
+    from swarm_runtime.credentials import Credentials
+    from swarm_runtime.engines.faults import FaultInjector
+    from swarm_runtime.tools.box import ToolBox
 
 STUB_MODEL = "claude-stub"
 """claude-step's stub model; every engine's stub names its own (:func:`stub_model`)."""
@@ -68,8 +72,15 @@ class StubEngine(StepEngine):
         sleep: Callable[[float], None] | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         api_name: str = "",
+        tools: ToolBox | None = None,
+        credentials: Credentials | None = None,
+        faults: FaultInjector | None = None,
     ) -> None:
         self.engine_id = engine_id
+        self.tools = tools
+        """The run's tools: a scenario's tool call without ``output`` runs the real one."""
+        self.credentials = credentials
+        self.faults = faults
         self.api_name = api_name
         """The API the engine calls in its live modes (how a stubbed fault words it)."""
         if engine_short is not None:  # else derived from the id, like any engine's
@@ -180,7 +191,16 @@ class StubEngine(StepEngine):
                 return timed_out
         text, _ = self._reply(ctx, outcome)
         handoff = parse_handoff(text)
-        events, lines = _tool_calls(outcome)
+        try:
+            tools = self._tool_calls(ctx, outcome)
+        except Exception as exc:
+            from swarm_runtime.engines.tool_calls import TooManyToolCalls
+            from swarm_runtime.tools.mcp import McpServerError
+
+            if not isinstance(exc, TooManyToolCalls | McpServerError):
+                raise
+            return stub_failure(ctx, "fatal", str(exc), model=stub_model(self.engine_short))
+        events, lines = tools.events, tools.lines
         lines.append({"role": "assistant", "content": text})
         code = outcome.code_for(ctx.attempt, "input" in ctx.extra) if outcome else "ok"
         status, error = _status(code, outcome)
@@ -203,26 +223,28 @@ class StubEngine(StepEngine):
             transcript=tuple(lines),
             retry_after_ms=outcome.retry_after_ms if outcome else None,
             cost_usd=0.0,
+            tool_call_ms=tools.tool_ms,
         )
 
+    def _tool_calls(self, ctx: StepContext, outcome: Outcome | None) -> StepTools:
+        """The scenario's tool calls, in order.
 
-def _tool_calls(outcome: Outcome | None) -> tuple[list[RunEvent], list[dict[str, Any]]]:
-    """The scripted tool calls as run events and as transcript lines, in call order."""
-    events: list[RunEvent] = []
-    lines: list[dict[str, Any]] = []
-    for call in outcome.tools if outcome else ():
-        events.append(RunEvent(ToolStart(tool=call.tool, input=call.input)))
-        lines.append({"type": "tool_use", "tool": call.tool, "input": call.input})
-        events.append(RunEvent(ToolEnd(tool=call.tool, success=call.success, output=call.output)))
-        lines.append(
-            {
-                "type": "tool_result",
-                "tool": call.tool,
-                "success": call.success,
-                "output": call.output,
-            }
-        )
-    return events, lines
+        The real tool runs unless the entry gives ``output`` (or the run has no tool of that
+        name: then it is shown as scripted).
+        """
+        from swarm_runtime.engines.tool_calls import ToolCall, wire_name
+
+        tools = StepTools(self.tools, ctx, credentials=self.credentials, faults=self.faults)
+        calls = outcome.tools if outcome else ()
+        if any(not call.scripted for call in calls):
+            tools.offered(known_only=True)
+        for index, call in enumerate(calls):
+            if call.scripted or not tools.has(call.tool):
+                tools.scripted(call.tool, call.input, call.success, call.output)
+                continue
+            given = call.input if call.input is not None else {}
+            tools.answer(ToolCall(id=f"stub-{index}", name=wire_name(call.tool), input=given))
+        return tools
 
 
 def _tokens(ctx: StepContext, outcome: Outcome | None, text: str) -> TokenUsage:

@@ -113,25 +113,45 @@ class StepTools:
         self._specs: dict[str, ToolSpec] = {}
         """The offered tools by wire name."""
 
-    def offered(self) -> list[ToolSpec]:
+    def offered(self, *, known_only: bool = False) -> list[ToolSpec]:
         """The specs of the step's ``tools:`` (starting the MCP servers they need).
 
-        A name the run has no tool for raises UnknownTool (the step cannot be offered it).
+        A name the run has no tool for raises UnknownTool (the step cannot be offered it);
+        ``known_only`` leaves such names out instead (the stub, for a CLI engine's tools).
         """
         if not self.ctx.tools:
             return []
-        if self.box is None:
-            from swarm_runtime.tools.box import UnknownTool
+        from swarm_runtime.tools.box import UnknownTool
 
+        if self.box is None and not known_only:
             raise UnknownTool(
                 f"the step offers {', '.join(self.ctx.tools)}, but the run has no tools "
                 "(register them in runtime.yaml tools: or mcp_servers:)"
             )
-        if not self._specs:
+        if not self._specs and self.box is not None:
             for name in self.ctx.tools:
+                if known_only and not self.has(name):
+                    continue
                 spec = self.box.spec(name)
                 self._specs[wire_name(spec.name)] = spec
         return list(self._specs.values())
+
+    def has(self, name: str) -> bool:
+        """Whether the run has a tool of that name (a Python tool, or a declared server's)."""
+        if self.box is None:
+            return False
+        server, dot, _ = name.partition(".")
+        return name in self.box.registry or bool(dot and server in self.box.settings.mcp_servers)
+
+    def scripted(self, tool: str, tool_input: Any, success: bool, output: Any) -> None:
+        """A call the stub shows as its scenario scripts it: nothing runs."""
+        tool_input, output = self._scrub(tool_input), self._scrub(output)
+        self.events.append(RunEvent(ToolStart(tool=tool, input=tool_input)))
+        self.lines.append({"type": "tool_use", "tool": tool, "input": tool_input})
+        self.events.append(RunEvent(ToolEnd(tool=tool, success=success, output=output)))
+        self.lines.append(
+            {"type": "tool_result", "tool": tool, "success": success, "output": output}
+        )
 
     def answer(self, call: ToolCall) -> ToolAnswer:
         """Run one call of the model (or refuse it) and say what the model is told."""

@@ -366,3 +366,52 @@ def test_record_then_replay_never_runs_a_side_effect_again(provider: Any, tmp_pa
     assert "pure tool price" in (diverged.error or "")
     assert '"amount": 2' in (diverged.error or "")
     assert not target.exists()
+
+
+def test_the_stub_runs_the_real_tool_a_scenario_names_unless_it_gives_output(
+    tmp_path: Path,
+) -> None:
+    from swarm_runtime.engines.scenario import Scenario
+
+    scenario = Scenario.from_mapping(
+        {
+            "draft": {
+                "tools": [
+                    {"tool": "lookup", "input": {"order_id": "S-1"}},
+                    {"tool": "lookup", "input": {"order_id": "S-2"}, "output": "canned"},
+                ]
+            }
+        }
+    )
+    choice = _choice("claude-step", None, "stub")
+    outcome = _run(
+        _flows(tmp_path, ["lookup"]),
+        tmp_path / "runs",
+        EngineChoice(**{**_fields(choice), "scenario": scenario}),
+    )
+    assert outcome.status == "succeeded", outcome.error
+    assert WORLD["calls"] == [("lookup", "S-1")]  # the scripted one did not run
+    ends = [p["output"] for kind, p in _tool_events(outcome) if kind == "tool_end"]
+    assert ends == ['{"order": "S-1", "status": "shipped"}', "canned"]
+
+
+def test_a_stub_tool_fault_answers_without_running_the_tool(tmp_path: Path) -> None:
+    from swarm_runtime.engines.scenario import Scenario
+
+    scenario = Scenario.from_mapping(
+        {"draft": {"tools": [{"tool": "lookup", "input": {"order_id": "S-1"}}]}}
+    )
+    choice = _choice("claude-step", None, "stub", plan={"draft": ["tool_timeout"]})
+    outcome = _run(
+        _flows(tmp_path, ["lookup"]),
+        tmp_path / "runs",
+        EngineChoice(**{**_fields(choice), "scenario": scenario}),
+    )
+    assert outcome.status == "succeeded", outcome.error
+    assert WORLD["calls"] == []
+    ends = [p for kind, p in _tool_events(outcome) if kind == "tool_end"]
+    assert ends[0]["success"] is False and "deadline" in ends[0]["output"]
+
+
+def _fields(choice: EngineChoice) -> dict[str, Any]:
+    return {name: getattr(choice, name) for name in choice.__struct_fields__}
