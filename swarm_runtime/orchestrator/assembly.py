@@ -293,7 +293,7 @@ def _tool_registry(settings: Settings, deps: RunDeps) -> ToolRegistry:
     registry = ToolRegistry()
     deps.plugins.register_tools(registry)
     where = f"{settings.config_source or 'runtime.yaml'}: tools"
-    registry.add_references(settings.tools.references, where)
+    registry.add_references(settings.tools.references, where, base=Path.cwd())
     return registry
 
 

@@ -23,6 +23,8 @@ from swarm_runtime.engines.cassette import ENGINE_LINE, body_value
 from swarm_runtime.engines.cli_match import recorded_via
 from swarm_runtime.engines.replay import load_recording
 from swarm_runtime.engines.request_parts import PARTS, Expected
+from swarm_runtime.engines.tool_calls import wire_name
+from swarm_runtime.engines.tool_tape import is_tool_uri
 from swarm_runtime.errors import SwarmUsageError
 from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
@@ -112,18 +114,28 @@ def _check(
         system = system_prompt(flow, step, persona=flows.persona(step.primary_agent))
         heading = REQUEST_HEADING
     found: dict[str, str] = {}
+    tools = () if agent == "navigator" else tuple(step.tools or ())
     for request in requests:
+        if is_tool_uri(request.uri):
+            continue  # a tool call the step made: its answer, not a request to compare
         body = body_value(request.body)
         if isinstance(body, dict):
-            for part, detail in compare_body(body, expected[engine], system, heading):
+            for part, detail in compare_body(body, expected[engine], system, heading, tools):
                 found.setdefault(part, detail)
     return tuple(p for p in PARTS if p in found), tuple(found[p] for p in PARTS if p in found)
 
 
 def compare_body(
-    body: dict[str, Any], expected: Expected, system: str, heading: str
+    body: dict[str, Any],
+    expected: Expected,
+    system: str,
+    heading: str,
+    tools: tuple[str, ...] = (),
 ) -> list[tuple[str, str]]:
-    """(part, what changed) for each part of a recorded body the current flows change."""
+    """(part, what changed) for each part of a recorded body the current flows change.
+
+    ``tools`` are the step's ``tools:`` now: a recorded call offered another set.
+    """
     changes: list[tuple[str, str]] = []
     recorded_system, user = prompt_of(body)
     if recorded_system != system:
@@ -135,8 +147,11 @@ def compare_body(
             changes.append(("prompt", "user prompt: its fixed headings differ"))
     if body.get("model") != expected.model:
         changes.append(("model", f"model: recorded {body.get('model')!r}, now {expected.model!r}"))
-    if body.get("tools"):
-        changes.append(("tools", "tools: recorded with tools, now sent with none"))
+    offered = tool_names(body.get("tools"))
+    now = sorted(wire_name(name) for name in tools)
+    if offered != now:
+        said = ", ".join(offered) or "none"
+        changes.append(("tools", f"tools: recorded with {said}, now {', '.join(now) or 'none'}"))
     params = expected.params
     for key in sorted(set(body) - {"system", "messages", "model", "tools"} | set(params)):
         if body.get(key) != params.get(key):
@@ -145,6 +160,17 @@ def compare_body(
             )
             break
     return changes
+
+
+def tool_names(offered: Any) -> list[str]:
+    """The names of the tools a recorded request offered (either API's shape), sorted."""
+    names: list[str] = []
+    for entry in offered if isinstance(offered, list) else ():
+        if isinstance(entry, dict):
+            function = entry.get("function")
+            name = function.get("name") if isinstance(function, dict) else entry.get("name")
+            names.append(str(name))
+    return sorted(names)
 
 
 def prompt_of(body: dict[str, Any]) -> tuple[Any, str]:

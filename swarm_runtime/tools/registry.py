@@ -18,7 +18,9 @@ from __future__ import annotations
 import importlib
 import inspect
 import re
+import sys
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from swarm_runtime.errors import ConfigError
@@ -197,8 +199,17 @@ class ToolRegistry:
         self._tools[made.spec.name] = made
         return made.spec
 
-    def add_references(self, references: Iterable[str], where: str) -> None:
-        """Register ``module:function`` references (runtime.yaml's ``tools:``)."""
+    def add_references(
+        self, references: Iterable[str], where: str, base: Path | None = None
+    ) -> None:
+        """Register ``module:function`` references (runtime.yaml's ``tools:``).
+
+        ``base`` is the project's directory: its modules import as ``python -m`` would
+        import them from there (it is put on ``sys.path`` when it is not).
+        """
+        references = list(references)
+        if references and base is not None and str(base) not in sys.path:
+            sys.path.insert(0, str(base))
         for reference in references:
             name, function = load_reference(reference, where)
             made = python_tool(function, name=name, source=f"{where}: {reference}")
