@@ -415,3 +415,17 @@ def test_a_stub_tool_fault_answers_without_running_the_tool(tmp_path: Path) -> N
 
 def _fields(choice: EngineChoice) -> dict[str, Any]:
     return {name: getattr(choice, name) for name in choice.__struct_fields__}
+
+
+def test_a_flows_max_tool_calls_holds_for_its_steps(tmp_path: Path) -> None:
+    server = AnthropicServer().start()
+    try:
+        server.script(*_calls("claude-step", *[("lookup", {"order_id": str(i)}) for i in range(2)]))
+        flows = tmp_path / "flows"
+        step = step_yaml("draft") + "    tools: [lookup]\n"
+        write_flow(flows, "demo", [step, step_yaml("review")], head="max_tool_calls: 1\n")
+        outcome = _run(flows, tmp_path / "runs", _choice("claude-step", server))
+    finally:
+        server.stop()
+    assert outcome.status == "failed"
+    assert "max_tool_calls=1" in (outcome.error or "")
