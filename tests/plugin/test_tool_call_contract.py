@@ -205,3 +205,33 @@ def test_swarm_runs_validate_reports_a_broken_tool_call(
         result.out + result.err
     )
     assert f"{TRANSCRIPT}:4: step 'support/research' (iteration 0)" in result.out + result.err
+
+
+def test_mode_parity_names_the_step_whose_scripted_tool_calls_differ(tmp_path: Path) -> None:
+    reference = _record(tmp_path / "stub")
+    record = _record(tmp_path / "other")
+    assertions.assert_mode_parity(record, reference)
+
+    def no_fetch(events: list[dict[str, Any]]) -> None:
+        events[:] = [e for e in events if (e.get("payload") or {}).get("tool") != "fetch_page"]
+
+    broken = _edit_events(record, no_fetch)
+    path = broken.path / TRANSCRIPT
+    path.write_text(
+        "".join(f"{line}\n" for line in path.read_text().splitlines() if "fetch_page" not in line)
+    )
+    assertions.assert_tool_calls(broken)  # a run of its own that holds together
+    with pytest.raises(AssertionError) as info:
+        assertions.assert_mode_parity(broken, reference)
+    assert str(info.value).splitlines()[1:] == [
+        "  events.jsonl: step 'support/research' (its tools scripted by the scenario), "
+        "execution 1: called ['search', 'delete_all'], the stub run ['search', 'fetch_page', "
+        "'delete_all']"
+    ]
+
+
+def test_mode_parity_lets_a_model_call_tools_its_own_way_where_nothing_scripts_them(
+    tmp_path: Path,
+) -> None:
+    unscripted = _record(tmp_path / "stub", {"answer": {"text": "Done."}})
+    assertions.assert_mode_parity(_record(tmp_path / "other"), unscripted)
