@@ -44,6 +44,9 @@ _GRAMMAR: dict[tuple[str, Stands], str] = {
     ("between", Stands.LAST): "end",
     ("step", Stands.TOOL_START): "tool",
     ("tool", Stands.TOOL_END): "step",
+    # A warning while a tool runs; a step that fails mid-call (killed, past its deadline).
+    ("tool", Stands.IN_STEP): "tool",
+    ("tool", Stands.STEP_ERROR): "between",
     ("step", Stands.IN_STEP): "step",
     ("step", Stands.STEP_END): "ended",
     ("step", Stands.STEP_ERROR): "between",

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from pytest_swarm import assertions
+from pytest_swarm.parity import parity_problems
 from pytest_swarm.run_record import RunRecord
 from swarm_runtime.flow.registry import FlowRegistry
 from tests.conftest import CliResult
@@ -235,3 +236,38 @@ def test_mode_parity_lets_a_model_call_tools_its_own_way_where_nothing_scripts_t
 ) -> None:
     unscripted = _record(tmp_path / "stub", {"answer": {"text": "Done."}})
     assertions.assert_mode_parity(_record(tmp_path / "other"), unscripted)
+
+
+def test_a_log_line_while_a_tool_runs_and_a_step_failing_mid_call_keep_to_the_grammar(
+    tmp_path: Path,
+) -> None:
+    reference = _record(tmp_path / "stub")
+    record = _record(tmp_path / "other")
+    start = _line_of(record, "tool_start", "search")
+
+    def warn_mid_call(events: list[dict[str, Any]]) -> None:
+        warning = {**events[start - 1], "kind": "log", "payload": {"message": "search is slow"}}
+        events.insert(start, warning)
+
+    warned = _edit_events(record, warn_mid_call)
+    assertions.assert_event_sequence(warned)
+    assertions.assert_mode_parity(warned, reference)
+
+    def fail_mid_call(events: list[dict[str, Any]]) -> None:
+        cut = next(i for i, e in enumerate(events) if e["kind"] == "tool_end")
+        error = {**events[cut], "kind": "step_error", "agent_key": "worker"}
+        error["payload"] = {
+            "status": "failed",
+            "duration_ms": 5,
+            "error": "past its deadline",
+            "engine": "claude-step",
+        }
+        events[cut:] = [
+            error,
+            {**events[-1], "payload": {**events[-1]["payload"], "status": "failed"}},
+        ]
+
+    failed = _edit_events(_record(tmp_path / "failed"), fail_mid_call)
+    assertions.assert_event_sequence(failed)  # a step_error may end a step mid-call
+    problems = parity_problems(failed, reference)  # its route and calls differ, its grammar not
+    assert problems and not [p for p in problems if "event grammar" in p]
