@@ -89,8 +89,9 @@ def step_executions(events: Iterable[tuple[int, dict[str, Any]]]) -> list[Execut
         payload = event.get("payload") if isinstance(event.get("payload"), dict) else {}
         assert isinstance(payload, dict)
         if kind == "step_start":
+            if current is not None:  # it never ended (the sequence check reports it)
+                found.append(Execution(**current, calls=calls))
             current, calls = _opened(line, event, payload), []
-            found.append(Execution(**current))
         elif current is None:
             continue
         elif kind == "tool_start":
@@ -102,10 +103,10 @@ def step_executions(events: Iterable[tuple[int, dict[str, Any]]]) -> list[Execut
         elif kind in ("step_end", "step_error"):
             error = payload.get("error") if kind == "step_error" else None
             current.update(end_line=line, error=str(error) if error is not None else None)
-        if current is not None:
-            found[-1] = Execution(**current, calls=list(calls))
-            if kind in ("step_end", "step_error"):
-                current = None
+            found.append(Execution(**current, calls=calls))
+            current = None
+    if current is not None:  # under way, or cut short
+        found.append(Execution(**current, calls=calls))
     return found
 
 
