@@ -106,6 +106,30 @@ def assert_event_sequence(record: RunRecord) -> None:
     _fail("event sequence", record, problems)
 
 
+def assert_tool_calls(record: RunRecord) -> None:
+    """The tool calls of every step execution agree with its transcript and its tools (§5.8).
+
+    Its transcript's ``tool_use``/``tool_result`` lines are its calls (of its last attempt),
+    in order; no tool its step does not allow ran (``tool_end`` with ``success: true``).
+    That each ``tool_start`` has its ``tool_end`` is :func:`assert_event_sequence`'s.
+    """
+    import json
+
+    from swarm_runtime.contracts.tools import check_tool_calls
+
+    receipts = []
+    for path in sorted(record.path.glob("*/receipts/*.json")):
+        try:
+            receipt = json.loads(path.read_text("utf-8"))
+        except ValueError:
+            continue  # the receipt contract reports it
+        if isinstance(receipt, dict):
+            receipts.append((path, receipt))
+    events = list(enumerate(record.event_dicts, start=1))
+    found = check_tool_calls(record.path, events, receipts)
+    _fail("tool calls", record, [str(violation) for violation in found])
+
+
 def _registry(record: RunRecord) -> FlowRegistry:
     if record.flows is None:
         raise AssertionError(
@@ -365,6 +389,7 @@ def assert_run(record: RunRecord, *, reference: RunRecord | None = None) -> None
     assert_receipt_contract(record)
     assert_transcript_contract(record)
     assert_event_sequence(record)
+    assert_tool_calls(record)
     assert_routing(record)  # both need the flows: a record without them fails, loudly
     assert_teaching_notes(record)
     assert_step_results(record)

@@ -1,10 +1,11 @@
 """Route coverage in pytest (SPEC §10.7): ``--swarm-coverage`` and ``--swarm-coverage-min``.
 
-Every run a fixture makes is counted after it ends (its steps and routes, from the events
-it already read or one read of ``events.jsonl``); pytest-xdist workers hand their counts to
-the controller, which measures them against every step and edge of the flows dir, prints
-a table, writes ``swarm-coverage.json`` in pytest's rootdir and, below the minimum, fails
-the session listing the edges never taken.
+Every run a fixture makes is counted after it ends (its steps, routes and tool calls,
+from the events it already read or one read of ``events.jsonl``); pytest-xdist workers
+hand their counts to the controller, which measures them against every step and edge of
+the flows dir (and every tool its steps name), prints a table, writes
+``swarm-coverage.json`` in pytest's rootdir and, below the minimum, fails the session
+listing the edges never taken. Tools never called are listed, never gated.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ def add_options(parser: pytest.Parser) -> None:
         "--swarm-coverage",
         action="store_true",
         default=False,
-        help=f"measure which steps and edges of the flows the session's runs took; print a "
-        f"table and write {REPORT_FILE} in the rootdir",
+        help=f"measure which steps and edges of the flows the session's runs took (and "
+        f"which tools each step called); print a table and write {REPORT_FILE} in the rootdir",
     )
     group.addoption(
         "--swarm-coverage-min",
@@ -141,7 +142,7 @@ class SwarmCoverage:
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """The ``swarm coverage`` section: the table, and the gaps when the gate fails."""
-        from swarm_runtime.coverage.report import below, shown, table, untaken
+        from swarm_runtime.coverage.report import below, shown, table, uncalled, untaken
 
         if getattr(self.config, "workeroutput", None) is not None:
             return
@@ -152,6 +153,11 @@ class SwarmCoverage:
             return
         for line in table(self.report):
             write(line)
+        tools = uncalled(self.report)
+        if tools:
+            write("tools never called (not counted in the coverage):")
+            for line in tools:
+                write(f"  {line}")
         write(f"written to {self.written}")
         if self.minimum is not None and below(self.report, self.minimum):
             write(

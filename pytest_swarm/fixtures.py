@@ -250,6 +250,7 @@ class SwarmContract:
         self.assert_receipt_contract = assertions.assert_receipt_contract
         self.assert_transcript_contract = assertions.assert_transcript_contract
         self.assert_event_sequence = assertions.assert_event_sequence
+        self.assert_tool_calls = assertions.assert_tool_calls
         self.assert_routing = assertions.assert_routing
         self.assert_teaching_notes = assertions.assert_teaching_notes
         self.assert_step_results = assertions.assert_step_results

@@ -15,7 +15,11 @@ where a scenario scripts them:
    ``step_error``, then ``run_completed`` (pause, stop and resume events where they may
    be); which steps and how many is the route's business, not the grammar's;
 5. routes of the steps the reference run's scenario scripts (``flow/step`` or ``step``
-   keys of its stub scenario): the same ``route_decision`` targets, in order.
+   keys of its stub scenario): the same ``route_decision`` targets, in order;
+6. tool calls of the steps whose ``tools`` that scenario scripts: in each execution both
+   runs made (the first, the second, …), the same tools called in the same order (of the
+   execution's last attempt). A real model calls tools its own way where nothing scripts
+   them, as it routes.
 """
 
 from __future__ import annotations
@@ -40,6 +44,9 @@ _GRAMMAR: dict[tuple[str, Stands], str] = {
     ("between", Stands.LAST): "end",
     ("step", Stands.TOOL_START): "tool",
     ("tool", Stands.TOOL_END): "step",
+    # A warning while a tool runs; a step that fails mid-call (killed, past its deadline).
+    ("tool", Stands.IN_STEP): "tool",
+    ("tool", Stands.STEP_ERROR): "between",
     ("step", Stands.IN_STEP): "step",
     ("step", Stands.STEP_END): "ended",
     ("step", Stands.STEP_ERROR): "between",
@@ -64,6 +71,7 @@ def parity_problems(record: RunRecord, reference: RunRecord) -> list[str]:
         problems.extend(_step(record, reference, key))
     problems.extend(_grammar(record, reference.mode))
     problems.extend(_scripted_routes(record, reference))
+    problems.extend(_scripted_tools(record, reference))
     return problems
 
 
@@ -156,3 +164,44 @@ def _routes(run: RunRecord, step: str) -> list[Any]:
         and e.get("step_id") == step_id
         and (not flow or e.get("flow_key") == flow)
     ]
+
+
+def _scripted_tools(record: RunRecord, reference: RunRecord) -> list[str]:
+    origin = reference.spec.get("origin") or {}
+    scenario = origin.get("scenario") or {}
+    scripted = [str(key) for key, entry in scenario.items() if _scripts_tools(entry)]
+    mine, theirs = _tool_calls(record), _tool_calls(reference)
+    problems = []
+    for step in sorted(scripted):
+        flow, _, step_id = step.rpartition("/")
+        keys = {key for key in mine.keys() | theirs.keys() if key[1] == step_id}
+        for key in sorted(k for k in keys if not flow or k[0] == flow):
+            pairs = zip(mine.get(key, []), theirs.get(key, []), strict=False)
+            for number, (called, want) in enumerate(pairs, start=1):
+                if called != want:
+                    problems.append(
+                        f"events.jsonl: step '{key[0]}/{key[1]}' (its tools scripted by the "
+                        f"scenario), execution {number}: called {called}, the "
+                        f"{reference.mode} run {want}"
+                    )
+    return problems
+
+
+def _scripts_tools(entry: Any) -> bool:
+    """Whether a scenario entry (one outcome, or one per execution) scripts tool calls."""
+    outcomes = entry if isinstance(entry, list) else [entry]
+    return any(isinstance(outcome, dict) and "tools" in outcome for outcome in outcomes)
+
+
+def _tool_calls(run: RunRecord) -> dict[tuple[str, str], list[list[str]]]:
+    """The tools each step execution called (its last attempt), in order, per step."""
+    from swarm_runtime.contracts.tools import INTERRUPTED, step_executions
+
+    found: dict[tuple[str, str], list[list[str]]] = {}
+    for execution in step_executions(enumerate(run.event_dicts, start=1)):
+        if execution.error == INTERRUPTED:
+            continue  # cut short by a crash or a stop, and run again
+        calls = execution.calls[execution.last_attempt :]
+        key = (execution.flow_key, execution.step_id)
+        found.setdefault(key, []).append([call.tool for call in calls])
+    return found

@@ -3,7 +3,8 @@
 Works on any directory in the §2 layout, also one written by another tool. Every finding
 names the file and line. Checks: spec.json and meta.json; every receipt (also earlier
 executions, ``~n``) and transcript; every event line, its ``seq``, and the sequencing
-invariants of §3.3.
+invariants of §3.3; the tool calls of the events against the transcripts and the tools each
+step allows (:mod:`~swarm_runtime.contracts.tools`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from swarm_runtime.contracts.agreement import (
     check_stray_files,
 )
 from swarm_runtime.contracts.sequence import check_event_sequence
+from swarm_runtime.contracts.tools import check_tool_calls
 from swarm_runtime.contracts.transcript import explain, parse_transcript_line
 from swarm_runtime.contracts.violation import Violation
 from swarm_runtime.documents.base import Invalid, Location, dotted, read
@@ -262,12 +264,13 @@ def validate_run_dir(root: Path | str) -> list[Violation]:
     found.extend(check_meta_agrees(meta, events, root.name))
     holder = read_holder(root)
     found.extend(check_stray_files(root, live=holder is not None and holder.alive))
-    receipts: list[dict[str, Any]] = []
+    receipts: list[tuple[Path, dict[str, Any]]] = []
     for path in _walk(root, "*/receipts/*.json"):
         receipt_found, receipt = _receipt_file(path, root)
         found.extend(receipt_found)
-        receipts.extend([receipt] if receipt is not None else [])
-    found.extend(check_receipts_present(events, receipts))
+        receipts.extend([(path, receipt)] if receipt is not None else [])
+    found.extend(check_receipts_present(events, [receipt for _, receipt in receipts]))
+    found.extend(check_tool_calls(root, events, receipts))
     for path in _walk(root, "*/llm/*.jsonl"):
         found.extend(check_transcript_file(path, root))
     return sorted(found, key=lambda v: (v.file, v.line or 0, v.message))

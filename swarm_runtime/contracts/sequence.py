@@ -1,7 +1,8 @@
 """The sequencing invariants of SPEC §3.3 over the events of one run.
 
 Walked once over the (line, event) pairs of an event log that parsed: the run's first
-event first, steps that open and close in turn with the events inside them between, a
+event first, steps that open and close in turn with the events inside them between (each
+tool call's tool_end after its tool_start, before the next call or the step_end), a
 route_decision after every step_end (how a navigator chose between the two, naming moves
 it was offered and the one taken; what the move brought right after it), one
 run_completed per attempt, ``seq`` with no gap or repeat, across resumes too. Where each
@@ -88,6 +89,8 @@ class _SequenceCheck:
         self.routed = False
         """The last event was a route_decision, or what the move brought after one."""
         self.stack = _StackCheck(self.at)
+        self.open_tool: tuple[int, str] | None = None
+        """The line and tool of the open step's call that has no ``tool_end`` yet."""
 
     def at(self, line: int, message: str) -> None:
         self.found.append(Violation(self.rel, line, message))
@@ -201,7 +204,7 @@ class _SequenceCheck:
                 f"'{self.open_step[1].get('step_id')}' (line {self.open_step[0]}) is still "
                 "open: a second step_start without step_end/step_error",
             )
-        self.open_step = (line, event)
+        self.open_step, self.open_tool = (line, event), None
 
     def _inside_step(self, line: int, kind: str, stands: Stands, event: dict[str, Any]) -> None:
         step = event.get("step_id")
@@ -215,10 +218,40 @@ class _SequenceCheck:
                 line,
                 f"{kind} of '{step}' inside the execution of '{self.open_step[1].get('step_id')}'",
             )
+        if self.open_step is not None:
+            self._tool_call(line, kind, stands, event)
         if stands not in INSIDE_STEP:
             self.open_step = None
             if stands is Stands.STEP_END:
                 self.awaiting_route = (line, event)
+
+    def _tool_call(self, line: int, kind: str, stands: Stands, event: dict[str, Any]) -> None:
+        """A call's ``tool_end`` (same tool) comes before the next ``tool_start`` or ``step_end``.
+
+        A ``step_error`` may end a step mid-call: it was killed, stopped or past its deadline.
+        """
+        tool = _payload(event).get("tool")
+        if self.open_tool is not None and stands in (Stands.TOOL_START, Stands.STEP_END):
+            began, name = self.open_tool
+            self.at(
+                line,
+                f"{kind} while the call of tool '{name}' (line {began}) has no tool_end; "
+                "every tool_start is followed by its tool_end",
+            )
+        if stands is Stands.TOOL_START:
+            self.open_tool = (line, str(tool))
+            return
+        if stands is Stands.TOOL_END:
+            if self.open_tool is None:
+                self.at(line, f"tool_end of tool '{tool}' without a tool_start before it")
+            elif self.open_tool[1] != str(tool):
+                self.at(
+                    line,
+                    f"tool_end of tool '{tool}' ends the call of tool '{self.open_tool[1]}' "
+                    f"(line {self.open_tool[0]}); a tool_end names the tool of its tool_start",
+                )
+        if stands is not Stands.IN_STEP:
+            self.open_tool = None
 
     def _routing(self, line: int, kind: str, event: dict[str, Any]) -> None:
         """A navigator's ``routing_decision`` or ``routing_offroad``, inside a step's routing."""

@@ -2,14 +2,20 @@
 
 A flow's coverage is (steps taken + edges taken) / (steps + edges) of that flow, as a
 percentage; the total's is the same sum over every flow. A step or edge counts as taken
-when at least one run took it. The document (format ``swarm-coverage/1``)::
+when at least one run took it. Each tool a step's ``tools:`` names is reported as called
+(at least one ``tool_start`` of it in that step) or not, beside the percentage and never
+in it. The document (format ``swarm-coverage/1``; ``tools`` came later, and a report
+without them still reads)::
 
     {"format": "swarm-coverage/1", "runs": 3, "percent": 87.5,
      "steps": {"taken": 20, "total": 22}, "edges": {"taken": 15, "total": 18},
+     "tools": {"called": 1, "total": 2},
      "flows": {"review": {"utility": false, "percent": 90.0,
                           "steps": [{"id": "open_pull_request", "taken": 3}, ...],
                           "edges": [{"from": "work_blocking_items", "to": "verify_fixes",
-                                     "label": "loop-exit", "taken": 3}, ...]}, ...}}
+                                     "label": "loop-exit", "taken": 3}, ...],
+                          "tools": [{"step": "open_pull_request", "tool": "search",
+                                     "called": 2}, ...]}, ...}}
 """
 
 from __future__ import annotations
@@ -38,15 +44,22 @@ def build(universe: Universe, taken: Taken) -> dict[str, Any]:
             {"from": e.source, "to": e.to, "label": e.label, "taken": edge_counts.get(e, 0)}
             for e in universe.edges_of(key)
         ]
+        tools = [
+            {"step": step, "tool": tool, "called": taken.tools.get((key, step, tool), 0)}
+            for step, tool in universe.tools_of(key)
+        ]
         flows[key] = {"utility": universe.flows[key].utility, "steps": steps, "edges": edges}
         flows[key]["percent"] = _percent(*_sums([flows[key]]))
+        flows[key]["tools"] = tools
     sums = _sums(list(flows.values()))
+    every_tool = [tool for flow in flows.values() for tool in flow["tools"]]
     return {
         "format": FORMAT,
         "runs": taken.runs,
         "percent": _percent(*sums),
         "steps": {"taken": sums[0], "total": sums[1]},
         "edges": {"taken": sums[2], "total": sums[3]},
+        "tools": {"called": sum(1 for t in every_tool if t["called"]), "total": len(every_tool)},
         "flows": flows,
     }
 
@@ -90,17 +103,45 @@ def _row(report: dict[str, Any]) -> tuple[str, str, str]:
     return f"{counts[0]}/{counts[1]}", f"{counts[2]}/{counts[3]}", shown(report["percent"])
 
 
+def _tools(report: dict[str, Any]) -> str:
+    """Tools called/total of one flow, or of the total (with tools, ``""`` without)."""
+    if "flows" in report:
+        counts = report.get("tools") or {}
+        return f"{counts['called']}/{counts['total']}" if counts.get("total") else ""
+    tools = report.get("tools") or []
+    return f"{sum(1 for t in tools if t['called'])}/{len(tools)}"
+
+
+def _has_tools(report: dict[str, Any]) -> bool:
+    return bool((report.get("tools") or {}).get("total"))
+
+
 def table(report: dict[str, Any]) -> list[str]:
-    """The terminal table: one row per flow, then the total."""
-    rows = [("flow", "steps", "edges", "covered")]
-    rows += [(key, *_row(flow)) for key, flow in report["flows"].items()]
-    rows.append(("total", *_row(report)))
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    """The terminal table: one row per flow, then the total.
+
+    With a tools column (tools called at least once / tools named) when a step names tools.
+    """
+    tools = _has_tools(report)
+    rows: list[tuple[str, ...]] = [("flow", "steps", "edges", *(("tools",) * tools), "covered")]
+    for key, flow in [*report["flows"].items(), ("total", report)]:
+        steps, edges, covered = _row(flow)
+        rows.append((key, steps, edges, *((_tools(flow),) * tools), covered))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return [
         "  ".join(
             cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(row)
         ).rstrip()
         for row in rows
+    ]
+
+
+def uncalled(report: dict[str, Any]) -> list[str]:
+    """Every tool a step names that no run of it called: ``flow/step: tool never called``."""
+    return [
+        f"{key}/{tool['step']}: {tool['tool']} never called"
+        for key, flow in report["flows"].items()
+        for tool in flow.get("tools") or ()
+        if not tool["called"]
     ]
 
 
@@ -127,14 +168,15 @@ def untaken_steps(report: dict[str, Any]) -> list[str]:
 
 def markdown(report: dict[str, Any]) -> str:
     """The table and the gaps as Markdown, for a pull request."""
+    head, *rows = [row.split() for row in table(report)]  # no cell holds a space
+    rows[-1][0] = "**total**"
     lines = [
         f"### Route coverage: {shown(report['percent'])} ({report['runs']} run(s))",
         "",
-        "| flow | steps | edges | covered |",
-        "| --- | ---: | ---: | ---: |",
+        f"| {' | '.join(head)} |",
+        "| --- |" + " ---: |" * (len(head) - 1),
     ]
-    lines += [f"| {key} | {' | '.join(_row(flow))} |" for key, flow in report["flows"].items()]
-    lines.append(f"| **total** | {' | '.join(_row(report))} |")
+    lines += [f"| {' | '.join(row)} |" for row in rows]
     steps, edges = untaken_steps(report), untaken(report)
     if steps or edges:
         lines += ["", "<details><summary>Never taken</summary>", ""]
@@ -142,6 +184,13 @@ def markdown(report: dict[str, Any]) -> str:
         for line in edges:
             where, _, what = line.removesuffix(" never taken").partition(": ")
             lines.append(f"- `{where}`: {what}")
+        lines += ["", "</details>"]
+    tools = uncalled(report)
+    if tools:
+        lines += ["", "<details><summary>Tools never called</summary>", ""]
+        for line in tools:
+            where, _, tool = line.removesuffix(" never called").partition(": ")
+            lines.append(f"- `{tool}` in `{where}`")
         lines += ["", "</details>"]
     return "\n".join(lines) + "\n"
 
@@ -158,6 +207,9 @@ def problem(doc: Any) -> str | None:
             return f"'{name}' must be an object with whole-number 'taken' and 'total'"
     if not _counts(doc, "runs") or not _percentage(doc.get("percent")):
         return "'runs' must be a whole number and 'percent' a number from 0 to 100"
+    tools = doc.get("tools", {"called": 0, "total": 0})  # absent from an earlier report
+    if not (isinstance(tools, dict) and _counts(tools, "called", "total")):
+        return "'tools' must be an object with whole-number 'called' and 'total'"
     flows = doc.get("flows")
     if not isinstance(flows, dict):
         return "'flows' must be an object keyed by flow"
@@ -186,6 +238,11 @@ def _names_problem(flow: dict[str, Any]) -> str | None:
                 return f"edge {end!r} {edge[end]!r} is not a step id"
         if not edge["label"].isprintable():
             return f"edge label {edge['label']!r} holds a control character"
+    for tool in flow.get("tools") or ():
+        if not STEP_ID_RE.fullmatch(tool["step"]):
+            return f"the step {tool['step']!r} of tool {tool['tool']!r} is not a step id"
+        if not tool["tool"].isprintable():
+            return f"tool {tool['tool']!r} holds a control character"
     return None
 
 
@@ -204,6 +261,14 @@ def _flow_problem(flow: Any) -> str | None:
         for e in edges
     ):
         return "'edges' must be a list of {from, to, label, taken}"
+    tools = flow.get("tools", [])
+    if not isinstance(tools, list) or not all(
+        isinstance(t, dict)
+        and all(isinstance(t.get(k), str) for k in ("step", "tool"))
+        and _counts(t, "called")
+        for t in tools
+    ):
+        return "'tools' must be a list of {step, tool, called}"
     return None
 
 

@@ -11,9 +11,11 @@ edge per (from step, to step, label). Labels:
   ``injection_trigger`` (to ``FLOW/STEP``, its first step).
 
 What a run took is read from its events: a ``step_start`` takes its step, a
-``route_decision`` the edge its reason names (:meth:`Universe.edge_of`). Collecting
-(:func:`collect`) only counts ``(flow, step)`` and the raw route; the edge is worked out
-once per distinct route, when the report is made.
+``route_decision`` the edge its reason names (:meth:`Universe.edge_of`), a ``tool_start``
+calls a tool of its step. Collecting (:func:`collect`) only counts ``(flow, step)``, the
+raw route and ``(flow, step, tool)``; the edge is worked out once per distinct route, when
+the report is made. Beside the steps and edges, each tool a step's ``tools:`` names is
+reported as called or not (SPEC §5.8); that is no part of the coverage percentage.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ StepKey = tuple[str, str]
 """``(flow, step)``."""
 Route = tuple[str, str, str | None, str, str]
 """``(flow, from step, to step, decision, reason)`` of a ``route_decision``."""
+ToolKey = tuple[str, str, str]
+"""``(flow, step, tool)``."""
 
 
 class Edge(Record):
@@ -58,14 +62,15 @@ _READINGS = {"detour": "detour '{}'", "injection": "utility injection"}
 
 
 class Taken:
-    """Steps and routes taken, counted (cheap to add to, plain to send between processes)."""
+    """Steps, routes and tool calls taken, counted (cheap to add to, plain to send around)."""
 
-    __slots__ = ("routes", "runs", "steps")
+    __slots__ = ("routes", "runs", "steps", "tools")
 
     def __init__(self) -> None:
         self.runs = 0
         self.steps: Counter[StepKey] = Counter()
         self.routes: Counter[Route] = Counter()
+        self.tools: Counter[ToolKey] = Counter()
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-able counts (a pytest-xdist worker hands them to the controller)."""
@@ -73,6 +78,7 @@ class Taken:
             "runs": self.runs,
             "steps": [[*key, n] for key, n in self.steps.items()],
             "routes": [[*key, n] for key, n in self.routes.items()],
+            "tools": [[*key, n] for key, n in self.tools.items()],
         }
 
     def merge(self, other: Mapping[str, Any]) -> None:
@@ -82,15 +88,20 @@ class Taken:
             self.steps[(flow, step)] += int(n)
         for flow, source, to, decision, reason, n in other.get("routes", ()):
             self.routes[(flow, source, to, decision, reason)] += int(n)
+        for flow, step, tool, n in other.get("tools", ()):
+            self.tools[(flow, step, tool)] += int(n)
 
 
 def collect(events: Iterable[Mapping[str, Any]], taken: Taken) -> None:
-    """Count the steps and routes of one run's events into ``taken``."""
+    """Count the steps, routes and tool calls of one run's events into ``taken``."""
     steps, routes = taken.steps, taken.routes
     for event in events:
         kind = event.get("kind")
         if kind == "step_start":
             steps[(str(event.get("flow_key")), str(event.get("step_id")))] += 1
+        elif kind == "tool_start":
+            tool = (event.get("payload") or {}).get("tool")
+            taken.tools[(str(event.get("flow_key")), str(event.get("step_id")), str(tool))] += 1
         elif kind == "route_decision":
             p = event.get("payload") or {}
             source, decision = str(p.get("from_step")), str(p.get("decision"))
@@ -106,7 +117,7 @@ def collect_file(path: Path, taken: Taken) -> None:
     """
     events = []
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        if '"step_start"' in line or '"route_decision"' in line:
+        if '"step_start"' in line or '"route_decision"' in line or '"tool_start"' in line:
             try:
                 event = json.loads(line)
             except ValueError:
@@ -154,6 +165,10 @@ class Universe:
     def steps(self, flow_key: str) -> list[str]:
         """The step ids of a flow, in order."""
         return [step.id for step in self.flows[flow_key].steps]
+
+    def tools_of(self, flow_key: str) -> list[tuple[str, str]]:
+        """``(step, tool)`` for each tool each step of a flow may call (its ``tools:``)."""
+        return [(step.id, tool) for step in self.flows[flow_key].steps for tool in step.tools or ()]
 
     def edges_of(self, flow_key: str) -> list[Edge]:
         """The edges of a flow, step by step in declared order."""

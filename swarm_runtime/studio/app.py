@@ -172,8 +172,9 @@ class _Studio:
         return {"run_id": run_id, "flows": run_graphs(flows, events, self.flows.definition)}
 
     async def step(self, request: Request) -> Response:
-        """A step's receipt, transcript and handoff (the latest execution, or ?iteration=).
+        """A step's receipt, transcript, handoff and tool calls (latest execution, ?iteration=).
 
+        Each tool call: tool, input, success (null while it runs), output, ms, started_at.
         ---
         query: {iteration: [integer, 0-based execution of the step]}
         """

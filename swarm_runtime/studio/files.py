@@ -123,7 +123,7 @@ class RunFiles:
     def step(
         self, run_id: str, flow_key: str, step_id: str, iteration: int | None
     ) -> dict[str, Any]:
-        """A step's receipt, transcript and handoff: the latest execution, or ``iteration``."""
+        """A step's receipt, transcript, handoff and tool calls: its latest execution or one."""
         if not STEP_ID_RE.fullmatch(step_id):
             raise NotFound(f"{step_id!r} is not a step id")
         receipts = self.flow_dir(run_id, flow_key, "receipts")
@@ -154,10 +154,44 @@ class RunFiles:
             "iterations": iterations,
             "receipt": receipt,
             "handoff": receipt.get("handoff"),
+            "tool_calls": self._tool_calls(run_id, flow_key, step_id, iterations[chosen], chosen),
             "transcript": self._transcript(
                 run_id, flow_key, receipt, None if order == 1 << 30 else order
             ),
         }
+
+    def _tool_calls(
+        self, run_id: str, flow_key: str, step_id: str, iteration: int, index: int
+    ) -> list[dict[str, Any]]:
+        """The tool calls of one execution of a step, in order, from the event log.
+
+        The execution whose ``step_start`` has the receipt's iteration (the last, when a
+        crash made it run twice), else the ``index``-th; a call still running has
+        ``success`` None.
+        """
+        from swarm_runtime.contracts.tools import INTERRUPTED, step_executions
+        from swarm_runtime.studio.tail import EventTail
+
+        events = EventTail(self.run_dir(run_id) / "events.jsonl").read_all()
+        runs = [
+            execution
+            for execution in step_executions(enumerate(events, start=1))
+            if (execution.flow_key, execution.step_id) == (flow_key, step_id)
+            and execution.error != INTERRUPTED
+        ]
+        same = [execution for execution in runs if execution.iteration == iteration]
+        chosen = same[-1] if same else runs[index] if index < len(runs) else None
+        return [
+            {
+                "tool": call.tool,
+                "input": call.input,
+                "success": call.success,
+                "output": call.output,
+                "ms": call.ms(),
+                "started_at": call.started,
+            }
+            for call in (chosen.calls if chosen else ())
+        ]
 
     def _transcript(
         self, run_id: str, flow_key: str, receipt: dict[str, Any], earlier: int | None

@@ -162,3 +162,26 @@ def test_a_hostile_file_is_one_line_naming_it(
         assert result.stdout == ""
         assert result.stderr.count("\n") == 1, result.stderr
         assert result.stderr.startswith(f"swarm: error: {path}:") and says in result.stderr
+
+
+def test_the_tools_never_called_under_the_table(swarm_process: Swarm, tmp_path: Path) -> None:
+    from tests.runtime.helpers import step_yaml, write_flow
+
+    flows = tmp_path / "flows"
+    write_flow(flows, "support", [step_yaml("research") + "    tools: [search, fetch_page]\n"])
+    calls = {"research": {"tools": [{"tool": "search", "input": {}}]}}
+    taken = Taken()
+    collect(events_of(run_flows(flows, tmp_path / "runs", scenario=calls)), taken)
+    path = tmp_path / "swarm-coverage.json"
+    path.write_text(json.dumps(coverage_report.build(Universe.of(FlowRegistry(flows)), taken)))
+    result = swarm_process("coverage", "report", str(path))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert [line.split() for line in lines[:2]] == [
+        ["flow", "steps", "edges", "tools", "covered"],
+        ["support", "1/1", "0/0", "1/2", "100.0%"],
+    ]
+    assert lines[-2:] == [
+        "tools never called (not counted in the coverage):",
+        "  support/research: fetch_page never called",
+    ]

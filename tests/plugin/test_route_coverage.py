@@ -193,3 +193,59 @@ def test_a_session_that_broke_writes_no_report(project: pytest.Pytester) -> None
     broken = project.runpytest("--swarm-coverage")
     assert broken.ret == pytest.ExitCode.INTERNAL_ERROR
     assert not (project.path / "swarm-coverage.json").exists()
+
+
+SUPPORT = (
+    'key: support\ntitle: "Support"\ndescription: "Look it up, then answer."\nsteps:\n'
+    '  - id: research\n    agents: [researcher]\n    role: "Look the question up."\n'
+    + NOTES
+    + "    tools: [search, fetch_page]\n"
+    '  - id: answer\n    agents: [writer]\n    role: "Answer the customer."\n'
+    + NOTES
+    + "    tools: [send_mail]\n"
+)
+TOOL_TESTS = """
+def _calls(*tools):
+    return {"research": {"tools": [{"tool": t, "input": {}, "output": "ok"} for t in tools]}}
+
+
+def test_a_search(flow_runner, stub_scenario):
+    stub_scenario(_calls("search"))
+    assert flow_runner("support").status == "succeeded"
+
+
+def test_a_page_read(flow_runner, stub_scenario):
+    stub_scenario(_calls("fetch_page", "fetch_page"))
+    assert flow_runner("support").status == "succeeded"
+"""
+
+
+def test_each_tool_a_step_names_is_reported_called_or_never_called_and_never_gated(
+    project: pytest.Pytester,
+) -> None:
+    (project.path / "flows" / "triage.yaml").unlink()
+    (project.path / "flows" / "support.yaml").write_text(SUPPORT, encoding="utf-8")
+    project.makepyfile(test_support=TOOL_TESTS)
+    single = project.runpytest_subprocess("--swarm-coverage-min", "100")
+    # Every step and edge taken: the gate passes, though send_mail was never called.
+    assert single.ret == pytest.ExitCode.OK, single.stdout.str()
+    single.stdout.fnmatch_lines(
+        [
+            "flow * steps * edges * tools * covered",
+            "support * 2/2 * 1/1 * 2/3 * 100.0%",
+            "total * 2/2 * 1/1 * 2/3 * 100.0%",
+            "tools never called (not counted in the coverage):",
+            "  support/answer: send_mail never called",
+            "written to *swarm-coverage.json",
+        ]
+    )
+    alone = _report(project)
+    assert alone["tools"] == {"called": 2, "total": 3}
+    assert alone["flows"]["support"]["tools"] == [
+        {"step": "research", "tool": "search", "called": 1},
+        {"step": "research", "tool": "fetch_page", "called": 2},
+        {"step": "answer", "tool": "send_mail", "called": 0},
+    ]
+    parallel = project.runpytest_subprocess("-n", "2", "--swarm-coverage")
+    assert parallel.ret == pytest.ExitCode.OK, parallel.stdout.str()
+    assert _report(project) == alone  # each worker's calls counted once, on the controller

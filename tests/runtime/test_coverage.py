@@ -207,3 +207,51 @@ def test_reading_the_event_log_counts_what_the_events_count(tmp_path: Path) -> N
         torn.write('{"kind": "step_start", "flow_key": "rev')  # a run cut off mid-line
     collect_file(log, from_file)
     assert from_file.as_dict() == from_events.as_dict()
+
+
+def test_each_tool_a_step_names_is_reported_called_or_not_outside_the_percentage(
+    tmp_path: Path,
+) -> None:
+    flows = tmp_path / "flows"
+    research = step_yaml("research") + "    tools: [search, fetch_page]\n"
+    write_flow(flows, "support", [research, step_yaml("answer")])
+    calls = [{"tool": "search", "input": {"q": "refunds"}}, {"tool": "search", "input": {}}]
+    outcome = run_flows(flows, tmp_path / "runs", scenario={"research": {"tools": calls}})
+    taken, from_file = Taken(), Taken()
+    collect(events_of(outcome), taken)
+    collect_file(outcome.path / "events.jsonl", from_file)
+    assert from_file.as_dict() == taken.as_dict()
+    handed = Taken()
+    handed.merge(taken.as_dict())  # as an xdist worker hands its counts over
+    assert handed.tools == taken.tools == {("support", "research", "search"): 2}
+    report = coverage_report.build(_universe(flows), handed)
+    assert report["flows"]["support"]["tools"] == [
+        {"step": "research", "tool": "search", "called": 2},
+        {"step": "research", "tool": "fetch_page", "called": 0},
+    ]
+    assert report["tools"] == {"called": 1, "total": 2}
+    assert report["percent"] == 100.0  # every step and edge taken; tools are no part of it
+    assert coverage_report.uncalled(report) == ["support/research: fetch_page never called"]
+    rows = [row.split() for row in coverage_report.table(report)]
+    assert rows[0] == ["flow", "steps", "edges", "tools", "covered"]
+    assert rows[1:] == [
+        ["support", "2/2", "1/1", "1/2", "100.0%"],
+        ["total", "2/2", "1/1", "1/2", "100.0%"],
+    ]
+    text = coverage_report.markdown(report)
+    assert "| flow | steps | edges | tools | covered |" in text
+    assert "- `fetch_page` in `support/research`" in text
+    assert coverage_report.problem(report) is None
+    report["flows"]["support"]["tools"][0]["tool"] = "search\x1b[2J"
+    assert "tool 'search\\x1b[2J' holds a control character" in str(coverage_report.problem(report))
+
+
+def test_a_report_of_flows_without_tools_has_no_tools_column() -> None:
+    report = coverage_report.build(_universe(SHIPPED_FLOWS), Taken())
+    assert report["tools"] == {"called": 0, "total": 0}
+    assert coverage_report.table(report)[0].split() == ["flow", "steps", "edges", "covered"]
+    del report["tools"]  # a report written before tools were counted
+    for flow in report["flows"].values():
+        del flow["tools"]
+    assert coverage_report.problem(report) is None
+    assert coverage_report.uncalled(report) == []

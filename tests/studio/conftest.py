@@ -89,6 +89,55 @@ class Project:
         return StudioConfig(**{**settings, **changes})
 
 
+HOSTILE = '<script>window.__x=1</script><img src=x onerror="window.__x=2">'
+"""Markup a tool's name, input or output may hold: the studio shows it as text."""
+LONG_OUTPUT = "line of a long page\n" * 400
+TOOLY = """key: support
+title: "Support"
+description: "Look a question up, check the answer."
+steps:
+  - id: research
+    agents: [researcher]
+    role: "Look the question up."
+    teaching_notes: {inputs: [a question], outputs: [notes], emphasizes: [sources], constraints: [quote]}
+    tools: [search, fetch_page]
+  - id: check
+    agents: [checker]
+    role: "Check the notes."
+    teaching_notes: {inputs: [notes], outputs: [a verdict], emphasizes: [facts], constraints: [brief]}
+    routing:
+      kind: microloop
+      loop_target: research
+      loop_condition_field: status
+      loop_success_values: [VERIFIED]
+      max_iterations: 3
+"""
+TOOLY_SCENARIO = {
+    "research": [
+        {
+            "tools": [
+                {"tool": "search", "input": {"q": HOSTILE}, "output": ["doc-7", HOSTILE]},
+                {"tool": "fetch_page", "input": {"id": "doc-7"}, "output": LONG_OUTPUT},
+                {"tool": HOSTILE, "input": {}, "output": "no such tool", "success": False},
+            ]
+        },
+        {"tools": [{"tool": "fetch_page", "input": {"id": "doc-8"}, "output": "short"}]},
+    ],
+    "check": [{"handoff": {"status": "REVISE"}}, {"handoff": {"status": "VERIFIED"}}],
+}
+"""Two executions of research: three calls (one refused), then one."""
+
+
+def tool_project(root: Path) -> tuple[Project, str]:
+    """A project whose flow's first step calls tools, and its run made by ``swarm run``."""
+    (root / "flows").mkdir(parents=True)
+    (root / "flows" / "support.yaml").write_text(TOOLY, encoding="utf-8")
+    scenario = root / "tools.json"
+    scenario.write_text(json.dumps(TOOLY_SCENARIO), encoding="utf-8")
+    project = Project(root)
+    return project, project.run("support", "--scenario", str(scenario))
+
+
 @pytest.fixture(scope="module")
 def made_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Project, dict[str, str]]:
     """One project with a signal run, a deploy run and a failing build run, made once."""

@@ -6,6 +6,7 @@ Screenshots of the list and of a run page are saved under ``test-artifacts/studi
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -458,3 +459,43 @@ def test_a_golden_run_opens_as_a_run_page(
     )
     assert refused.status >= 400 and "golden run" in refused.text()
     _shot(page, "golden-run.png")
+
+
+def test_a_steps_tool_calls_show_in_order_as_text_long_output_cut_and_whole_on_a_click(
+    tmp_path: Path, live_studio: Callable[..., LiveStudio], page: Any
+) -> None:
+    from tests.studio.conftest import HOSTILE, LONG_OUTPUT, tool_project
+
+    project, run_id = tool_project(tmp_path)
+    server = live_studio(project.config())
+    page.goto(f"{server.url}/?run={run_id}")
+    page.locator('g.node[data-step="research"]').click()
+    calls = page.locator("#tool-calls li.tool-call")
+    expect(calls).to_have_count(1)  # the latest execution: one call
+    expect(calls.first.locator(".tool-name")).to_have_text("fetch_page")
+    page.locator("#iteration").select_option("0")
+    expect(calls).to_have_count(3)
+    expect(calls.locator(".tool-name")).to_have_text(["search", "fetch_page", HOSTILE])
+    expect(calls.locator(".badge")).to_have_text(["ok", "ok", "failed"])
+    expect(calls.first.locator(".tool-ms")).to_have_text(re.compile(r"^\d+ ms$"))
+    shown = json.dumps({"q": HOSTILE}, indent=2)  # as JSON, quotes escaped, markup as text
+    expect(calls.first.locator(".tool-input pre")).to_have_text(shown)
+    expect(calls.nth(2)).to_have_attribute("data-tool", HOSTILE)
+    expect(page.locator("#step-panel h4").nth(1)).to_have_text(
+        "Tool calls: 3 (allowed: search, fetch_page)"
+    )
+    long = calls.nth(1).locator(".tool-output")
+    cut = long.locator("pre.cut")
+    expect(cut).to_have_text(re.compile(r"… \(\d+ more characters\)$"))
+    shown, _, more = str(cut.text_content()).rpartition("… (")
+    assert len(shown) + int(more.split()[0]) == len(LONG_OUTPUT) > len(shown) > 0
+    assert LONG_OUTPUT.startswith(shown)
+    whole = long.locator("details pre.whole")
+    expect(whole).to_be_hidden()
+    long.locator("details summary").click()
+    expect(whole).to_be_visible()
+    assert whole.text_content() == LONG_OUTPUT
+    assert page.evaluate("window.__x") is None
+    expect(page.locator("#step-panel img")).to_have_count(0)
+    expect(page.locator("#step-panel script")).to_have_count(0)
+    _shot(page, "tool-calls.png")

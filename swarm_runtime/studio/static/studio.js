@@ -333,7 +333,7 @@ async function runPage(runId) {
   const controls = el("div", { class: "controls" });
   const graphs = el("div", { class: "graphs", id: "graphs" });
   const timeline = el("tbody", { id: "timeline-rows" });
-  const panel = el("aside", { class: "step", id: "step-panel" }, el("p", { class: "muted", text: "Click a step to see its receipt, handoff and transcript." }));
+  const panel = el("aside", { class: "step", id: "step-panel" }, el("p", { class: "muted", text: "Click a step to see its receipt, handoff, tool calls and transcript." }));
   app.replaceChildren(header, controls, graphs,
     el("div", { class: "run-layout" },
       el("div", {}, el("h2", { text: "Events" }),
@@ -431,11 +431,43 @@ async function openStep(runId, flow, step, iteration, panel) {
     result.iterations.length > 1 ? pick : "",
     el("h4", { text: "Handoff" }),
     el("pre", { id: "handoff", text: result.handoff ? JSON.stringify(result.handoff, null, 2) : "(none)" }),
+    toolCalls(result.tool_calls || [], result.receipt.tools_allowed),
     el("h4", { text: "Transcript" }),
     el("div", { id: "transcript" }, result.transcript.map(message)),
     el("details", {}, el("summary", { text: `Receipt (${result.receipt_file})` }),
       el("pre", { id: "receipt", text: JSON.stringify(result.receipt, null, 2) })),
   );
+}
+
+// The step's tool calls in order: name, how it ended, its time, its input and output.
+function toolCalls(calls, allowed) {
+  if (!calls.length && !Array.isArray(allowed)) return "";
+  const shown = Array.isArray(allowed) && allowed.length ? ` (allowed: ${allowed.join(", ")})` : "";
+  return el("div", {},
+    el("h4", { text: `Tool calls: ${calls.length}${shown}` }),
+    el("ol", { id: "tool-calls" }, calls.map((call) => {
+      const ended = call.success === true ? "ok" : call.success === false ? "failed" : "running";
+      const time = typeof call.ms === "number" ? `${call.ms} ms` : "";
+      return el("li", { class: "tool-call", "data-tool": String(call.tool), "data-success": ended },
+        el("strong", { class: "tool-name", text: String(call.tool) }), " ",
+        el("span", { class: "badge", "data-status": ended === "ok" ? "succeeded" : ended, text: ended }), " ",
+        el("span", { class: "muted tool-ms", text: time }),
+        el("div", { class: "tool-input" }, el("em", { text: "input" }), longText(call.input)),
+        ended === "running" ? "" : el("div", { class: "tool-output" }, el("em", { text: "output" }), longText(call.output)));
+    })));
+}
+
+const SHOWN_CHARS = 600, SHOWN_LINES = 12;
+
+// A value as text; a long one is cut visibly, the whole of it one click away.
+function longText(value) {
+  const text = typeof value === "string" ? value : JSON.stringify(value === undefined ? null : value, null, 2);
+  let end = Math.min(text.length, SHOWN_CHARS);
+  for (let i = 0, lines = 0; i < end; i++) if (text[i] === "\n" && ++lines === SHOWN_LINES) end = i;
+  if (end >= text.length) return el("pre", { text });
+  return el("div", { class: "long" },
+    el("pre", { class: "cut", text: `${text.slice(0, end)}… (${text.length - end} more characters)` }),
+    el("details", {}, el("summary", { text: `show all ${text.length} characters` }), el("pre", { class: "whole", text })));
 }
 
 function message(line) {

@@ -22,6 +22,7 @@ from tests.runtime.helpers import (
     step_yaml,
     write_flow,
 )
+from tests.runtime.orchestrator.conftest import LOOP
 
 
 class _Exploding(StepEngine):
@@ -175,6 +176,9 @@ def test_engine_that_raises_still_completes_the_run(loop_flows: Path, tmp_path: 
 def test_tool_events_lie_inside_their_step_and_reach_the_transcript(
     loop_flows: Path, tmp_path: Path
 ) -> None:
+    # Bash is not the step's: its call fails, as the runtime answers a tool it does not allow.
+    author = step_yaml("author") + "    tools: [Read]\n"
+    write_flow(loop_flows, "loopy", [author, step_yaml("critic", LOOP), step_yaml("ship")])
     tools: list[dict[str, Any]] = [
         {"tool": "Read", "input": {"path": "a.py"}, "output": "print(1)", "success": True},
         {"tool": "Bash", "input": {"cmd": "false"}, "output": "exit 1", "success": False},
