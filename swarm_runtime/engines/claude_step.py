@@ -31,9 +31,7 @@ def stub_engine(
         sleep=options.sleep,
         timeout_s=float(timeout_s or DEFAULT_TIMEOUT_S),
         api_name=api_name,
-        tools=options.tools,
-        credentials=options.credentials,
-        faults=options.faults,
+        options=options,
     )
 
 

@@ -34,9 +34,7 @@ from swarm_runtime.flow.kinds import NO_FURTHER_HELP_FIELD, stub_handoff
 from swarm_runtime.timeutil import interruptible_sleep
 
 if TYPE_CHECKING:
-    from swarm_runtime.credentials import Credentials
-    from swarm_runtime.engines.faults import FaultInjector
-    from swarm_runtime.tools.box import ToolBox
+    from swarm_runtime.engines.options import EngineOptions
 
 STUB_MODEL = "claude-stub"
 """claude-step's stub model; every engine's stub names its own (:func:`stub_model`)."""
@@ -72,15 +70,12 @@ class StubEngine(StepEngine):
         sleep: Callable[[float], None] | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         api_name: str = "",
-        tools: ToolBox | None = None,
-        credentials: Credentials | None = None,
-        faults: FaultInjector | None = None,
+        options: EngineOptions | None = None,
     ) -> None:
         self.engine_id = engine_id
-        self.tools = tools
-        """The run's tools: a scenario's tool call without ``output`` runs the real one."""
-        self.credentials = credentials
-        self.faults = faults
+        self.options = options
+        """The run's options: its tools (a scenario's tool call without ``output`` runs the
+        real one), credentials and fault injector."""
         self.api_name = api_name
         """The API the engine calls in its live modes (how a stubbed fault words it)."""
         if engine_short is not None:  # else derived from the id, like any engine's
@@ -234,7 +229,13 @@ class StubEngine(StepEngine):
         """
         from swarm_runtime.engines.tool_calls import ToolCall, wire_name
 
-        tools = StepTools(self.tools, ctx, credentials=self.credentials, faults=self.faults)
+        options = self.options
+        tools = StepTools(
+            options.tools if options is not None else None,
+            ctx,
+            credentials=options.credentials if options is not None else None,
+            faults=options.faults if options is not None else None,
+        )
         calls = outcome.tools if outcome else ()
         if any(not call.scripted for call in calls):
             tools.offered(known_only=True)
