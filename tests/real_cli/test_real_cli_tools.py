@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from swarm_runtime.contracts.check import validate_run_dir
+from swarm_runtime.engines.cassette import Cassettes
 from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps, RunSpec
 from swarm_runtime.orchestrator.run import Orchestrator
@@ -57,13 +58,14 @@ def _run(
     box: ToolBox,
     tools: list[str],
     engine: EngineChoice,
+    runs: str = "runs",
 ) -> RunOutcome:
     give_cli_engines(monkeypatch, box)
     monkeypatch.chdir(tmp_path)
     write_flow(tmp_path / "flows", "tooly", [step_yaml("work") + f"    tools: {tools}\n"])
     orchestrator = Orchestrator(
         FlowRegistry(tmp_path / "flows"),
-        runs_dir=tmp_path / "runs",
+        runs_dir=tmp_path / runs,
         deps=RunDeps(sleep=lambda _s: None),
         engine=engine,
     )
@@ -161,3 +163,35 @@ def test_the_gemini_cli_calls_a_steps_python_tool(
     assert target.read_text() == "from gemini"
     _check(outcome, [("note", arguments)], FAKE_GEMINI_KEY)
     assert not (tmp_path / "home" / ".gemini").exists()  # the user's own settings untouched
+
+
+def test_a_claude_code_step_with_a_python_tool_is_recorded_and_replays_with_no_server(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    anthropic_server: AnthropicServer,
+    claude_cli: str,
+) -> None:
+    target = tmp_path / "noted.txt"
+    arguments = {"path": str(target), "text": "recorded"}
+    anthropic_server.script(Reply(tool_use={"name": "mcp__swarm__note", "input": arguments}))
+    env = claude_env(tmp_path / "home", anthropic_server, claude_cli)
+    section = {"claude": {"cli": claude_cli, "record_via": "cli"}}
+
+    def run(mode: str, env: dict[str, str]) -> RunOutcome:
+        cassettes = Cassettes(
+            tmp_path / "cas", name="cas", record=mode == "record", rerecord_command="re-record"
+        )
+        engine = EngineChoice(mode=mode, env=env, cassettes=cassettes, sections=section)
+        outcome = _run(tmp_path, monkeypatch, tool_box(note), ["note"], engine, mode)
+        if mode == "record":
+            cassettes.commit()
+        return outcome
+
+    recorded = run("record", env)
+    _check(recorded, [("note", arguments)], FAKE_ANTHROPIC_KEY)
+    anthropic_server.stop()
+    target.unlink()
+    replayed = run("replay", {k: v for k, v in env.items() if "KEY" not in k and "URL" not in k})
+    # The CLI runs its tools itself, in a replay too: the tool ran again, where it should.
+    assert target.read_text() == "recorded"
+    _check(replayed, [("note", arguments)], FAKE_ANTHROPIC_KEY)
