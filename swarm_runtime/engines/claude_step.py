@@ -89,8 +89,9 @@ def _cli(engine_id: str, config: dict[str, Any], options: EngineOptions) -> Step
     """The CLI engine of ``engine_id``; with cassettes, through the loopback cassette server."""
     from swarm_runtime.engines.cli import build_cli_engine
 
+    tools = getattr(options, "tools", None)  # the run's ToolBox, where the run has one
     if options.cassettes is None:
-        return build_cli_engine(engine_id, config)
+        return build_cli_engine(engine_id, config, tools=tools)
     config = {**config, "replays": options.replays}
     from swarm_runtime.engines import cli_cassette
 
@@ -105,6 +106,7 @@ def _cli(engine_id: str, config: dict[str, Any], options: EngineOptions) -> Step
         engine_class=engine_class,
         cassettes=options.cassettes,
         faults=options.faults,
+        tools=tools,
     )
 
 

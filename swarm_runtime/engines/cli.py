@@ -5,7 +5,9 @@ environment that keeps it quiet and non-interactive: no telemetry, no update che
 side traffic, no retries of its own (the orchestrator owns retries, SPEC §7.3). Its
 ``stream-json`` output is read line by line as it is written (:mod:`.streams`). A missing
 executable, a non-zero exit, a timeout, a malformed line and a stream without a result
-line each end the call with a clear error; the process group is always ended.
+line each end the call with a clear error; the process group is always ended. A step's
+tools reach the CLI as :mod:`.cli_tools` says: the CLI's own by name, MCP servers' and the
+run's Python tools through an MCP config written for the call.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.engines.base import (
     StepContext,
@@ -25,9 +29,21 @@ from swarm_runtime.engines.base import (
     truncate_output,
 )
 from swarm_runtime.engines.cli_settings import CliSettings, cli_settings
+from swarm_runtime.engines.cli_tools import (
+    CliTools,
+    McpName,
+    claude_mcp_name,
+    cli_tools,
+    gemini_mcp_name,
+    private_file,
+)
 from swarm_runtime.engines.prices import estimate_cost, load_prices
 from swarm_runtime.engines.process import ProcessEnd, run_process
 from swarm_runtime.engines.streams import ClaudeStream, GeminiStream, StreamReport
+from swarm_runtime.errors import ConfigError
+
+if TYPE_CHECKING:
+    from swarm_runtime.tools.box import ToolBox
 
 DEFAULT_GEMINI_MODEL = "gemini-2.5-flash"
 MAX_ARG_BYTES = 100_000
@@ -52,6 +68,8 @@ class CliEngine(StepEngine):
     """How to install the CLI (in messages)."""
     fault_kinds: frozenset[str] = frozenset({"cli_exit"})
     """The fault kinds of a plan this engine serves (SPEC §10.7); the others are refused."""
+    mcp_name: McpName = staticmethod(claude_mcp_name)
+    """How the CLI names a tool of an MCP server."""
 
     def __init__(
         self,
@@ -60,6 +78,7 @@ class CliEngine(StepEngine):
         prices: dict[str, dict[str, float]] | None = None,
         engine_id: str,
         engine_short: str,
+        tools: ToolBox | None = None,
     ) -> None:
         self.executable = settings.executable
         self.base_env = dict(settings.env)
@@ -70,7 +89,11 @@ class CliEngine(StepEngine):
         self.prices = prices if prices is not None else load_prices()
         self.engine_id = engine_id
         self.engine_short = engine_short
+        self.tools = tools
+        """The run's Python tools and MCP servers (None: a step's tools are the CLI's own)."""
         self._scratch: Path | None = None
+        self._call = threading.local()
+        """The tools of the call in progress on this thread, and its MCP config file."""
 
     # -- what a subclass says ------------------------------------------------------------
 
@@ -82,9 +105,24 @@ class CliEngine(StepEngine):
         """What goes on the process's stdin."""
         raise NotImplementedError
 
-    def reader(self) -> StreamReport:
-        """A fresh reader of the CLI's stream."""
+    def reader(self, names: Mapping[str, str] | None = None) -> StreamReport:
+        """A fresh reader of the CLI's stream (``names``: the CLI's tool names -> the flow's)."""
         raise NotImplementedError
+
+    def step_tools(self, ctx: StepContext) -> CliTools:
+        """The step's tools as this CLI knows them (ConfigError: one cannot be served)."""
+        return cli_tools(ctx.tools, self.tools, self.mcp_name)
+
+    def call_tools(self, ctx: StepContext) -> tuple[CliTools, Path | None]:
+        """The tools of the call in progress, and its MCP config file (None: no servers)."""
+        current: tuple[CliTools, Path | None] | None = getattr(self._call, "tools", None)
+        return current if current is not None else (self.step_tools(ctx), None)
+
+    @contextmanager
+    def tool_config(self, tools: CliTools) -> Iterator[Path]:
+        """The MCP config of ``tools`` in a private file for the call, removed after it."""
+        with private_file(self.scratch, tools.config(cwd_key=False)) as path:
+            yield path
 
     def env(self, ctx: StepContext) -> dict[str, str]:
         """The process's environment."""
@@ -111,23 +149,35 @@ class CliEngine(StepEngine):
         """Run the CLI once for the step and turn what it printed into an outcome."""
         if ctx.prompt is None:
             raise ValueError(f"{type(self).__name__} needs ctx.prompt")
-        report = self.reader()
-        timeout = ctx.timeout_s or self.timeout_s
         try:
-            end = self.launch(ctx, report, timeout)
-        except FileNotFoundError:
-            return self._failed(
-                ctx,
-                report,
-                f"{self.cli_name}: no executable {self.executable!r} (not on PATH and not a "
-                f"file); {self.install}, or set {self.setting} to its path",
-            )
-        except OSError as exc:
-            return self._failed(
-                ctx,
-                report,
-                f"{self.cli_name}: cannot start {self.executable!r}: {exc.strerror or exc}",
-            )
+            tools = self.step_tools(ctx)
+        except ConfigError as exc:
+            return self._failed(ctx, self.reader(), f"{self.cli_name}: {exc}")
+        report = self.reader(tools.names)
+        timeout = ctx.timeout_s or self.timeout_s
+        with ExitStack() as files:
+            try:
+                config = files.enter_context(self.tool_config(tools)) if tools.servers else None
+            except ConfigError as exc:
+                return self._failed(ctx, report, f"{self.cli_name}: {exc}")
+            self._call.tools = (tools, config)
+            try:
+                end = self.launch(ctx, report, timeout)
+            except FileNotFoundError:
+                return self._failed(
+                    ctx,
+                    report,
+                    f"{self.cli_name}: no executable {self.executable!r} (not on PATH and not "
+                    f"a file); {self.install}, or set {self.setting} to its path",
+                )
+            except OSError as exc:
+                return self._failed(
+                    ctx,
+                    report,
+                    f"{self.cli_name}: cannot start {self.executable!r}: {exc.strerror or exc}",
+                )
+            finally:
+                self._call.tools = None
         return self.outcome(ctx, report, end, timeout)
 
     def launch(self, ctx: StepContext, report: StreamReport, timeout: float) -> ProcessEnd:
@@ -278,9 +328,13 @@ class ClaudeCliEngine(CliEngine):
             argv += ["--system-prompt-file", str(path)]
         else:
             argv += ["--system-prompt", system]
-        argv += ["--tools", ",".join(ctx.tools)]
-        if ctx.tools:
-            argv += ["--allowed-tools", ",".join(ctx.tools)]
+        tools, config = self.call_tools(ctx)
+        # --tools is the CLI's own tools ("" none); MCP servers come only from our config.
+        argv += ["--tools", ",".join(tools.native), "--strict-mcp-config"]
+        if config is not None:
+            argv += ["--mcp-config", str(config)]
+        if tools.allowed:
+            argv += ["--allowed-tools", ",".join(tools.allowed)]
         return argv + list(self.extra_args)
 
     def stdin(self, ctx: StepContext) -> str:
@@ -288,9 +342,9 @@ class ClaudeCliEngine(CliEngine):
         assert ctx.prompt is not None
         return ctx.prompt.user
 
-    def reader(self) -> StreamReport:
+    def reader(self, names: Mapping[str, str] | None = None) -> StreamReport:
         """A reader of Claude Code's stream."""
-        return ClaudeStream()
+        return ClaudeStream(names=names)
 
     def env(self, ctx: StepContext) -> dict[str, str]:
         """The caller's environment, quietened, with a scratch dir of its own."""
@@ -316,12 +370,13 @@ class GeminiCliEngine(CliEngine):
     provider = "gemini"
     setting = "SWARM_GEMINI_CLI"
     install = "install it with: npm install -g @google/gemini-cli"
+    mcp_name = staticmethod(gemini_mcp_name)
 
     def argv(self, ctx: StepContext) -> list[str]:
         """Headless mode (the prompt is all on stdin), stream-json, the model, the tools."""
         argv = [self.executable, "-p", "", "--output-format", "stream-json"]
         argv += ["-m", self.model or DEFAULT_GEMINI_MODEL]
-        for tool in ctx.tools:
+        for tool in self.call_tools(ctx)[0].allowed:
             argv += ["--allowed-tools", tool]
         return argv + list(self.extra_args)
 
@@ -330,9 +385,9 @@ class GeminiCliEngine(CliEngine):
         assert ctx.prompt is not None
         return f"{ctx.prompt.system}\n\n---\n\n{ctx.prompt.user}"
 
-    def reader(self) -> StreamReport:
+    def reader(self, names: Mapping[str, str] | None = None) -> StreamReport:
         """A reader of the Gemini CLI's stream."""
-        return GeminiStream()
+        return GeminiStream(names=names)
 
     def env(self, ctx: StepContext) -> dict[str, str]:
         """The caller's environment; with an API key, a home of its own that selects it.
@@ -343,14 +398,40 @@ class GeminiCliEngine(CliEngine):
         """
         env = dict(self.base_env)
         env["GEMINI_CLI_TRUST_WORKSPACE"] = "true"
-        if env.get("GEMINI_API_KEY") and "GEMINI_CLI_HOME" not in env:
-            home = self.scratch / "home"
+        home = self._home()
+        if home is not None:
             settings = home / ".gemini" / "settings.json"
-            if not settings.is_file():
+            if not settings.is_file():  # a step's MCP servers may be in it (tool_config)
                 settings.parent.mkdir(parents=True, exist_ok=True)
                 settings.write_text(json.dumps(GEMINI_SETTINGS), encoding="utf-8")
             env["GEMINI_CLI_HOME"] = str(home)
         return env
+
+    def _home(self) -> Path | None:
+        """The CLI's scratch home, when it gets one (a key, and no GEMINI_CLI_HOME given)."""
+        if self.base_env.get("GEMINI_API_KEY") and "GEMINI_CLI_HOME" not in self.base_env:
+            return self.scratch / "home"
+        return None
+
+    @contextmanager
+    def tool_config(self, tools: CliTools) -> Iterator[Path]:
+        """The step's MCP servers in the settings of the scratch home, for this call only.
+
+        The Gemini CLI reads MCP servers from its settings (``mcpServers``), and the user's
+        own settings are never written: MCP and Python tools need the scratch home, so a
+        key in GEMINI_API_KEY and no GEMINI_CLI_HOME.
+        """
+        home = self._home()
+        if home is None:
+            raise ConfigError(
+                "the step's MCP and Python tools reach the Gemini CLI through the settings of "
+                "a home of its own, which it gets only with GEMINI_API_KEY set and "
+                "GEMINI_CLI_HOME unset"
+            )
+        (home / ".gemini").mkdir(parents=True, exist_ok=True)
+        document = {**GEMINI_SETTINGS, **tools.config(cwd_key=True)}
+        with private_file(home / ".gemini", document, "settings.json") as path:
+            yield path
 
 
 def build_cli_engine(

@@ -13,8 +13,9 @@ to the next: the CLI's own session ids, dates, context blocks (``<system-reminde
 home dir, and what tools printed (they run again, live, in a replay) are left out. A
 request with no recording fails the step, naming the cassette, the difference and the
 command that re-records. Credential headers are never kept, a credential's value in a
-response body is scrubbed, paths are replaced by placeholders, and every cassette is scanned
-for credential values before it is written.
+response body is scrubbed, paths are replaced by placeholders (a replay puts the paths of
+its own checkout and home back), and every cassette is scanned for credential values
+before it is written.
 A fault plan's HTTP faults are answered before any of this (:mod:`.fault_loopback`).
 """
 
@@ -36,7 +37,7 @@ from swarm_runtime.credentials import Credentials
 from swarm_runtime.engines.base import StepContext
 from swarm_runtime.engines.cassette import Cassettes
 from swarm_runtime.engines.cli import ClaudeCliEngine, CliEngine, GeminiCliEngine
-from swarm_runtime.engines.cli_match import MARKER, placeholders, request_key
+from swarm_runtime.engines.cli_match import MARKER, placeholders, request_key, restore
 from swarm_runtime.engines.fault_loopback import LoopbackFaults, start_loopback
 from swarm_runtime.engines.faults import HTTP_KINDS, FaultInjector
 from swarm_runtime.engines.process import ProcessEnd
@@ -187,7 +188,9 @@ class CassetteServer:
         return (
             int(response["status"]),
             str(response.get("content_type") or "application/json"),
-            str(response["body"]).encode("utf-8"),
+            # The paths of this checkout and home, where the recording had placeholders: a
+            # tool call's input then points where it should.
+            restore(str(response["body"]), self.paths).encode("utf-8"),
         )
 
     def stand_in(self, method: str, path: str, body: bytes) -> None:

@@ -90,6 +90,14 @@ def placeholders(text: str, paths: Mapping[str, str]) -> str:
     return text
 
 
+def restore(text: str, paths: Mapping[str, str]) -> str:
+    """``text`` with each ``<name>`` placeholder of ``paths`` replaced by its path again."""
+    for name, path in paths.items():
+        if path and len(path) > 1:
+            text = text.replace(f"<{name}>", path)
+    return text
+
+
 def request_key(method: str, path: str, body: str) -> str:
     """What a request is matched on, as canonical JSON (paths already made placeholders)."""
     parts = urllib.parse.urlsplit(path)

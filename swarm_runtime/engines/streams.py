@@ -8,15 +8,17 @@ only the stream-start count and is never summed. The Gemini CLI (``gemini -p …
 --output-format stream-json``) writes ``init``, ``message`` deltas, ``tool_use``,
 ``tool_result`` and a ``result`` line with ``stats``. Both readers build the same
 :class:`StreamReport`: assistant text, transcript lines and tool events in order, tokens,
-cost, and the error the CLI reported. Unknown line types are skipped (newer CLIs add some);
-a line that is not a JSON object raises :class:`StreamBroken`.
+cost, and the error the CLI reported. A tool the CLI knows by another name (an MCP tool's
+``mcp__fs__write_file``) is named as the flow names it (``fs.write_file``). Unknown line
+types are skipped (newer CLIs add some); a line that is not a JSON object raises
+:class:`StreamBroken`.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -57,9 +59,17 @@ def _count(value: Any) -> int:
 class StreamReport:
     """What a CLI's stream said, built line by line."""
 
-    def __init__(self, cli: str, clock: Callable[[], str] = _now) -> None:
+    def __init__(
+        self,
+        cli: str,
+        clock: Callable[[], str] = _now,
+        *,
+        names: Mapping[str, str] | None = None,
+    ) -> None:
         self.cli = cli
         self.clock = clock
+        self.names = dict(names or {})
+        """The CLI's name of a tool -> the flow's, where they differ."""
         self.lines = 0
         self.texts: list[str] = []
         """Assistant text blocks, in order."""
@@ -111,6 +121,7 @@ class StreamReport:
 
     def tool_start(self, tool_id: str, tool: str, tool_input: Any) -> None:
         ts = self.clock()
+        tool = self.names.get(tool, tool)
         self._tools[tool_id] = tool
         self.events.append(RunEvent(ToolStart(tool=tool, input=tool_input), ts))
         self.transcript.append(
@@ -132,8 +143,10 @@ class StreamReport:
 class ClaudeStream(StreamReport):
     """Reads ``claude -p --output-format stream-json --verbose``."""
 
-    def __init__(self, clock: Callable[[], str] = _now) -> None:
-        super().__init__("claude", clock)
+    def __init__(
+        self, clock: Callable[[], str] = _now, *, names: Mapping[str, str] | None = None
+    ) -> None:
+        super().__init__("claude", clock, names=names)
 
     def feed(self, line: str) -> None:
         """Take one line of the stream."""
@@ -205,8 +218,10 @@ class ClaudeStream(StreamReport):
 class GeminiStream(StreamReport):
     """Reads ``gemini -p … --output-format stream-json``."""
 
-    def __init__(self, clock: Callable[[], str] = _now) -> None:
-        super().__init__("gemini", clock)
+    def __init__(
+        self, clock: Callable[[], str] = _now, *, names: Mapping[str, str] | None = None
+    ) -> None:
+        super().__init__("gemini", clock, names=names)
         self._pending: list[str] = []
 
     def _flush(self) -> None:

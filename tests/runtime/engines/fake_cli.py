@@ -3,7 +3,9 @@
 Run as a script by the CLI engine tests. It writes its pid (and its child's) to
 FAKE_CLI_PIDS, so a test can check that the whole process group was ended; a daemon
 (``daemon``) also writes the pid of the process it was reparented to, to
-FAKE_CLI_PIDS.parent.
+FAKE_CLI_PIDS.parent. ``tools`` acts as Claude Code calling MCP tools: it notes what it was
+given (its argv, the MCP config file as it found it) in FAKE_CLI_SEEN and reports the
+calls FAKE_CLI_CALLS lists (``[[name, input, output], …]``) as a stream does.
 """
 
 from __future__ import annotations
@@ -70,6 +72,23 @@ def start_daemon() -> tuple[int, int]:
     return int(pid), int(parent)
 
 
+def tool_calls() -> None:
+    argv = sys.argv[1:]
+    seen: dict[str, object] = {"argv": argv}
+    if "--mcp-config" in argv:
+        path = argv[argv.index("--mcp-config") + 1]
+        seen.update(config_path=path, config_mode=os.stat(path).st_mode & 0o777)
+        with open(path, encoding="utf-8") as handle:
+            seen["config"] = json.load(handle)
+    with open(os.environ["FAKE_CLI_SEEN"], "w", encoding="utf-8") as handle:
+        json.dump(seen, handle)
+    for index, (name, tool_input, output) in enumerate(json.loads(os.environ["FAKE_CLI_CALLS"])):
+        block = {"type": "tool_use", "id": f"toolu_fake_{index}", "name": name, "input": tool_input}
+        emit({"type": "assistant", "message": {"content": [block]}})
+        answer = {"type": "tool_result", "tool_use_id": block["id"], "content": output}
+        emit({"type": "user", "message": {"content": [answer]}})
+
+
 def main() -> int:
     case = os.environ.get("FAKE_CLI_CASE", "ok")
     prompt = sys.stdin.read()
@@ -93,7 +112,9 @@ def main() -> int:
     with open(os.environ["FAKE_CLI_PIDS"], "w", encoding="utf-8") as handle:
         handle.write(" ".join(map(str, pids)))
     emit(INIT)
-    if case in ("ok", "echo", "setsid_child", "daemon"):
+    if case == "tools":
+        tool_calls()
+    if case in ("ok", "echo", "setsid_child", "daemon", "tools"):
         # echo: answer with the value of the variable FAKE_CLI_ECHO names (a leaky tool).
         echoed = os.environ.get(os.environ.get("FAKE_CLI_ECHO", ""), "")
         text = f"read {len(prompt)} chars" + (f"; my env says {echoed}" if case == "echo" else "")
