@@ -89,7 +89,7 @@ def _cli(engine_id: str, config: dict[str, Any], options: EngineOptions) -> Step
     """The CLI engine of ``engine_id``; with cassettes, through the loopback cassette server."""
     from swarm_runtime.engines.cli import build_cli_engine
 
-    tools = getattr(options, "tools", None)  # the run's ToolBox, where the run has one
+    tools = options.tools
     if options.cassettes is None:
         return build_cli_engine(engine_id, config, tools=tools)
     config = {**config, "replays": options.replays}
