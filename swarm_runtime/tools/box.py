@@ -14,14 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.tools.config import ToolSettings
 from swarm_runtime.tools.registry import ToolRegistry, ToolSpec
+from swarm_runtime.tools.registry import ToolTimeout as ToolTimeout
 
 if TYPE_CHECKING:
     from swarm_runtime.credentials import Credentials
     from swarm_runtime.tools.mcp import McpServers
-
-
-class ToolTimeout(Exception):
-    """A tool did not answer within its deadline."""
 
 
 class UnknownTool(Exception):

@@ -107,6 +107,10 @@ class ToolInputError(Exception):
     """A tool's arguments do not match its schema: answered to the model, never run."""
 
 
+class ToolTimeout(Exception):
+    """A tool did not answer within its deadline."""
+
+
 def python_tool(
     function: Callable[..., Any],
     *,
