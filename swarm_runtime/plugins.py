@@ -167,25 +167,20 @@ class SwarmPlugins:
 
     def register_engines(self, registry: EngineRegistry) -> None:
         """Call every ``swarm_register_engines``; ConfigError naming the plugin that failed."""
-        for impl in self.implementations("swarm_register_engines"):
+        self._register("swarm_register_engines", registry)
+
+    def _register(self, hook: str, registry: object) -> None:
+        for impl in self.implementations(hook):
             try:
                 _call(impl, {"registry": registry})
             except Exception as exc:
                 raise ConfigError(
-                    f"plugin '{impl.plugin_name}': swarm_register_engines failed: "
-                    f"{type(exc).__name__}: {exc}"
+                    f"plugin '{impl.plugin_name}': {hook} failed: {type(exc).__name__}: {exc}"
                 ) from exc
 
     def register_tools(self, registry: ToolRegistry) -> None:
         """Call every ``swarm_register_tools``; ConfigError naming the plugin that failed."""
-        for impl in self.implementations("swarm_register_tools"):
-            try:
-                _call(impl, {"registry": registry})
-            except Exception as exc:
-                raise ConfigError(
-                    f"plugin '{impl.plugin_name}': swarm_register_tools failed: "
-                    f"{type(exc).__name__}: {exc}"
-                ) from exc
+        self._register("swarm_register_tools", registry)
 
     def for_run(self, *, followed: bool = False) -> RunListeners:
         """The listeners of one run (``followed``: a run another process executes)."""

@@ -233,7 +233,7 @@ class StepTools:
     def _run(self, spec: ToolSpec, tool_input: dict[str, Any]) -> tuple[bool, str]:
         """Run the tool: (success, text for the model)."""
         from swarm_runtime.tools.box import ToolTimeout
-        from swarm_runtime.tools.mcp import McpServerError
+        from swarm_runtime.tools.mcp import McpServerError, McpToolError
         from swarm_runtime.tools.registry import ToolInputError
 
         assert self.box is not None
@@ -241,7 +241,7 @@ class StepTools:
             value = self.box.call(spec, tool_input)
         except McpServerError:
             raise  # the server is gone: the step fails, naming it
-        except ToolInputError as exc:
+        except (ToolInputError, McpToolError) as exc:
             return False, f"error: {exc}"
         except ToolTimeout as exc:
             self.log(f"tool {spec.name} timed out: {exc}", tool=spec.name)
