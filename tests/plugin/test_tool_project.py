@@ -21,6 +21,8 @@ import pytest
 from tests.fakes.anthropic_server import AnthropicServer, Reply
 from tests.fakes.mcp_servers import filesystem_server
 
+pytest.importorskip("mcp", reason="the [mcp] extra: pip install 'swarm-stepwise[mcp]'")
+
 KEY = "sk-ant-tool-project-not-a-key"
 
 FLOW = """\

@@ -25,6 +25,7 @@ from swarm_runtime.tools.mcp import McpServerError, McpServers, McpToolError
 from tests.fakes.mcp_servers import fake_config, fs_config, marked, wait_gone
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="counts processes in /proc")
+pytest.importorskip("mcp", reason="the [mcp] extra: pip install 'swarm-stepwise[mcp]'")
 
 FAKE_KEY = "sk-fake-0123456789abcdef-not-a-real-key"
 
