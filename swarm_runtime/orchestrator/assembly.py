@@ -276,7 +276,11 @@ def _engine_choice(
         env=dict(env),
         credentials=Credentials(
             [
-                *Credentials.from_envs(env, *map(section_secrets, sections.items())).pairs,
+                *Credentials.from_envs(
+                    env,
+                    *map(section_secrets, sections.items()),
+                    *(server.env for server in settings.tools.mcp_servers.values()),
+                ).pairs,
                 *named_secrets(sections, env),
             ]
         ),

@@ -29,6 +29,12 @@ def lookup(order_id: str) -> dict:
     return {"order": order_id, "status": "shipped"}
 
 
+def peek() -> str:
+    """Read the note a colleague left."""
+    with open("note.txt", encoding="utf-8") as handle:
+        return handle.read()
+
+
 @tool(name="rate", pure=True)
 def today_rate(currency: str) -> float:
     """Today's rate."""
@@ -127,3 +133,26 @@ def test_a_bad_mcp_server_entry_is_a_usage_error_naming_the_key(tmp_path: Path) 
     assert done.returncode == 2
     assert "mcp_servers.fs.command" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_secret_in_an_mcp_servers_env_is_scrubbed_from_every_file(tmp_path: Path) -> None:
+    project = _project(tmp_path, "[]")
+    token = "fs-token-not-a-real-one-4242"
+    (project / "note.txt").write_text(f"the token is {token}", encoding="utf-8")
+    (project / "swarm" / "config" / "runtime.yaml").write_text(
+        "tools: [project_tools:lookup, project_tools:peek, project_tools:today_rate]\n"
+        "mcp_servers:\n  fs:\n    command: node\n    args: [server.js]\n"
+        f"    env: {{FS_API_TOKEN: {token}}}\n",
+        encoding="utf-8",
+    )
+    flow = project / "flows" / "orders.yaml"
+    flow.write_text(flow.read_text().replace("refund]", "peek]"), encoding="utf-8")
+    (project / "scenario.yaml").write_text(
+        "triage:\n  tools:\n    - {tool: peek, input: {}}\n", encoding="utf-8"
+    )
+    done = _swarm(project, "orders", "--flows-dir", "flows", "--scenario", "scenario.yaml")
+    assert done.returncode == 0, done.stderr
+    (run_dir,) = (project / "swarm" / "runs").iterdir()
+    files = [path for path in run_dir.rglob("*") if path.is_file()]
+    assert files and not [path for path in files if token in path.read_text(errors="replace")]
+    assert "[scrubbed FS_API_TOKEN]" in (run_dir / "events.jsonl").read_text()
