@@ -3,17 +3,14 @@
 The loopback server answers the step's first request with a call of the tool, by the name
 the CLI knows it by (``mcp__swarm__note``), and ends the turn once it has the result. The
 Python tool runs in the ``swarm`` tools server the CLI starts from the engine's MCP config;
-the filesystem MCP server (npm ``@modelcontextprotocol/server-filesystem``, found through
-SWARM_MCP_FILESYSTEM or the cache ``scripts/install-mcp-servers`` fills) runs as runtime.yaml
-declares it. Until runtime.yaml's ``tools:`` reach a run's engine options, the run's
-tools are handed to its CLI engines as those options will hand them (``give_cli_engines``).
+the filesystem MCP server (npm ``@modelcontextprotocol/server-filesystem``, installed by
+``scripts/install-mcp-servers``) runs as runtime.yaml declares it. The run is given its
+tools as runtime.yaml gives them (``EngineChoice.tools`` and ``tool_registry``).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -29,27 +26,14 @@ from swarm_runtime.tools.box import ToolBox
 from swarm_runtime.tools.config import McpServerConfig
 from tests.fakes.anthropic_server import AnthropicServer, Reply
 from tests.fakes.gemini_server import GeminiReply, GeminiServer
+from tests.fakes.mcp_servers import filesystem_server
 from tests.real_cli.conftest import FAKE_ANTHROPIC_KEY, FAKE_GEMINI_KEY, claude_env, gemini_env
-from tests.runtime.engines.tool_samples import give_cli_engines, note, tool_box
+from tests.runtime.engines.tool_samples import note, tool_box, with_tools
 from tests.runtime.helpers import events_of, receipt, step_yaml, write_flow
 
 pytestmark = pytest.mark.real_cli
 
 FS_SECRET = "fs-token-real-cli-0000"
-
-
-def _filesystem_server() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    cache = Path(base) / "swarm-stepwise" / "mcp-servers" / "node_modules" / ".bin"
-    path = os.environ.get("SWARM_MCP_FILESYSTEM") or str(cache / "mcp-server-filesystem")
-    if not shutil.which(path):
-        pytest.skip(
-            f"the filesystem MCP server is not installed (SWARM_MCP_FILESYSTEM unset, nothing "
-            f"in {cache}); install it with: npm install --prefix DIR "
-            "@modelcontextprotocol/server-filesystem, and set SWARM_MCP_FILESYSTEM to "
-            "DIR/node_modules/.bin/mcp-server-filesystem"
-        )
-    return path
 
 
 def _run(
@@ -60,14 +44,13 @@ def _run(
     engine: EngineChoice,
     runs: str = "runs",
 ) -> RunOutcome:
-    give_cli_engines(monkeypatch, box)
     monkeypatch.chdir(tmp_path)
     write_flow(tmp_path / "flows", "tooly", [step_yaml("work") + f"    tools: {tools}\n"])
     orchestrator = Orchestrator(
         FlowRegistry(tmp_path / "flows"),
         runs_dir=tmp_path / runs,
         deps=RunDeps(sleep=lambda _s: None),
-        engine=engine,
+        engine=with_tools(engine, box),
     )
     return orchestrator.run(RunSpec(flows=("tooly",)))
 
@@ -127,7 +110,7 @@ def test_claude_code_calls_the_filesystem_mcp_servers_tool_and_a_python_tool(
     anthropic_server: AnthropicServer,
     claude_cli: str,
 ) -> None:
-    server = _filesystem_server()
+    server = filesystem_server()
     allowed = tmp_path / "allowed"
     allowed.mkdir()
     written = {"path": str(allowed / "fs.txt"), "content": "written by the fs server"}
@@ -137,7 +120,7 @@ def test_claude_code_calls_the_filesystem_mcp_servers_tool_and_a_python_tool(
         Reply(tool_use={"name": "mcp__swarm__note", "input": noted}),
     )
     fs = McpServerConfig(
-        name="fs", command=server, args=(str(allowed),), env={"FS_TOKEN": FS_SECRET}
+        name="fs", command="node", args=(str(server), str(allowed)), env={"FS_TOKEN": FS_SECRET}
     )
     box = tool_box(note, servers={"fs": fs})
     env = claude_env(tmp_path / "home", anthropic_server, claude_cli)

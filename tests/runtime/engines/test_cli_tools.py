@@ -27,7 +27,7 @@ from swarm_runtime.tools.box import ToolBox
 from swarm_runtime.tools.config import McpServerConfig
 from swarm_runtime.tools.serve import answer, build_box
 from tests.runtime.engines import tool_samples
-from tests.runtime.engines.tool_samples import give_cli_engines, lookup, tool_box
+from tests.runtime.engines.tool_samples import lookup, tool_box, with_tools
 from tests.runtime.helpers import claude_choice, events_of, receipt, step_yaml, write_flow
 
 FAKE = Path(__file__).with_name("fake_cli.py")
@@ -41,13 +41,8 @@ FS = McpServerConfig(
 
 
 def _run(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    box: ToolBox,
-    tools: str,
-    calls: list[list[Any]] | None = None,
+    tmp_path: Path, box: ToolBox, tools: str, calls: list[list[Any]] | None = None
 ) -> RunOutcome:
-    give_cli_engines(monkeypatch, box)
     flows = tmp_path / "flows"
     write_flow(flows, "solo", [step_yaml("only") + f"    tools: {tools}\n"])
     executable = tmp_path / "claude"
@@ -65,7 +60,7 @@ def _run(
         FlowRegistry(flows),
         runs_dir=tmp_path / "runs",
         deps=RunDeps(sleep=lambda _s: None),
-        engine=claude_choice("cli", env=env, cli=str(executable)),
+        engine=with_tools(claude_choice("cli", env=env, cli=str(executable)), box),
     )
     return orchestrator.run(RunSpec(flows=("solo",)))
 
@@ -74,15 +69,13 @@ def _flag(argv: list[str], name: str) -> str:
     return argv[argv.index(name) + 1]
 
 
-def test_a_steps_python_mcp_and_own_tools_reach_claude_code_by_its_names(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_steps_python_mcp_and_own_tools_reach_claude_code_by_its_names(tmp_path: Path) -> None:
     box = tool_box(lookup, servers={"fs": FS})
     calls = [
         ["mcp__fs__write_file", {"path": "/data/a.txt", "content": "hi"}, "wrote a.txt"],
         ["mcp__swarm__lookup", {"key": "k1"}, [{"type": "text", "text": '{"value": 2}'}]],
     ]
-    outcome = _run(tmp_path, monkeypatch, box, "[lookup, fs.write_file, Read]", calls)
+    outcome = _run(tmp_path, box, "[lookup, fs.write_file, Read]", calls)
     assert outcome.status == "succeeded", outcome.error
     seen = json.loads((tmp_path / "seen.json").read_text())
     argv = seen["argv"]
@@ -120,26 +113,22 @@ def test_a_steps_python_mcp_and_own_tools_reach_claude_code_by_its_names(
         assert not path.is_file() or "fs-secret-value-0000" not in path.read_text()
 
 
-def test_a_step_with_only_its_clis_tools_gets_no_mcp_config(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_step_with_only_its_clis_tools_gets_no_mcp_config(tmp_path: Path) -> None:
     box = tool_box(lookup, servers={"fs": FS})
-    outcome = _run(tmp_path, monkeypatch, box, "['Bash(git:*)', other.tool]")
+    outcome = _run(tmp_path, box, "['Bash(git:*)', other.tool]")
     assert outcome.status == "succeeded", outcome.error
     argv = json.loads((tmp_path / "seen.json").read_text())["argv"]
     assert "--mcp-config" not in argv
     assert _flag(argv, "--tools") == _flag(argv, "--allowed-tools") == "Bash(git:*),other.tool"
 
 
-def test_a_python_tool_the_cli_cannot_import_fails_the_step_naming_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_python_tool_the_cli_cannot_import_fails_the_step_naming_it(tmp_path: Path) -> None:
     def local(key: str) -> str:
         return key
 
     registry_box = tool_box(lookup)
     registry_box.registry.register(local, name="local")
-    outcome = _run(tmp_path, monkeypatch, registry_box, "[lookup, local]")
+    outcome = _run(tmp_path, registry_box, "[lookup, local]")
     assert outcome.status == "failed"
     events = events_of(outcome)
     assert [e["kind"] for e in events][-2:] == ["step_error", "run_completed"]
@@ -150,11 +139,9 @@ def test_a_python_tool_the_cli_cannot_import_fails_the_step_naming_it(
     assert validate_run_dir(outcome.path) == []
 
 
-def test_a_user_server_named_swarm_is_refused_when_a_step_has_python_tools(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_user_server_named_swarm_is_refused_when_a_step_has_python_tools(tmp_path: Path) -> None:
     taken = McpServerConfig(name="swarm", command="x")
-    outcome = _run(tmp_path, monkeypatch, tool_box(lookup, servers={"swarm": taken}), "[lookup]")
+    outcome = _run(tmp_path, tool_box(lookup, servers={"swarm": taken}), "[lookup]")
     assert outcome.status == "failed"
     error = events_of(outcome)[-2]["payload"]["error"]
     assert "mcp_servers declares a server named 'swarm'" in error and "rename" in error

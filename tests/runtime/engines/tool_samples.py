@@ -1,4 +1,4 @@
-"""Python tools the cli-mode tool tests give a run, and how a run's CLI engines get them.
+"""Python tools the cli-mode tool tests give a run, and how a run is given them.
 
 The tools are defined at the top level of this module, so the ``swarm`` tools server a
 CLI starts can import them by reference (``note=tests.runtime.engines.tool_samples:note``).
@@ -10,8 +10,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import pytest
-
+from swarm_runtime.orchestrator.plan import EngineChoice
+from swarm_runtime.record import replace
 from swarm_runtime.tools import ToolRegistry
 from swarm_runtime.tools.box import ToolBox
 from swarm_runtime.tools.config import McpServerConfig, ToolSettings
@@ -60,12 +60,7 @@ def tool_box(*functions: Any, servers: dict[str, McpServerConfig] | None = None)
     return ToolBox(registry, ToolSettings(mcp_servers=dict(servers or {})))
 
 
-def give_cli_engines(monkeypatch: pytest.MonkeyPatch, box: ToolBox) -> None:
-    """Build the run's CLI engines with ``box``, as a run's engine options hand them a run's
-    tools (``EngineOptions.tools``)."""
-    from swarm_runtime.engines import cli
-
-    build = cli.build_cli_engine
-    monkeypatch.setattr(
-        cli, "build_cli_engine", lambda *args, **kwargs: build(*args, **{**kwargs, "tools": box})
-    )
+def with_tools(choice: EngineChoice, box: ToolBox) -> EngineChoice:
+    """``choice`` with ``box``'s Python tools and MCP servers, as a run is given those of
+    runtime.yaml and its plugins (``EngineChoice.tools`` and ``tool_registry``)."""
+    return replace(choice, tools=box.settings, tool_registry=box.registry)
