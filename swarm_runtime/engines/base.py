@@ -15,6 +15,8 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
+import msgspec
+
 from swarm_runtime.documents.run_events import Log, ToolEnd, ToolStart
 from swarm_runtime.ids import ENGINE_SHORT_RE
 from swarm_runtime.record import Record, field
@@ -126,10 +128,41 @@ class StepResult(Record):
             raise ValueError("StepResult.output must be under 50 KB; use truncate_output()")
 
 
+_SORTED_JSON = msgspec.json.Encoder(order="sorted")
+
+
 def request_digest(body: Any) -> str:
-    """The sha256 hex of a request as JSON with sorted keys and compact separators."""
+    """The sha256 hex of a request as JSON with sorted keys and compact separators.
+
+    The bytes are ``json.dumps(body, sort_keys=True, separators=(",", ":"),
+    ensure_ascii=False)`` in UTF-8, which msgspec's sorted encoder writes alike for dicts
+    with str keys, lists, str, int, bool and None; a body holding anything else (a float:
+    ``1e+16`` against ``1e16``) is written by the stdlib, so a digest never changes.
+    """
+    if _plain(body):
+        try:
+            return hashlib.sha256(_SORTED_JSON.encode(body)).hexdigest()
+        except (TypeError, OverflowError, msgspec.EncodeError):  # an int past 64 bits
+            pass
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _plain(body: Any) -> bool:
+    """Whether ``body`` holds only dicts with str keys, lists, str, int, bool and None."""
+    stack = [body]
+    while stack:
+        value = stack.pop()
+        kind = type(value)
+        if kind is dict:
+            if not all(type(key) is str for key in value):
+                return False
+            stack.extend(value.values())
+        elif kind is list:
+            stack.extend(value)
+        elif kind is not str and kind is not int and kind is not bool and value is not None:
+            return False
+    return True
 
 
 def short_name(engine_id: str) -> str:
