@@ -256,13 +256,16 @@ def _repeat(values: dict[str, str], sources: dict[str, str]) -> None:
 
 
 def _importable(module: str) -> bool:
-    import importlib
+    """Whether ``module`` is installed, found without importing it.
+
+    The process that runs no test (xdist's controller) never pays for the import.
+    """
+    import importlib.util
 
     try:
-        importlib.import_module(module)  # the mode imports it in any case, at its first run
-    except ImportError:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
         return False
-    return True
 
 
 def _engines_in_use(options: SwarmOptions, rootpath: Path) -> tuple[Any, set[str]]:

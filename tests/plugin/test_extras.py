@@ -43,7 +43,8 @@ def _shadow(pytester: pytest.Pytester, module: str) -> None:
 def test_record_and_replay_without_vcrpy_stop_at_start_naming_the_extra(
     swarm_pytester: pytest.Pytester,
 ) -> None:
-    _shadow(swarm_pytester, "vcr")
+    # Not installed, as Python's import system sees it: neither importable nor found.
+    swarm_pytester.makeconftest("import sys\n\nsys.modules['vcr'] = None\n")
     swarm_pytester.makepyfile("def test_x(flow_runner):\n    flow_runner('signal')\n")
     result = swarm_pytester.runpytest_subprocess("--swarm-mode=replay")
     assert result.ret == pytest.ExitCode.USAGE_ERROR

@@ -123,3 +123,29 @@ def test_cli_mode_needs_the_executable(
     result = swarm_pytester.runpytest("--swarm-mode=cli")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*'/nonexistent/claude' is not on PATH*SWARM_CLAUDE_CLI*"])
+
+
+IMPORTS_PROBE = """
+import sys
+from pathlib import Path
+
+import pytest
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    found = [name for name in ("anthropic", "openai", "vcr") if name in sys.modules]
+    Path("imported.txt").write_text(" ".join(found) or "none")
+"""
+
+
+def test_a_replay_session_starts_without_importing_a_provider_sdk_or_vcrpy(
+    swarm_pytester: pytest.Pytester,
+) -> None:
+    # The check that replay has what it needs finds the packages; a process that replays
+    # nothing (xdist's controller, this session) never imports them.
+    swarm_pytester.makeconftest(IMPORTS_PROBE)
+    swarm_pytester.makepyfile("def test_x():\n    pass\n")
+    result = swarm_pytester.runpytest_subprocess("--swarm-mode=replay")
+    result.assert_outcomes(passed=1)
+    assert (swarm_pytester.path / "imported.txt").read_text() == "none"
