@@ -55,23 +55,22 @@ def main() -> int:
     engines = default_registry()
 
     def once(mode: str, runs: Path) -> float:
-        config: dict[str, object] = {}
-        if mode == "replay":  # what `swarm run --mode replay` and the plugin pass
-            config = {
-                "cassettes": Cassettes(
+        choice = EngineChoice(mode="stub")
+        if mode == "replay":  # what `swarm run --mode replay` and the plugin build
+            choice = EngineChoice(
+                mode="replay",
+                cassettes=Cassettes(
                     cassettes,
                     name="sdlc",
                     record=False,
                     rerecord_command="tests/record_cassettes.py",
                 ),
-                "api_key": "replay-needs-no-key",
-                "base_url": "http://127.0.0.1:9",
-            }
+            )
         orchestrator = Orchestrator(
             flows,
             runs_dir=runs,
             deps=RunDeps(engines=engines, sleep=lambda _s: None),
-            engine=EngineChoice(mode="sdk" if mode == "replay" else "stub", config=config),
+            engine=choice,
         )
         began = time.perf_counter()
         outcome = orchestrator.run(RunSpec(flows=order, initiator="pytest"))

@@ -30,7 +30,7 @@ def lookup(order_id: str) -> dict:
 
 
 def peek() -> str:
-    """Read the note a colleague left."""
+    """Read the note left in the project."""
     with open("note.txt", encoding="utf-8") as handle:
         return handle.read()
 
