@@ -10,6 +10,7 @@ statuses of SPEC §7.3) and what its request body is.
 from __future__ import annotations
 
 import abc
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.engines.base import (
@@ -193,8 +194,10 @@ class HttpEngine(StepEngine, abc.ABC):
         """One call under its deadline and the mode's layers: the response, or what failed."""
         seconds = ctx.timeout_s or self.timeout_s
         deadline: CallDeadline | None = None
+        # A replay reaches no socket: nothing could outlast a deadline, so none is kept.
+        replays = self.layers is not None and self.layers.replays
         try:
-            with call_deadline(seconds) as deadline:
+            with contextlib.nullcontext() if replays else call_deadline(seconds) as deadline:
                 if self.layers is None:
                     return self.send(ctx, offered, turns)
                 with self.layers.call(ctx):

@@ -429,3 +429,32 @@ def test_a_flows_max_tool_calls_holds_for_its_steps(tmp_path: Path) -> None:
         server.stop()
     assert outcome.status == "failed"
     assert "max_tool_calls=1" in (outcome.error or "")
+
+
+def test_a_replayed_call_keeps_no_deadline_timer_and_a_live_one_does(
+    provider: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from swarm_runtime.engines import deadline
+
+    made: list[float] = []
+    real = deadline.CallDeadline.__init__
+
+    def counted(self: Any, seconds: float) -> None:
+        made.append(seconds)
+        real(self, seconds)
+
+    monkeypatch.setattr(deadline.CallDeadline, "__init__", counted)
+    engine, server = provider
+    flows = _flows(tmp_path, ["lookup"])
+    cassette_dir = tmp_path / "cassettes"
+    recorded = Cassettes(cassette_dir, name="t", record=True, rerecord_command="record it")
+    server.script(*_calls(engine, ("lookup", {"order_id": "A-1"})))
+    outcome = _run(flows, tmp_path / "rec", _choice(engine, server, "record", cassettes=recorded))
+    recorded.commit()
+    assert outcome.status == "succeeded", outcome.error
+    assert len(made) == 3  # each call that reaches a server runs under its deadline
+    made.clear()
+    replay = Cassettes(cassette_dir, name="t", record=False, rerecord_command="record it")
+    replayed = _run(flows, tmp_path / "rep", _choice(engine, None, "replay", cassettes=replay))
+    assert replayed.status == "succeeded", replayed.error
+    assert made == []  # a replay reaches no socket: no timer thread per call
