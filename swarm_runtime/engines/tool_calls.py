@@ -92,20 +92,17 @@ class StepTools:
         credentials: Credentials | None = None,
         tape: ToolTape | None = None,
         faults: FaultInjector | None = None,
-        max_calls: int | None = None,
     ) -> None:
         self.box = box
         self.ctx = ctx
         self.credentials = credentials
         self.tape = tape
         self.faults = faults
-        settings = box.settings if box is not None else None
-        self.max_calls = (
-            max_calls
-            or ctx.max_tool_calls
-            or (settings.max_tool_calls if settings is not None else 20)
-        )
-        self.output_chars = settings.tool_output_chars if settings is not None else 50_000
+        from swarm_runtime.tools.config import ToolSettings
+
+        settings = box.settings if box is not None else ToolSettings()
+        self.max_calls = ctx.max_tool_calls or settings.max_tool_calls
+        self.output_chars = settings.tool_output_chars
         self.events: list[RunEvent] = []
         self.lines: list[dict[str, Any]] = []
         self.tool_ms = 0
@@ -208,10 +205,11 @@ class StepTools:
                 return False, f"error: {name} did not answer within its deadline (injected)"
             return False, f"error: {name} failed (tool_error injected by the fault plan)"
         tape = self.tape
+        filed = self._scrub(tool_input)  # the input as a cassette keeps it
         if tape is not None and tape.replays:
-            recorded = tape.recorded(self.ctx, name, self._scrub(tool_input))
+            recorded = tape.recorded(self.ctx, name, filed)
             if recorded is None:
-                raise tape.missing(self.ctx, name, self._scrub(tool_input))
+                raise tape.missing(self.ctx, name, filed)
             if not spec.pure:
                 return recorded
             fresh = self._run(spec, tool_input)
@@ -220,14 +218,12 @@ class StepTools:
                 raise self._pure_divergence(name, tool_input, recorded, scrubbed)
             return fresh
         if tape is not None:
-            played = tape.recorded(self.ctx, name, self._scrub(tool_input))
+            played = tape.recorded(self.ctx, name, filed)
             if played is not None:  # new episodes: the call is in the recording
                 return played
         success, output = self._run(spec, tool_input)
         if tape is not None:
-            tape.keep(
-                self.ctx, name, self._scrub(tool_input), success, self._cut(self._scrub(output))
-            )
+            tape.keep(self.ctx, name, filed, success, self._cut(self._scrub(output)))
         return success, output
 
     def _run(self, spec: ToolSpec, tool_input: dict[str, Any]) -> tuple[bool, str]:
