@@ -86,6 +86,10 @@ class RunActions:
             {"flows": flows, "params": params, "initiator": "studio"}
         )
 
+    def working_on(self, run_id: str) -> bool:
+        """Whether a worker of this studio is running (or closing) ``run_id`` now."""
+        return self._worker_backend(run_id) is not None
+
     def _worker_backend(self, run_id: str) -> BackendBase | None:
         with self._lock:
             backends = list(self._backends.values())

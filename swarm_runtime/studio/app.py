@@ -243,6 +243,10 @@ class _Studio:
         )
 
     def _live(self, run_id: str) -> bool:
+        # A worker here may be resuming the run before it has written a line: its files
+        # still say stopped, and a stream that ended on them would miss the whole rest.
+        if self.actions.working_on(run_id):
+            return True
         try:
             return run_row(self.files, run_id)["status"] in ("pending", "running")
         except NotFound:

@@ -20,6 +20,7 @@ pytest.importorskip("starlette", reason="the studio extra: pip install -e '.[stu
 
 from starlette.testclient import TestClient
 
+from swarm_runtime import service
 from swarm_runtime.storage.lock import RunLock
 from swarm_runtime.studio.app import StudioConfig, create_app
 
@@ -220,3 +221,90 @@ def live_studio() -> Iterator[Callable[[StudioConfig], LiveStudio]]:
     yield start
     for server in servers:
         server.close()
+
+
+class Gate:
+    """Holds every step of a run until the test lets it go, one step at a time."""
+
+    def __init__(self) -> None:
+        self._steps = threading.Semaphore(0)
+        self.resumed_start = threading.Event()
+        """Set by a test to hold a resumed run before it writes anything: the instant after
+        the resume was answered, when the run's files still say it is stopped."""
+        self.resumed_start.set()
+
+    def let(self, steps: int = 1) -> None:
+        for _ in range(steps):
+            self._steps.release()
+
+    def sleep_for(self, cancellable: Callable[[float], None]) -> Callable[[float], None]:
+        def sleep(seconds: float) -> None:
+            if not self._steps.acquire(timeout=120):
+                raise TimeoutError("the test never let this step go")
+            cancellable(0)  # a cancel requested meanwhile still cuts the step short
+
+        return sleep
+
+
+@pytest.fixture
+def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[Gate]:
+    """A backend ``gated-step-orchestrator``: the stub, each step held by the gate."""
+    from swarm_runtime.config import resolve_settings
+    from swarm_runtime.engines.scenario import Scenario
+    from swarm_runtime.flow.registry import FlowRegistry
+    from swarm_runtime.orchestrator.assembly import build_orchestrator, orchestrator_for_run
+    from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps
+
+    held = Gate()
+
+    def factory(**options: Any) -> service.Backend:
+        settings = resolve_settings(
+            env={}, mode="stub", runs_dir=options["runs_dir"], flows_dir=options["flows_dir"]
+        )
+        flows = FlowRegistry(options["flows_dir"])
+        steps = flows.get("stepwise-demo").steps
+        scenario = Scenario.from_mapping({step.id: {"delay_ms": 1} for step in steps})
+        return service.Backend(
+            "gated-step-orchestrator",
+            settings.runs_dir,
+            lambda sleep: build_orchestrator(
+                settings,
+                flows,
+                env={},
+                deps=RunDeps(sleep=held.sleep_for(sleep)),
+                engine=EngineChoice(mode=settings.mode, scenario=scenario),
+            ),
+            # Resumed the one way (spec.json gives the flows dir and the scenario), held too.
+            resume=lambda run_dir, sleep: _HeldStart(
+                orchestrator_for_run(run_dir, env={}, sleep=held.sleep_for(sleep)), held
+            ),
+        )
+
+    monkeypatch.setitem(service._FACTORIES, "gated-step-orchestrator", factory)
+    yield held
+    held.let(1000)  # nothing left waiting when the studio shuts down
+
+
+class _HeldStart:
+    """An orchestrator whose resumed run waits for ``gate.resumed_start`` before it begins."""
+
+    def __init__(self, orchestrator: Any, gate: Gate) -> None:
+        self._orchestrator = orchestrator
+        self._gate = gate
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._orchestrator, name)
+
+    def prepare_resume(self, run_dir: Path, **options: Any) -> Any:
+        prepared = self._orchestrator.prepare_resume(run_dir, **options)
+        gate = self._gate
+
+        class Held:
+            run_id = prepared.run_id
+
+            def execute(self) -> Any:
+                if not gate.resumed_start.wait(120):
+                    raise TimeoutError("the test never let the resumed run start")
+                return prepared.execute()
+
+        return Held()

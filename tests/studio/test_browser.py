@@ -10,7 +10,6 @@ import json
 import os
 import re
 import shutil
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ import pytest
 
 from swarm_runtime import service
 from tests.conftest import REPO
-from tests.studio.conftest import LiveStudio, Project
+from tests.studio.conftest import Gate, LiveStudio, Project
 
 INSTALL = "apt-get install -y chromium (Debian's Chromium; never 'playwright install')"
 REQUIRED = os.environ.get("SWARM_BROWSER_REQUIRED") == "1"
@@ -73,64 +72,6 @@ def page(browser: Any) -> Iterator[Any]:
 def _shot(page: Any, name: str) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / name), full_page=True)
-
-
-class Gate:
-    """Holds every step of a run until the test lets it go, one step at a time."""
-
-    def __init__(self) -> None:
-        self._steps = threading.Semaphore(0)
-
-    def let(self, steps: int = 1) -> None:
-        for _ in range(steps):
-            self._steps.release()
-
-    def sleep_for(self, cancellable: Callable[[float], None]) -> Callable[[float], None]:
-        def sleep(seconds: float) -> None:
-            if not self._steps.acquire(timeout=120):
-                raise TimeoutError("the test never let this step go")
-            cancellable(0)  # a cancel requested meanwhile still cuts the step short
-
-        return sleep
-
-
-@pytest.fixture
-def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[Gate]:
-    """A backend ``gated-step-orchestrator``: the stub, each step held by the gate."""
-    from swarm_runtime.config import resolve_settings
-    from swarm_runtime.engines.scenario import Scenario
-    from swarm_runtime.flow.registry import FlowRegistry
-    from swarm_runtime.orchestrator.assembly import build_orchestrator, orchestrator_for_run
-    from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps
-
-    held = Gate()
-
-    def factory(**options: Any) -> service.Backend:
-        settings = resolve_settings(
-            env={}, mode="stub", runs_dir=options["runs_dir"], flows_dir=options["flows_dir"]
-        )
-        flows = FlowRegistry(options["flows_dir"])
-        steps = flows.get("stepwise-demo").steps
-        scenario = Scenario.from_mapping({step.id: {"delay_ms": 1} for step in steps})
-        return service.Backend(
-            "gated-step-orchestrator",
-            settings.runs_dir,
-            lambda sleep: build_orchestrator(
-                settings,
-                flows,
-                env={},
-                deps=RunDeps(sleep=held.sleep_for(sleep)),
-                engine=EngineChoice(mode=settings.mode, scenario=scenario),
-            ),
-            # Resumed the one way (spec.json gives the flows dir and the scenario), held too.
-            resume=lambda run_dir, sleep: orchestrator_for_run(
-                run_dir, env={}, sleep=held.sleep_for(sleep)
-            ),
-        )
-
-    monkeypatch.setitem(service._FACTORIES, "gated-step-orchestrator", factory)
-    yield held
-    held.let(1000)  # nothing left waiting when the studio shuts down
 
 
 def test_the_list_shows_a_run_made_by_swarm_run(

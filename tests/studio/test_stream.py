@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tests.studio.conftest import Project
+from tests.studio.conftest import Gate, Project
 
 
 class Stream:
@@ -184,3 +184,30 @@ def test_streams_are_bounded_in_number_and_a_client_that_reads_nothing_is_droppe
     for sock in stalled:
         sock.close()
     lock.release()
+
+
+def test_a_stream_opened_as_a_resume_is_answered_follows_the_resumed_run(
+    tmp_path: Path, live_studio: Any, gate: Gate
+) -> None:
+    """The page follows a run it resumes at once: its files still say ``stopped`` then."""
+    project = Project(tmp_path)
+    server = live_studio(project.config())
+    actions = server.studio.actions
+    run_id = actions.start({"flows": ["stepwise-demo"], "backend": "gated-step-orchestrator"})
+    actions.request(run_id, "stop")
+    gate.let()
+    backend = actions.backend("gated-step-orchestrator", "stub")
+    assert backend.wait(run_id, 60)["status"] == "stopped"
+    log = project.runs_dir / run_id / "events.jsonl"
+    seen = len(log.read_text().splitlines())
+    gate.resumed_start.clear()  # the resumed run has written nothing yet
+    actions.resume(run_id)
+    stream = Stream(server.url, f"/api/runs/{run_id}/stream?since_seq={seen}")
+    messages = stream.messages()
+    gate.resumed_start.set()
+    gate.let(100)
+    kinds = [json.loads(m["data"])["kind"] for m in messages if "event" not in m]
+    stream.close()
+    assert kinds and kinds[-1] == "run_completed"
+    assert backend.wait(run_id, 60)["status"] == "succeeded"
+    assert len(kinds) == len(log.read_text().splitlines()) - seen
