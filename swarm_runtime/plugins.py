@@ -194,7 +194,7 @@ class SwarmPlugins:
             if not self._entry_points:
                 return
             self._entry_points = False
-            from importlib.metadata import entry_points
+            from swarm_runtime.entry_points import entry_points
 
             for entry in entry_points(group=ENTRY_POINT_GROUP):
                 if self._manager.get_plugin(entry.name) is not None:

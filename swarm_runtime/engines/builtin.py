@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from swarm_runtime.engines.settings import CLAUDE_KEYS, GEMINI_KEYS
+from swarm_runtime.engines.settings import CLAUDE_KEYS, GEMINI_KEYS, OPENAI_KEYS
 
 if TYPE_CHECKING:
     from swarm_runtime.engines.base import StepEngine
@@ -59,8 +59,7 @@ def register_builtin_engines(registry: Any) -> None:
 
     (An :class:`~swarm_runtime.engines.registry.EngineRegistry`, which imports this module.)
     """
-    from swarm_runtime.engines.openai_step import OPENAI_KEYS, openai_settings
-    from swarm_runtime.engines.settings import claude_config, gemini_config
+    from swarm_runtime.engines.settings import claude_config, gemini_config, openai_settings
 
     registry.register(
         "claude-step",

@@ -23,26 +23,13 @@ from swarm_runtime.engines.base import StepContext, StepEngine, StepOutcome, Tok
 from swarm_runtime.engines.http_engine import HttpEngine, HttpSettings, Reply
 from swarm_runtime.engines.options import EngineOptions
 from swarm_runtime.engines.request_parts import Expected
-from swarm_runtime.engines.settings import check_bool, check_count, check_seconds
+from swarm_runtime.engines.settings import openai_settings
 from swarm_runtime.engines.tool_calls import ToolAnswer, ToolCall, wire_name
 from swarm_runtime.errors import ConfigError
 
 if TYPE_CHECKING:
     from swarm_runtime.tools.registry import ToolSpec
 
-OPENAI_KEYS = (
-    "provider",
-    "base_url",
-    "api_key_env",
-    "model",
-    "max_tokens",
-    "stream",
-    "timeout_s",
-    "prices",
-)
-"""What ``engines.openai`` in runtime.yaml may hold."""
-DEFAULT_MODEL = "gpt-4o-mini"
-DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 NEEDS = "OPENAI_API_KEY set, or OPENAI_BASE_URL for a local OpenAI-compatible server"
 FATAL_CODES = ("context_length_exceeded", "invalid_api_key", "model_not_found")
 """Error codes no retry can mend, whatever the status they come with."""
@@ -299,42 +286,6 @@ def _code(exc: Any) -> str:
 def _detail(exc: Any) -> str:
     message = _error(exc).get("message")
     return message if isinstance(message, str) and message else str(exc)
-
-
-def openai_settings(options: EngineOptions) -> dict[str, Any]:
-    """``engines.openai`` and the environment, checked: base URL, key, model, limits."""
-    section, env, where = options.section, options.env, options.where
-    key_env = section.get("api_key_env", DEFAULT_KEY_ENV)
-    if not isinstance(key_env, str) or not key_env:
-        raise ConfigError(f"{where}: engines.openai.api_key_env must name a variable")
-    base_url = env.get("OPENAI_BASE_URL") or section.get("base_url") or None
-    if base_url is not None and not isinstance(base_url, str):
-        raise ConfigError(f"{where}: engines.openai.base_url must be a URL")
-    provider = str(section.get("provider") or ("openai_compat" if base_url else "openai"))
-    if provider not in ("openai", "openai_compat"):
-        raise ConfigError(
-            f"{where}: engines.openai.provider {provider!r} is not openai or openai_compat"
-        )
-    out: dict[str, Any] = {
-        "api_key": env.get(key_env) or None,
-        "key_env": key_env,
-        "base_url": base_url,
-        "provider": provider,
-        "model": str(section.get("model") or DEFAULT_MODEL),
-        "stream": True,
-        "max_tokens": 0,
-        "timeout_s": None,
-        "prices": section.get("prices"),
-    }
-    if section.get("stream") is not None:
-        out["stream"] = check_bool(section["stream"], f"{where}: engines.openai.stream")
-    if section.get("max_tokens") is not None:
-        out["max_tokens"] = check_count(
-            section["max_tokens"], f"{where}: engines.openai.max_tokens"
-        )
-    if section.get("timeout_s") is not None:
-        out["timeout_s"] = check_seconds(section["timeout_s"], f"{where}: engines.openai.timeout_s")
-    return out
 
 
 def expected(options: EngineOptions) -> Expected:

@@ -129,7 +129,7 @@ class EngineRegistry:
         if self._entry_points_loaded:
             return
         self._entry_points_loaded = True
-        from importlib.metadata import entry_points
+        from swarm_runtime.entry_points import entry_points
 
         for entry in entry_points(group=ENTRY_POINT_GROUP):
             warnings.warn(

@@ -30,7 +30,20 @@ CLAUDE_KEYS = (
 )
 """What ``engines.claude`` may hold (``mode`` is read as the run's ``mode``: the old key)."""
 GEMINI_KEYS = ("mode", "model", "cli", "cli_args", "timeout_s", "env")
+OPENAI_KEYS = (
+    "provider",
+    "base_url",
+    "api_key_env",
+    "model",
+    "max_tokens",
+    "stream",
+    "timeout_s",
+    "prices",
+)
+"""What ``engines.openai`` in runtime.yaml may hold."""
 GEMINI_MODES = ("stub", "cli")
+OPENAI_DEFAULT_MODEL = "gpt-4o-mini"
+OPENAI_DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 RECORD_VIA = ("sdk", "cli")
 
 
@@ -178,3 +191,39 @@ def named_secrets(
         for key, value in body.items()
         if key.endswith("_env") and isinstance(value, str) and env.get(value)
     ]
+
+
+def openai_settings(options: EngineOptions) -> dict[str, Any]:
+    """``engines.openai`` and the environment, checked: base URL, key, model, limits."""
+    section, env, where = options.section, options.env, options.where
+    key_env = section.get("api_key_env", OPENAI_DEFAULT_KEY_ENV)
+    if not isinstance(key_env, str) or not key_env:
+        raise ConfigError(f"{where}: engines.openai.api_key_env must name a variable")
+    base_url = env.get("OPENAI_BASE_URL") or section.get("base_url") or None
+    if base_url is not None and not isinstance(base_url, str):
+        raise ConfigError(f"{where}: engines.openai.base_url must be a URL")
+    provider = str(section.get("provider") or ("openai_compat" if base_url else "openai"))
+    if provider not in ("openai", "openai_compat"):
+        raise ConfigError(
+            f"{where}: engines.openai.provider {provider!r} is not openai or openai_compat"
+        )
+    out: dict[str, Any] = {
+        "api_key": env.get(key_env) or None,
+        "key_env": key_env,
+        "base_url": base_url,
+        "provider": provider,
+        "model": str(section.get("model") or OPENAI_DEFAULT_MODEL),
+        "stream": True,
+        "max_tokens": 0,
+        "timeout_s": None,
+        "prices": section.get("prices"),
+    }
+    if section.get("stream") is not None:
+        out["stream"] = check_bool(section["stream"], f"{where}: engines.openai.stream")
+    if section.get("max_tokens") is not None:
+        out["max_tokens"] = check_count(
+            section["max_tokens"], f"{where}: engines.openai.max_tokens"
+        )
+    if section.get("timeout_s") is not None:
+        out["timeout_s"] = check_seconds(section["timeout_s"], f"{where}: engines.openai.timeout_s")
+    return out

@@ -42,6 +42,7 @@ dirs, a test suite's say, would otherwise pile up)."""
 _LOADER_MODULES = (
     "budget_input.py",
     "cache.py",
+    "cel.py",
     "conditions.py",
     "detour_reader.py",
     "kinds.py",

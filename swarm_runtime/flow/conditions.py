@@ -17,10 +17,12 @@ loads always has the stack it needs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
 
+from swarm_runtime.flow.cel import Outcome, Program, TooDeep, implementation
 from swarm_runtime.record import Record
 
 NAMES = ("handoff", "receipt", "params", "loop_state", "facts")
@@ -49,35 +51,23 @@ class Evaluation(Record):
 
 
 class _Cel(Record):
-    """The CEL implementation, every part of it from one import.
+    """What checks a condition at load: cel-python's parser, and its syntax error.
 
-    Kept together so that a program, the values it is given and the errors it raises come
-    from the same classes even if the modules are imported again later (a pytest session
-    that runs pytest in-process drops the modules its inner session imported).
+    Kept together so that the parser and the error it raises come from the same classes even
+    if the modules are imported again later (a pytest session that runs pytest in-process
+    drops the modules its inner session imported).
     """
 
     environment: Any
     parse_error: Any
-    eval_error: Any
-    boolean: Any
-    json_to_cel: Any
 
 
 @cache
 def _cel() -> _Cel:
     import celpy
-    from celpy.adapter import json_to_cel
     from celpy.celparser import CELParseError
-    from celpy.celtypes import BoolType
-    from celpy.evaluation import CELEvalError
 
-    return _Cel(
-        environment=celpy.Environment(),
-        parse_error=CELParseError,
-        eval_error=CELEvalError,
-        boolean=BoolType,
-        json_to_cel=json_to_cel,
-    )
+    return _Cel(environment=celpy.Environment(), parse_error=CELParseError)
 
 
 def condition_error(source: str) -> str | None:
@@ -205,11 +195,28 @@ def _booleans(handoff: Any) -> Any:
 
 
 @cache
-def _program(source: str) -> tuple[Any, tuple[str, ...]]:
-    """The compiled condition, and which of the five names it reads."""
-    environment = _cel().environment
-    tree = environment.compile(source)
-    return environment.program(tree), tuple(name for name in NAMES if name in _names(tree))
+def _program(source: str) -> tuple[Program, tuple[str, ...]]:
+    """The compiled condition, and which of the five names it may read (by its text)."""
+    chosen = implementation()
+    try:
+        program = chosen.compile(source)
+    except Exception:
+        if chosen.name == "cel-python":
+            raise
+        # What loaded was checked by cel-python: one it compiles, the other may not.
+        program = _fallback(chosen.convert, source)
+    return program, tuple(name for name in NAMES if re.search(rf"\b{name}\b", source))
+
+
+def _fallback(convert: Callable[[Any], Any], source: str) -> Program:
+    """``source`` compiled by cel-python, taking values made for the preferred implementation."""
+    celpy = implementation("cel-python")
+    program = celpy.compile(source)
+
+    def run(values: Mapping[str, Any]) -> Outcome:
+        return program({name: celpy.convert(value) for name, value in values.items()})
+
+    return run
 
 
 class Converted(Record):
@@ -220,7 +227,7 @@ class Converted(Record):
 
 def to_cel(value: Any) -> Any:
     """A JSON value in CEL's types (for a :class:`Converted` value a caller keeps)."""
-    return _cel().json_to_cel(value)
+    return implementation().convert(value)
 
 
 class Activation:
@@ -248,33 +255,28 @@ class Activation:
         return self._ready[name]
 
 
+_TOO_DEEP = "could not be evaluated: it, or a value it reads, nests too deeply"
+
+
 def evaluate(source: str, values: Mapping[str, Any] | Activation) -> Evaluation:
     """Evaluate a condition over ``values`` (an :class:`Activation`, or what one takes).
 
     Never raises: whatever goes wrong (a missing field, a value too deep for the CEL
     implementation, memory) counts as false and is said in the evaluation's ``error``.
     """
-    cel = _cel()
     try:
         program, names = _program(source)
         ready = values if isinstance(values, Activation) else Activation(values)
-        result = program.evaluate({name: ready[name] for name in names})
-    except cel.eval_error as exc:
-        reason = exc.args[0] if exc.args else str(exc)
-        return Evaluation(expr=source, value=False, error=_short(str(reason)))
-    except RecursionError:
-        why = "it, or a value it reads, nests too deeply for the CEL evaluator"
-        return Evaluation(expr=source, value=False, error=f"could not be evaluated: {why}")
+        held, error = program({name: ready[name] for name in names})
+    except (RecursionError, TooDeep):
+        return Evaluation(expr=source, value=False, error=_TOO_DEEP)
     except MemoryError:
         return Evaluation(expr=source, value=False, error="could not be evaluated: out of memory")
     except Exception as exc:  # the CEL implementation's own failures count as false too
         return Evaluation(expr=source, value=False, error=_short(f"{type(exc).__name__}: {exc}"))
-    if isinstance(result, cel.eval_error):
-        return Evaluation(expr=source, value=False, error=_short(str(result.args[0])))
-    if not isinstance(result, cel.boolean):
-        shown = type(result).__name__.removesuffix("Type").lower()
-        return Evaluation(expr=source, value=False, error=f"gave a {shown}, not true or false")
-    return Evaluation(expr=source, value=bool(result))
+    if error is not None:
+        return Evaluation(expr=source, value=False, error=_short(error))
+    return Evaluation(expr=source, value=held)
 
 
 def _short(reason: str, limit: int = 500) -> str:

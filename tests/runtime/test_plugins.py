@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+import swarm_runtime.entry_points
 from swarm_runtime.contracts.check import validate_run_dir
 from swarm_runtime.engines.registry import EngineOptions, EngineRegistry
 from swarm_runtime.engines.stub import StubEngine
@@ -180,7 +181,7 @@ def test_an_entry_point_plugin_is_loaded_once_and_one_that_fails_is_left_out_and
         scanned.append(select["group"])
         return group if select["group"] == "swarm_runtime" else []
 
-    monkeypatch.setattr(importlib.metadata, "entry_points", entry_points)
+    monkeypatch.setattr(swarm_runtime.entry_points, "entry_points", entry_points)
     plugins = SwarmPlugins(entry_points=True)
     assert plugins.names() == ["good"]
     assert plugins.names() == ["good"]

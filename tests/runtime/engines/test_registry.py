@@ -54,10 +54,10 @@ def test_entry_point_engines_are_loaded_on_demand(monkeypatch: pytest.MonkeyPatc
 
             return register
 
-    import importlib.metadata
+    import swarm_runtime.entry_points
 
     monkeypatch.setattr(
-        importlib.metadata,
+        swarm_runtime.entry_points,
         "entry_points",
         lambda group: [FakeEntryPoint()] if group == "swarm_runtime.engines" else [],
     )

@@ -188,10 +188,15 @@ routing:
 
 def _conversions_per_step(tmp_path: Path, facts: int, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How many values are turned into CEL's types while each step after ``declare`` runs
-    and is routed (every node of every JSON value the conditions are given counts one)."""
+    and is routed (every node of every JSON value the conditions are given counts one), by
+    cel-python (cel-expr-python takes the values as they are, and converts in C++)."""
     import celpy.adapter
 
-    from swarm_runtime.flow import conditions
+    from swarm_runtime.flow import cel, conditions
+
+    monkeypatch.setenv("SWARM_CEL", "cel-python")
+    cel.implementation.cache_clear()
+    conditions._program.cache_clear()
 
     counted: list[int] = [0]
     real = celpy.adapter.json_to_cel
@@ -200,7 +205,6 @@ def _conversions_per_step(tmp_path: Path, facts: int, monkeypatch: pytest.Monkey
         counted[0] += 1
         return real(value)
 
-    conditions._cel.cache_clear()  # made again below, with the counting converter
     monkeypatch.setattr(celpy.adapter, "json_to_cel", counting)
     steps = ["check_1", "check_2", "check_3", "check_4", "done"]
     flows = tmp_path / f"flows-{facts}"
@@ -226,7 +230,8 @@ def _conversions_per_step(tmp_path: Path, facts: int, monkeypatch: pytest.Monkey
             scenario=Scenario.from_mapping({"declare": {"handoff": {"facts": declared}}})
         ),
     ).run(RunSpec(flows=("desk",)))
-    conditions._cel.cache_clear()
+    cel.implementation.cache_clear()
+    conditions._program.cache_clear()
     assert outcome.status == "succeeded", outcome.error
     return [after - before for before, after in itertools.pairwise(at_start)]
 
