@@ -3,7 +3,8 @@
 ``<run>/run.lock`` holds the pid, host and start time of the process running the run, and
 when its lease expires (SPEC §8.3). It is made with ``O_EXCL``, so two processes cannot
 both take it. The holder renews the lease at step boundaries (at most every tenth of a
-lease) and, between them, every third of the lease from a heartbeat thread, so a long
+lease) and, between them, every third of the lease from the process's one heartbeat thread
+(the :class:`_Keeper` of every lock the process holds, started with its first), so a long
 engine call keeps it. A lock whose
 holder is gone (a SIGKILL, a power cut, a lost machine) is *stale*: on this host that is a
 pid that no longer exists, or one that now belongs to a later process (its start time
@@ -205,8 +206,10 @@ class RunLock:
         self._since = ""
         self._renewed = 0.0
         """When the lease was last written (monotonic seconds)."""
-        self._stop = threading.Event()
-        self._heartbeat: threading.Thread | None = None
+        self._mutex = threading.Lock()
+        """Held by a renewal and by :meth:`release`: a lock let go of is never written back."""
+        self._beaten = 0.0
+        """When the heartbeat last tried to renew (monotonic seconds): one that failed waits."""
 
     def acquire(self, since: str, *, take_over_stale: bool = False) -> None:
         """Take the lock; refuse, naming the holder, when a live process holds it."""
@@ -233,7 +236,7 @@ class RunLock:
                     raise RunControlError(f"{self.path}: taken by another process just now")
         self.held = True
         self._renewed = time.monotonic()
-        self._start_heartbeat()
+        _keeper().hold(self)
 
     def _document(self) -> dict[str, Any]:
         return {
@@ -298,23 +301,19 @@ class RunLock:
             write_text_atomic(self.path, json.dumps(self._document(), sort_keys=True) + "\n")
             self._renewed = time.monotonic()
 
-    def _start_heartbeat(self) -> None:
-        """Renew the lease every third of it until released (a long step keeps it)."""
-        self._stop.clear()
-
-        def beat() -> None:
-            while not self._stop.wait(self.lease_s / 3):
-                try:
-                    self.renew()
-                except LeaseLost:
-                    return
-                except StorageError:
-                    continue  # shared storage hiccup: try again at the next beat
-
-        self._heartbeat = threading.Thread(
-            target=beat, name=f"lease-{self.path.parent.name}", daemon=True
-        )
-        self._heartbeat.start()
+    def beat(self) -> bool:
+        """A heartbeat's renewal, unless the lock was let go of; False when it is no more held."""
+        with self._mutex:
+            if not self.held or self.lost:
+                return False
+            self._beaten = time.monotonic()
+            try:
+                self.renew()
+            except LeaseLost:
+                return False
+            except StorageError:
+                pass  # shared storage hiccup: try again at the next beat
+            return True
 
     def release(self) -> None:
         """Give the lock up (only if this process holds it, and still does).
@@ -322,13 +321,84 @@ class RunLock:
         A renewal under way ends first: it would write the lock back once it is gone, or
         leave its temporary file behind when the process exits right after.
         """
-        self._stop.set()
-        beat = self._heartbeat
-        if beat is not None and beat is not threading.current_thread():
-            beat.join()
-        if self.held:
-            self.held = False
-            if self.lost:
-                return  # another process holds it now: its lock is not ours to remove
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.path)
+        _keeper().drop(self)
+        with self._mutex:
+            if self.held:
+                self.held = False
+                if self.lost:
+                    return  # another process holds it now: its lock is not ours to remove
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.path)
+
+
+class _Keeper:
+    """The heartbeat of every run lock this process holds: one thread, started with the first.
+
+    It renews each lock a third of a lease after it was last renewed (a step boundary
+    renews too, and moves the next beat on), and sleeps while no lock is held.
+    """
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._locks: dict[int, RunLock] = {}
+        self._thread: threading.Thread | None = None
+
+    def hold(self, lock: RunLock) -> None:
+        with self._changed:
+            self._locks[id(lock)] = lock
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="lease-keeper", daemon=True)
+                self._thread.start()
+            self._changed.notify()
+
+    def drop(self, lock: RunLock) -> None:
+        with self._changed:
+            self._locks.pop(id(lock), None)
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                due = self._due()
+                while not due:
+                    wait = self._wait()
+                    self._changed.wait(wait)
+                    due = self._due()
+            for lock in due:
+                if not lock.beat():
+                    self.drop(lock)
+
+    def _due(self) -> list[RunLock]:
+        now = time.monotonic()
+        return [lock for lock in self._locks.values() if _next_beat(lock) <= now]
+
+    def _wait(self) -> float | None:
+        if not self._locks:
+            return None
+        return max(min(map(_next_beat, self._locks.values())) - time.monotonic(), 0)
+
+
+def _next_beat(lock: RunLock) -> float:
+    """A third of a lease after the lock was last renewed, or the heartbeat last tried."""
+    return max(lock._renewed, lock._beaten) + lock.lease_s / 3
+
+
+_KEEPER: _Keeper | None = None
+_KEEPER_MADE = threading.Lock()
+
+
+def _keeper() -> _Keeper:
+    """The process's keeper (a fresh one in a forked child: the parent's thread is not there)."""
+    global _KEEPER
+    if _KEEPER is None:
+        with _KEEPER_MADE:
+            if _KEEPER is None:
+                _KEEPER = _Keeper()
+    return _KEEPER
+
+
+def _forget_keeper() -> None:
+    global _KEEPER
+    _KEEPER = None
+
+
+os.register_at_fork(after_in_child=_forget_keeper)

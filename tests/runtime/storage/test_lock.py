@@ -129,17 +129,25 @@ def test_letting_go_of_a_lock_waits_for_a_renewal_under_way(
     monkeypatch.setattr(os, "unlink", watched_unlink)
     lock = RunLock(tmp_path)
     lock.acquire("now")
-    heartbeat = lock._heartbeat
-    assert heartbeat is not None
-    join = heartbeat.join
+    mutex = lock._mutex
 
-    def watched_join(timeout: float | None = None) -> None:
-        go_on.set()  # release waits for the renewal: let the renewal finish
-        join(timeout)
+    class Watched:
+        """The lock's mutex: letting go of the lock says so as it asks for the mutex."""
 
-    monkeypatch.setattr(heartbeat, "join", watched_join)
+        def __enter__(self) -> None:
+            if threading.current_thread().name == "let-go":
+                go_on.set()  # release waits for the renewal: let the renewal finish
+            mutex.acquire()
+
+        def __exit__(self, *exc: object) -> None:
+            mutex.release()
+
+    monkeypatch.setattr(lock, "_mutex", Watched())
     in_renewal.wait()
-    lock.release()
-    join()  # whatever the renewal still had to do is done
+    letting_go = threading.Thread(target=lock.release, name="let-go")
+    letting_go.start()
+    letting_go.join()
+    with mutex:  # whatever the renewal still had to do is done
+        pass
     assert not (tmp_path / LOCK_NAME).exists()
     assert list(tmp_path.glob("*.tmp")) == []
