@@ -201,7 +201,9 @@ class HttpEngine(StepEngine, abc.ABC):
                 if self.layers is None:
                     return self.send(ctx, offered, turns)
                 with self.layers.call(ctx):
-                    response = self.send(ctx, offered, turns)
+                    response = self._replayed(ctx, offered, turns) if replays else None
+                    if response is None:
+                        response = self.send(ctx, offered, turns)
         except Exception as exc:
             from swarm_runtime.errors import CredentialLeak, ReplayDivergence
 
@@ -219,6 +221,34 @@ class HttpEngine(StepEngine, abc.ABC):
             return failed
         # A body that ends at the cut reads as whole: the deadline says it was cut.
         return self._timed_out(ctx, deadline) or response
+
+    def _replayed(self, ctx: StepContext, offered: list[ToolSpec], turns: list[Any]) -> Any:
+        """The call's recorded response read without the SDK's client (None: the SDK replays).
+
+        Only with no fault plan (its faults are served to the SDK's client) and where the
+        provider can say what its SDK sends and read what was recorded.
+        """
+        from swarm_runtime.engines.replay import Replayer
+
+        layers = self.layers
+        tape = layers.tape() if layers is not None else None
+        if layers is None or layers.options.faults is not None or not isinstance(tape, Replayer):
+            return None
+        sent = self.replay_request(ctx, offered, turns)
+        if sent is None:
+            return None
+        uri, body = sent
+        return tape.answer(uri, body, self.read_recorded)
+
+    def replay_request(
+        self, ctx: StepContext, offered: list[ToolSpec], turns: list[Any]
+    ) -> tuple[str, dict[str, Any]] | None:
+        """The URI and JSON body the SDK would send for this call (None: not known here)."""
+        return None
+
+    def read_recorded(self, recorded: dict[str, Any]) -> Any:
+        """A recorded response as :meth:`send` would return it (None: leave it to the SDK)."""
+        return None
 
     def step_tools(self, ctx: StepContext) -> StepTools:
         """The tools of one step call, with the mode's recording of their answers."""

@@ -17,11 +17,12 @@ response before it is played, as in recording.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from swarm_runtime.credentials import Credentials
 from swarm_runtime.engines.base import StepContext
@@ -33,6 +34,8 @@ from swarm_runtime.engines.cassette import (
     miss_detail,
 )
 from swarm_runtime.errors import CredentialLeak
+
+T = TypeVar("T")
 
 MAX_KEPT = 1024
 """Parsed cassettes kept per process (the least recently used go first)."""
@@ -159,22 +162,39 @@ class Recording:
         self.requests, self.responses = load_recording(path)
         self.played = [False] * len(self.requests)
         self.played_index = -1
+        self._bodies: dict[int, Any] = {}
 
     def play(self, method: str, uri: str, body: bytes) -> dict[str, Any]:
         """The response of the first unplayed recorded call like this one; _NoMatch."""
+        index = self.find(method, uri, body_value(body))
+        if index is None:
+            raise _NoMatch(_Sent(method, uri, body))
+        self.mark_played(index)
+        return self.responses[index]
+
+    def find(self, method: str, uri: str, sent_body: Any) -> int | None:
+        """The first unplayed recorded call like this one (its body's JSON value), or None."""
         from urllib.parse import urlsplit
 
         path = urlsplit(uri).path
-        sent_body = body_value(body)
         for index, recorded in enumerate(self.requests):
             if self.played[index] or recorded.method != method:
                 continue
-            if urlsplit(recorded.uri).path != path or body_value(recorded.body) != sent_body:
+            if urlsplit(recorded.uri).path != path or self._body(index) != sent_body:
                 continue
-            self.played[index] = True
-            self.played_index = index
-            return self.responses[index]
-        raise _NoMatch(_Sent(method, uri, body))
+            return index
+        return None
+
+    def mark_played(self, index: int) -> None:
+        """The recorded call ``index`` has played."""
+        self.played[index] = True
+        self.played_index = index
+
+    def _body(self, index: int) -> Any:
+        """A recorded request's body as matched on, decoded once."""
+        if index not in self._bodies:
+            self._bodies[index] = body_value(self.requests[index].body)
+        return self._bodies[index]
 
     @property
     def unplayed(self) -> int:
@@ -219,13 +239,8 @@ class Replayer:
         uri = str(request.url)
         self._refuse_secrets(body.decode("utf-8", "replace") + uri, recording, "request")
         recorded = recording.play(request.method, uri, body)
-        self.last_uri = recording.requests[recording.played_index].uri
+        self._played(recording, recorded)
         text = recorded["body"]["string"]
-        self._refuse_secrets(
-            text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text),
-            recording,
-            "response",
-        )
         message = recorded["status"].get("message")
         return httpx.Response(
             recorded["status"]["code"],
@@ -238,6 +253,42 @@ class Replayer:
             stream=httpx.ByteStream(text if isinstance(text, bytes) else str(text).encode()),
             extensions={"reason_phrase": message.encode("ascii")} if message else None,
             request=request,
+        )
+
+    def answer(
+        self, uri: str, body: dict[str, Any], read: Callable[[dict[str, Any]], T]
+    ) -> T | None:
+        """The recorded response to a POST of ``body``, as ``read`` reads it.
+
+        For an engine that replays without its SDK's client: None, with nothing played,
+        when no recorded call matches or ``read`` gives None (the SDK replays it then).
+        """
+        recording = self._current
+        if recording is None:
+            raise RuntimeError("a request outside a replayed step")
+        index = recording.find("POST", uri, body)
+        if index is None:
+            return None
+        recorded = recording.responses[index]
+        answered = read(recorded)
+        if answered is None:
+            return None
+        self.cassettes.played.add(
+            self.cassettes.directory / recording.path.relative_to(self.cassettes.root)
+        )
+        self._refuse_secrets(json.dumps(body) + uri, recording, "request")
+        recording.mark_played(index)
+        self._played(recording, recorded)
+        return answered
+
+    def _played(self, recording: Recording, recorded: dict[str, Any]) -> None:
+        """A recorded call played: where it was made, and no secret in its response."""
+        self.last_uri = recording.requests[recording.played_index].uri
+        text = recorded["body"]["string"]
+        self._refuse_secrets(
+            text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text),
+            recording,
+            "response",
         )
 
     def _refuse_secrets(self, text: str, recording: Recording, what: str) -> None:

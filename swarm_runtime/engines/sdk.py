@@ -145,6 +145,21 @@ class SdkEngine(HttpEngine):
         with self.client.messages.stream(**request) as events:
             return events.get_final_message()
 
+    def replay_request(
+        self, ctx: StepContext, offered: list[ToolSpec], turns: list[Any]
+    ) -> tuple[str, dict[str, Any]] | None:
+        """``POST /v1/messages`` with the body the SDK sends (``stream`` added when streaming)."""
+        body = self.request(ctx, offered, turns)
+        if self.stream:
+            body["stream"] = True
+        return f"{str(self.client.base_url).rstrip('/')}/v1/messages", body
+
+    def read_recorded(self, recorded: dict[str, Any]) -> Any:
+        """A recorded successful response as the Message the SDK assembles (else None)."""
+        from swarm_runtime.engines.recorded_messages import message_of
+
+        return message_of(recorded, streamed=self.stream)
+
     def read(self, response: Any) -> Reply:
         """The text blocks, the tool calls, the usage and the model of a Message."""
         blocks = list(response.content)
