@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.engines.base import (
@@ -103,7 +104,7 @@ class HttpEngine(StepEngine, abc.ABC):
         engine_id: str,
         engine_short: str,
     ) -> None:
-        self.client = client
+        self._client = client
         self.layers = layers
         self.model = settings.model
         self.max_tokens = settings.max_tokens
@@ -177,6 +178,13 @@ class HttpEngine(StepEngine, abc.ABC):
     def cassette_for(self, ctx: StepContext) -> str | None:
         """The cassette a recorded or replayed call goes through."""
         return self.layers.cassette_for(ctx) if self.layers is not None else None
+
+    @property
+    def client(self) -> Any:
+        """The SDK's client, made when first needed (a replay read without it never makes it)."""
+        if isinstance(self._client, DeferredClient):
+            self._client = self._client.make()
+        return self._client
 
     def _timed_out(self, ctx: StepContext, deadline: CallDeadline | None) -> StepOutcome | None:
         """A retryable timeout when the call's deadline cut it off, else None."""
@@ -341,9 +349,17 @@ class HttpEngine(StepEngine, abc.ABC):
             if self.layers is not None:
                 self.layers.close()
         finally:
-            close = getattr(self.client, "close", None)
+            client = self._client
+            close = None if isinstance(client, DeferredClient) else getattr(client, "close", None)
             if callable(close):
                 close()
+
+
+class DeferredClient:
+    """An SDK client made on first use: importing an SDK costs more than a replay's steps."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self.make = make
 
 
 class _Spent:

@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.engines.base import DEFAULT_TIMEOUT_S, StepContext, StepOutcome, TokenUsage
 from swarm_runtime.engines.fault_replies import AnthropicWire
-from swarm_runtime.engines.http_engine import HttpEngine, HttpSettings, Reply, retry_after_ms
+from swarm_runtime.engines.http_engine import (
+    DeferredClient,
+    HttpEngine,
+    HttpSettings,
+    Reply,
+    retry_after_ms,
+)
 from swarm_runtime.engines.prices import load_prices
 from swarm_runtime.engines.tool_calls import ToolAnswer, ToolCall, wire_name
 from swarm_runtime.errors import ConfigError
@@ -78,6 +84,8 @@ class SdkEngine(HttpEngine):
     api_name = "Anthropic API"
     settings_section = "engines.claude"
     home_host = "api.anthropic.com"
+    base_url: str | None = None
+    """Where the calls go, as the engine was built (None: the client's)."""
 
     def __init__(
         self,
@@ -152,7 +160,8 @@ class SdkEngine(HttpEngine):
         body = self.request(ctx, offered, turns)
         if self.stream:
             body["stream"] = True
-        return f"{str(self.client.base_url).rstrip('/')}/v1/messages", body
+        base = self.base_url or str(self.client.base_url)
+        return f"{base.rstrip('/')}/v1/messages", body
 
     def read_recorded(self, recorded: dict[str, Any]) -> Any:
         """A recorded successful response as the Message the SDK assembles (else None)."""
@@ -243,12 +252,10 @@ def build_sdk_engine(
     ``layers`` are the mode's HTTP layers (record, replay, faults), whose client the SDK
     is handed.
     """
-    try:
-        import anthropic
-    except ImportError:
-        raise ConfigError(
-            f"sdk mode needs the anthropic package: {install_command('sdk')}"
-        ) from None
+    from importlib.util import find_spec
+
+    if find_spec("anthropic") is None:
+        raise ConfigError(f"sdk mode needs the anthropic package: {install_command('sdk')}")
     replays = layers is not None and layers.replays
     api_key = config.get("api_key")
     base_url = config.get("base_url")
@@ -267,22 +274,29 @@ def build_sdk_engine(
         from swarm_runtime.engines.options import EngineOptions
 
         layers = HttpLayers(EngineOptions(mode="sdk"), AnthropicWire())
-    client = anthropic.Anthropic(
-        # A replay reaches no server: the SDK wants a key all the same.
-        api_key=api_key or ("replay-needs-no-key" if replays else "not-needed-for-a-local-server"),
-        base_url=base_url or None,
-        max_retries=0,  # the orchestrator owns retries: one attempt, one HTTP request
-        timeout=timeout_s,
-        http_client=layers.http_client(),
-    )
+    http_layers = layers
+
+    def client() -> Any:
+        import anthropic
+
+        return anthropic.Anthropic(
+            # A replay reaches no server: the SDK wants a key all the same.
+            api_key=api_key
+            or ("replay-needs-no-key" if replays else "not-needed-for-a-local-server"),
+            base_url=base_url or None,
+            max_retries=0,  # the orchestrator owns retries: one attempt, one HTTP request
+            timeout=timeout_s,
+            http_client=http_layers.http_client(),
+        )
+
     settings = HttpSettings(
         model=str(config.get("model") or DEFAULT_MODEL),
         max_tokens=int(config.get("max_tokens") or DEFAULT_MAX_TOKENS),
         stream=bool(config.get("stream", True)),
         timeout_s=timeout_s,
     )
-    return SdkEngine(
-        client,
+    engine = SdkEngine(
+        DeferredClient(client) if replays else client(),
         layers=layers,
         settings=settings,
         provider=provider,
@@ -290,3 +304,5 @@ def build_sdk_engine(
         engine_id=engine_id,
         engine_short=engine_short,
     )
+    engine.base_url = str(base_url or "https://api.anthropic.com")
+    return engine

@@ -11,6 +11,7 @@ so that the SDK replays it, with its own errors.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -214,3 +215,37 @@ def test_a_plain_json_message_reads_as_the_sdk_reads_it() -> None:
 )
 def test_what_it_does_not_read_is_left_to_the_sdk(code: int, body: str) -> None:
     assert message_of({"status": {"code": code}, "body": {"string": body}}, streamed=True) is None
+
+
+def test_a_replay_read_from_its_cassettes_never_imports_the_sdk(tmp_path: Path) -> None:
+    """Importing the anthropic SDK costs more than a replayed run's steps: a replay whose
+    calls are all plain successes runs without it (in a process of its own, as a user's)."""
+    import subprocess
+    import sys
+
+    code = f"""
+import sys
+from pathlib import Path
+from swarm_runtime.engines.cassette import Cassettes
+from swarm_runtime.flow.registry import FlowRegistry
+from swarm_runtime.orchestrator.plan import EngineChoice, RunSpec
+from swarm_runtime.orchestrator.run import Orchestrator
+
+flows = FlowRegistry(Path({str(REPO / "flows")!r}))
+cassettes = Cassettes(
+    Path({str(REPO / "golden/cassettes/tests/golden/test_goldens/test_sdlc_golden")!r}),
+    name="sdlc", record=False, rerecord_command="tests/record_cassettes.py",
+)
+outcome = Orchestrator(
+    flows, runs_dir=Path({str(tmp_path)!r}),
+    engine=EngineChoice(mode="replay", cassettes=cassettes),
+).run(RunSpec(flows=tuple(flows.order())))
+print(outcome.status, outcome.summary["total_steps_executed"], "anthropic" in sys.modules)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    status, steps, imported = done.stdout.split()
+    assert (status, imported) == ("succeeded", "False")
+    assert int(steps) >= 60
