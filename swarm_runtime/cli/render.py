@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -148,21 +148,66 @@ def earlier_attempts_ms(run_dir: Path, wall_ms: int) -> int:
     to its last line; those that began before this process are its earlier attempts (a
     follower that watched them all has them in its own time already). 0 when unreadable.
     """
-    from swarm_runtime.storage.store import read_event_log
-    from swarm_runtime.timeutil import parse_ts, system_clock
+    from swarm_runtime.timeutil import system_clock
 
     began = system_clock() - timedelta(milliseconds=wall_ms)
     try:
-        events = read_event_log(run_dir / "events.jsonl").events
-        spans: list[list[Any]] = []
-        for event in events:
-            moment = parse_ts(str(event.get("ts")))
-            if event.get("kind") in ("run_created", "run_resumed") or not spans:
-                spans.append([moment, moment])
-            spans[-1][1] = moment
+        spans = attempt_spans(run_dir / "events.jsonl")
     except (OSError, ValueError):
         return 0
     return sum(int((last - first).total_seconds() * 1000) for first, last in spans if first < began)
+
+
+_STARTS = (b'"run_created"', b'"run_resumed"')
+
+
+def attempt_spans(path: Path) -> list[tuple[datetime, datetime]]:
+    """When each attempt of a run began and last wrote, from its event log read line by line.
+
+    Only the lines that may start an attempt, and the last whole one before each, are
+    parsed: a long run's log is never held in memory (it grows with the run).
+    """
+    from swarm_runtime.inputs.files import open_run_file
+
+    spans: list[list[datetime]] = []
+    last: bytes | None = None
+    with open_run_file(path) as log:
+        for line in log:
+            if not line.endswith(b"\n"):
+                break  # a torn last line: the attempt ended with the line before it
+            if not line.strip():
+                continue
+            if not spans or (any(m in line for m in _STARTS) and _kind(line) in _KINDS):
+                if spans and last is not None:
+                    spans[-1][1] = _moment(last)
+                moment = _moment(line)
+                spans.append([moment, moment])
+            last = line
+    if spans and last is not None:
+        spans[-1][1] = _moment(last)
+    return [(first, end) for first, end in spans]
+
+
+_KINDS = ("run_created", "run_resumed")
+
+
+def _event(line: bytes) -> dict[str, Any]:
+    from swarm_runtime.inputs.json_input import load_json
+
+    value = load_json(line)
+    if not isinstance(value, dict):
+        raise ValueError("an event must be a JSON object")
+    return value
+
+
+def _kind(line: bytes) -> str:
+    return str(_event(line).get("kind"))
+
+
+def _moment(line: bytes) -> datetime:
+    from swarm_runtime.timeutil import parse_ts
+
+    return parse_ts(str(_event(line).get("ts")))
 
 
 def report(outcome: RunOutcome, wall_ms: int) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import stat
+from typing import BinaryIO
 
 from swarm_runtime.inputs.limits import MAX_INPUT_BYTES, MAX_RUN_FILE_BYTES, InputRefused
 
@@ -80,6 +81,11 @@ def read_text_limited(
     Bytes that are not UTF-8 are an :class:`InputRefused` naming the byte, offset and line.
     """
     return decode_utf8(read_bytes_limited(path, limit, nofollow=nofollow))
+
+
+def open_run_file(path: str | os.PathLike[str]) -> BinaryIO:
+    """A file inside a run dir opened to read in binary, line by line: never a symlink."""
+    return os.fdopen(_open_regular(path, nofollow=True), "rb")
 
 
 def read_run_text(path: str | os.PathLike[str], limit: int = MAX_RUN_FILE_BYTES) -> str:
