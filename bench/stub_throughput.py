@@ -14,7 +14,10 @@ written atomically.
 2. As whole processes, alternating rounds: ``swarm run`` of the SDLC against a floor
    process (same interpreter, ``json`` + ``os`` only) writing the same steps. Targets: wall
    time ratio <= 2.0x on tmpfs (on disk the floor itself moves threefold: printed, not
-   judged), peak RSS of ``swarm run`` <= 40 MiB.
+   judged), peak RSS of ``swarm run`` <= 40 MiB. Printed next to it: the CEL share, what
+   ``swarm_runtime.flow.conditions`` costs a fresh interpreter the first time it evaluates
+   a shipped condition (importing the CEL implementation, building its parser, compiling
+   the condition) and then the other shipped conditions, with the packages it loads.
 
 Prints medians and the median of the per-round ratios. It is a measurement, not a gate:
 it exits 0 whether targets are met or missed, and 1 only when a run fails.
@@ -29,6 +32,7 @@ import gc
 import json
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -144,6 +148,35 @@ def floor_run(
 if __name__ == "__main__":
     sys.exit(0 if floor_run(**json.loads(sys.argv[1])) >= 0 else 1)
 '''
+
+
+# The CEL share of a `swarm run`: in a fresh interpreter (same environment as `swarm run`),
+# import the conditions module, then time the first evaluate() of a shipped condition (the
+# CEL implementation imported, its parser built or loaded, the condition compiled) and the
+# first evaluate() of each other shipped condition. Prints one JSON line: wall and CPU ms of
+# each part, and the packages outside the standard library that the evaluation loaded.
+CEL_CODE = r"""
+import json, sys, time
+from swarm_runtime.flow import conditions
+first, others = sys.argv[1], json.loads(sys.argv[2])
+before = set(sys.modules)
+wall, cpu = time.perf_counter(), time.process_time()
+held = conditions.evaluate(first, {"handoff": {"reopened": True}})
+first_wall, first_cpu = time.perf_counter() - wall, time.process_time() - cpu
+wall, cpu = time.perf_counter(), time.process_time()
+for source in others:
+    conditions.evaluate(source, {"handoff": {"reopened": True}})
+rest_wall, rest_cpu = time.perf_counter() - wall, time.process_time() - cpu
+stdlib = set(sys.stdlib_module_names)
+loaded = {name.partition(".")[0] for name in set(sys.modules) - before}
+print(json.dumps({
+    "value": held.value, "error": held.error,
+    "first_ms": [first_wall * 1e3, first_cpu * 1e3],
+    "rest_ms": [rest_wall * 1e3, rest_cpu * 1e3],
+    "loaded": sorted(n for n in loaded if n not in stdlib and not n.startswith("_")),
+}))
+"""
+CEL_FIRST = "has(handoff.reopened) && handoff.reopened == true"
 
 
 class BenchFailure(Exception):
@@ -498,6 +531,67 @@ def bench_processes(
     return result
 
 
+# -- the CEL share of a process ---------------------------------------------------------------
+
+
+@dataclass
+class CelShare:
+    conditions: int
+    first_wall_ms: list[float]
+    first_cpu_ms: list[float]
+    rest_wall_ms: list[float]
+    loaded: list[str]
+
+
+def shipped_conditions(flows_dir: Path) -> list[str]:
+    """Every ``when:`` condition written in the flows' YAML, in file order."""
+    pattern = re.compile(r"""\bwhen:\s*(?:"((?:[^"\\]|\\.)*)"|'((?:[^']|'')*)')""")
+    found: list[str] = []
+    for path in sorted(flows_dir.glob("*.yaml")):
+        for match in pattern.finditer(path.read_text(encoding="utf-8")):
+            double, single = match.groups()
+            source = double if double is not None else single.replace("''", "'")
+            if source not in found:
+                found.append(source)
+    return found
+
+
+def cel_share(flows_dir: Path, rounds: int, env: dict[str, str], cwd: Path) -> CelShare:
+    """The first evaluate() of a shipped condition (and of the rest) in fresh interpreters."""
+    others = [source for source in shipped_conditions(flows_dir) if source != CEL_FIRST]
+    argv = [sys.executable, "-c", CEL_CODE, CEL_FIRST, json.dumps(others)]
+    share = CelShare(len(others) + 1, [], [], [], [])
+    for n in range(rounds + 1):  # the first one writes the .pyc files: not counted
+        done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True)
+        try:
+            got = json.loads(done.stdout.strip().splitlines()[-1])
+        except (IndexError, ValueError):
+            raise BenchFailure(f"CEL share: no result\n{done.stdout}{done.stderr}") from None
+        if got["value"] is not True:
+            raise BenchFailure(f"CEL share: {CEL_FIRST!r} gave {got['value']}: {got['error']}")
+        if n:
+            share.first_wall_ms.append(got["first_ms"][0])
+            share.first_cpu_ms.append(got["first_ms"][1])
+            share.rest_wall_ms.append(got["rest_ms"][0])
+        share.loaded = got["loaded"]
+    return share
+
+
+def report_cel(share: CelShare, process: ProcessResult) -> None:
+    first = statistics.median(share.first_wall_ms)
+    cpu = statistics.median(share.first_cpu_ms)
+    rest = statistics.median(share.rest_wall_ms)
+    runtime = statistics.median(process.runtime_s) * 1000
+    head = "  of which CEL (fresh interpreter, medians)"
+    print(
+        f"{head:<64} first condition {first:6.1f} ms ({cpu:.1f} ms CPU) + "
+        f"{share.conditions - 1} more {rest:5.1f} ms = {(first + rest) / runtime:.0%} of "
+        f"{runtime:.1f} ms"
+    )
+    loaded = ", ".join(share.loaded) or "nothing outside the standard library"
+    print(f"    loaded by evaluating {CEL_FIRST!r}: {loaded}")
+
+
 # -- report ----------------------------------------------------------------------------------
 
 
@@ -642,11 +736,13 @@ def main(argv: list[str] | None = None) -> int:
             )
             for kind, root, _ in locations
         ]
+        share = cel_share(flows_dir, args.process_rounds, env, disk)
         print()
         for result in results:
             report_location(result, args.verbose)
         for process in processes:
             report_processes(process, args.verbose)
+        report_cel(share, processes[-1])
         print(f"`swarm run` measured as: {processes[0].command} run --progress never")
         if pycache is not None:
             print(
