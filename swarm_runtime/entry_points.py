@@ -55,15 +55,34 @@ def entry_points(group: str) -> list[EntryPoint]:
     return [entry for entry in found if entry.group == group]
 
 
+_read: tuple[tuple[str, ...], tuple[tuple[str, int], ...], list[EntryPoint]] | None = None
+"""The last reading: ``sys.path`` then, the directories read with their mtimes, what it found."""
+
+
 def _read_path() -> list[EntryPoint] | None:
-    """Every entry point of the distributions on ``sys.path`` (None: not all are in dirs)."""
+    """Every entry point of the distributions on ``sys.path`` (None: not all are in dirs).
+
+    Read again only when ``sys.path``, or a directory read (a distribution installed,
+    removed or changed: its ``*.dist-info`` is new), changed since the last reading.
+    """
+    global _read
     if not _plain_finders():
         return None
+    if (
+        _read is not None
+        and _read[0] == tuple(sys.path)
+        and all(_mtime(path) == mtime for path, mtime in _read[1])
+    ):
+        return _read[2]
     seen: set[str] = set()
     found: list[EntryPoint] = []
+    read: list[tuple[str, int]] = []
+    infos: list[tuple[str, int]] = []
     for entry in sys.path:
+        path = entry or "."
+        read.append((path, _mtime(path)))
         try:
-            with os.scandir(entry or ".") as listing:
+            with os.scandir(path) as listing:
                 names = [e.name for e in listing if e.name.endswith((".dist-info", ".egg-info"))]
         except NotADirectoryError:
             return None
@@ -74,8 +93,18 @@ def _read_path() -> list[EntryPoint] | None:
             if key in seen:
                 continue
             seen.add(key)
-            found.extend(_read_file(os.path.join(entry or ".", name, "entry_points.txt")))
+            info = os.path.join(path, name)
+            infos.append((info, _mtime(info)))
+            found.extend(_read_file(os.path.join(info, "entry_points.txt")))
+    _read = (tuple(sys.path), tuple(read + infos), found)
     return found
+
+
+def _mtime(path: str) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return -1
 
 
 def _plain_finders() -> bool:

@@ -72,3 +72,20 @@ def test_a_zip_on_the_path_is_read_by_importlib_metadata(
     assert ("zipped", "zipped_plugin:hooks", "swarm_runtime") in _ours("swarm_runtime")
     assert reader.entry_points("swarm_runtime")[0].load() == "zipped"
     assert sys.path[0] == str(archive)
+
+
+def test_a_distribution_installed_after_a_reading_is_found_by_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    before = _ours("swarm_runtime")
+    assert reader.entry_points("swarm_runtime") == reader.entry_points("swarm_runtime")
+    plugin_distribution(
+        site, "late_plugin", "hooks = 1\n", "[swarm_runtime]\nlate = late_plugin:hooks\n"
+    )
+    after = _ours("swarm_runtime")
+    assert after == _library("swarm_runtime")
+    assert ("late", "late_plugin:hooks", "swarm_runtime") in after
+    assert ("late", "late_plugin:hooks", "swarm_runtime") not in before
