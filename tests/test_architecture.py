@@ -25,6 +25,7 @@ MAX_CONSTRUCTOR_PARAMETERS = 8
 LAYERS: tuple[tuple[str, ...], ...] = (
     # What every room uses: errors, value types, ids, time, versions.
     ("errors", "versions", "record", "lazy", "ids", "timeutil", "digest", "documents", "install"),
+    ("entry_points",),  # the installed distributions' plugins, found
     ("inputs",),  # reading what users give: YAML, JSON, sizes, depths
     ("storage", "artifacts", "golden"),  # files of a run
     # settings, flow definitions, and the tools a step's model may call

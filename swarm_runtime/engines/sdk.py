@@ -12,6 +12,7 @@ handed their client. The anthropic package is imported only when this engine is 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from swarm_runtime.engines.base import DEFAULT_TIMEOUT_S, StepContext, StepOutcome, TokenUsage
@@ -274,21 +275,7 @@ def build_sdk_engine(
         from swarm_runtime.engines.options import EngineOptions
 
         layers = HttpLayers(EngineOptions(mode="sdk"), AnthropicWire())
-    http_layers = layers
-
-    def client() -> Any:
-        import anthropic
-
-        return anthropic.Anthropic(
-            # A replay reaches no server: the SDK wants a key all the same.
-            api_key=api_key
-            or ("replay-needs-no-key" if replays else "not-needed-for-a-local-server"),
-            base_url=base_url or None,
-            max_retries=0,  # the orchestrator owns retries: one attempt, one HTTP request
-            timeout=timeout_s,
-            http_client=http_layers.http_client(),
-        )
-
+    client = _client(api_key, base_url, timeout_s, layers, replays=replays)
     settings = HttpSettings(
         model=str(config.get("model") or DEFAULT_MODEL),
         max_tokens=int(config.get("max_tokens") or DEFAULT_MAX_TOKENS),
@@ -296,7 +283,7 @@ def build_sdk_engine(
         timeout_s=timeout_s,
     )
     engine = SdkEngine(
-        DeferredClient(client) if replays else client(),
+        DeferredClient(client) if replays else client(),  # a replay may never need it
         layers=layers,
         settings=settings,
         provider=provider,
@@ -306,3 +293,24 @@ def build_sdk_engine(
     )
     engine.base_url = str(base_url or "https://api.anthropic.com")
     return engine
+
+
+def _client(
+    api_key: str | None, base_url: str | None, timeout_s: float, layers: Any, *, replays: bool
+) -> Callable[[], Any]:
+    """What makes the engine's anthropic client, over the mode's HTTP layers."""
+
+    def make() -> Any:
+        import anthropic
+
+        return anthropic.Anthropic(
+            # A replay reaches no server: the SDK wants a key all the same.
+            api_key=api_key
+            or ("replay-needs-no-key" if replays else "not-needed-for-a-local-server"),
+            base_url=base_url or None,
+            max_retries=0,  # the orchestrator owns retries: one attempt, one HTTP request
+            timeout=timeout_s,
+            http_client=layers.http_client(),
+        )
+
+    return make
