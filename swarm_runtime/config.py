@@ -194,6 +194,11 @@ def resolve_settings(
     ``engine_given`` are flags' values for engines' own sections (``{"gemini": {"mode":
     "cli"}}``): each engine reads its own.
     """
+    from swarm_runtime.flow.cel import choice_error
+
+    cel_problem = choice_error(env)
+    if cel_problem is not None:
+        raise ConfigError(cel_problem)
     base = cwd or Path.cwd()
     config, config_source = read_config(config_path, base)
     notices, moved = _moved_keys(config, config_source)

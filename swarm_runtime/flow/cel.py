@@ -249,6 +249,17 @@ def available(name: str) -> bool:
     return find_spec(module) is not None
 
 
+def choice_error(env: Mapping[str, str]) -> str | None:
+    """Why ``SWARM_CEL`` in ``env`` names no implementation (None: unset, or one that is)."""
+    chosen = env.get("SWARM_CEL") or ""
+    if not chosen or chosen in IMPLEMENTATIONS:
+        return None
+    return (
+        f"SWARM_CEL={chosen!r} names no CEL implementation: set it to one of "
+        f"{', '.join(IMPLEMENTATIONS)}, or leave it unset"
+    )
+
+
 @cache
 def implementation(name: str | None = None) -> Implementation:
     """The implementation ``name``, or the one conditions use here.
@@ -256,11 +267,12 @@ def implementation(name: str | None = None) -> Implementation:
     That is ``cel-expr-python`` where it is installed, else ``cel-python``;
     ``SWARM_CEL=cel-python`` chooses cel-python where both are.
     """
+    problem = choice_error(os.environ) if name is None else None
+    if problem is not None:
+        from swarm_runtime.errors import ConfigError
+
+        raise ConfigError(problem)
     chosen = name or os.environ.get("SWARM_CEL") or ""
-    if chosen and chosen not in IMPLEMENTATIONS:
-        raise ValueError(
-            f"SWARM_CEL={chosen!r} is not a CEL implementation; one of {', '.join(IMPLEMENTATIONS)}"
-        )
     if chosen != "cel-python" and available("cel-expr-python"):
         return CelExprPython()
     return CelPython()

@@ -264,6 +264,7 @@ def evaluate(source: str, values: Mapping[str, Any] | Activation) -> Evaluation:
     Never raises: whatever goes wrong (a missing field, a value too deep for the CEL
     implementation, memory) counts as false and is said in the evaluation's ``error``.
     """
+    implementation()  # a SWARM_CEL that names none is the user's error, not a false condition
     try:
         program, names = _program(source)
         ready = values if isinstance(values, Activation) else Activation(values)

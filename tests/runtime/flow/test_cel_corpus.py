@@ -10,6 +10,7 @@ the plain cel-python differed from CEL's rules: those answer as CEL says, on bot
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -190,3 +191,28 @@ def test_comparisons_across_kinds_answer_as_cel_says_on_both(source: str) -> Non
     assert _before(source) == before
     assert _answer(source, "cel-python") == now
     assert _answer(source, "cel-expr-python") == now
+
+
+def test_a_swarm_cel_that_names_no_implementation_is_refused_before_any_run(
+    tmp_path: Path,
+) -> None:
+    """Not a run whose every condition quietly counts as false, taking other routes."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SWARM_")}
+    env["SWARM_CEL"] = "cel-rust"
+    done = subprocess.run(
+        [sys.executable, "-m", "swarm_runtime.cli.main", "run", "--runs-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "SWARM_CEL='cel-rust'" in done.stderr
+    assert "cel-expr-python, cel-python" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert list(tmp_path.iterdir()) == []
