@@ -136,7 +136,13 @@ class SdkEngine(HttpEngine):
 
     def request_body(self, ctx: StepContext) -> dict[str, Any]:
         """The JSON body the SDK sends first: what replay matches a recorded call on."""
-        body = self.request(ctx, self.step_tools(ctx).offered() if ctx.tools else None)
+        return self._sent(ctx, self.step_tools(ctx).offered() if ctx.tools else None, None)
+
+    def _sent(
+        self, ctx: StepContext, offered: list[ToolSpec] | None, turns: list[Any] | None
+    ) -> dict[str, Any]:
+        """The JSON body the SDK sends for a call: :meth:`request`, ``stream`` when streaming."""
+        body = self.request(ctx, offered, turns)
         if self.stream:
             body["stream"] = True
         return body
@@ -158,11 +164,8 @@ class SdkEngine(HttpEngine):
         self, ctx: StepContext, offered: list[ToolSpec], turns: list[Any]
     ) -> tuple[str, dict[str, Any]] | None:
         """``POST /v1/messages`` with the body the SDK sends (``stream`` added when streaming)."""
-        body = self.request(ctx, offered, turns)
-        if self.stream:
-            body["stream"] = True
         base = self.base_url or str(self.client.base_url)
-        return f"{base.rstrip('/')}/v1/messages", body
+        return f"{base.rstrip('/')}/v1/messages", self._sent(ctx, offered, turns)
 
     def read_recorded(self, recorded: dict[str, Any]) -> Any:
         """A recorded successful response as the Message the SDK assembles (else None)."""
