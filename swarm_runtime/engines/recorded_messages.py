@@ -69,8 +69,8 @@ def message_of(recorded: dict[str, Any], *, streamed: bool) -> Message | None:
         return None
     try:
         return _streamed(text) if streamed else _plain(json.loads(text))
-    except (ValueError, KeyError, TypeError, AttributeError, IndexError):
-        return None
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError):
+        return None  # whatever the SDK makes of it, as before
 
 
 def _plain(value: Any) -> Message | None:

@@ -210,8 +210,17 @@ def test_a_plain_json_message_reads_as_the_sdk_reads_it() -> None:
         ),
         (200, "event: message_start\ndata: {not json\n\n"),
         (200, _sse(*_end({"output_tokens": 1}))),  # no message_start
+        (200, "event: message_start\ndata: " + "[" * 100_000 + "]" * 100_000 + "\n\n"),
     ],
-    ids=["http-error", "error-event", "cut-short", "thinking-block", "not-json", "no-start"],
+    ids=[
+        "http-error",
+        "error-event",
+        "cut-short",
+        "thinking-block",
+        "not-json",
+        "no-start",
+        "nested-100000-deep",
+    ],
 )
 def test_what_it_does_not_read_is_left_to_the_sdk(code: int, body: str) -> None:
     assert message_of({"status": {"code": code}, "body": {"string": body}}, streamed=True) is None
