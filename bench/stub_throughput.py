@@ -18,6 +18,9 @@ written atomically.
    ``swarm_runtime.flow.conditions`` costs a fresh interpreter the first time it evaluates
    a shipped condition (importing the CEL implementation, building its parser, compiling
    the condition) and then the other shipped conditions, with the packages it loads.
+   Also printed, for what no change to the project's own code can go below: a *dependency
+   floor*, the floor process that first imports every module outside ``swarm_runtime`` that
+   ``swarm run`` imports (read from a ``swarm run`` in a child), against the floor.
 
 Prints medians and the median of the per-round ratios. It is a measurement, not a gate:
 it exits 0 whether targets are met or missed, and 1 only when a run fails.
@@ -394,6 +397,8 @@ class ProcessResult:
     runtime_s: list[float]
     floor_s: list[float]
     ratios: list[float]
+    deps_s: list[float]
+    deps_ratios: list[float]
     runtime_rss_mib: list[float]
     floor_rss_mib: list[float]
     launcher_mib: list[float]
@@ -478,14 +483,63 @@ def run_child(argv: list[str], cwd: Path, log: Path, env: dict[str, str]) -> Chi
     )
 
 
+# What `swarm run` imports beyond a bare interpreter, outside the project: the command run
+# in this child (as its console script would), then the modules it loaded, printed as JSON.
+IMPORTED_CODE = r"""
+import json, os, runpy, sys
+bare = set(sys.modules)
+sys.argv = ["swarm", *sys.argv[1:]]
+out = os.environ.pop("SWARM_BENCH_IMPORTED")
+try:
+    runpy.run_module("swarm_runtime.cli.main", run_name="__main__")
+except SystemExit:
+    pass
+loaded = [m for m in sys.modules if m not in bare and not m.startswith("swarm_runtime")]
+with open(out, "w") as handle:
+    json.dump([m for m in loaded if m not in ("runpy", "__main__")], handle)
+"""
+
+# The dependency floor: the floor, after importing those modules (each on its own; one that
+# cannot be imported alone is skipped, as the import of its parent loads it).
+DEPS_FLOOR_CODE = r"""
+import importlib, sys
+for _name in sys.argv.pop(1).split(","):
+    try:
+        importlib.import_module(_name)
+    except Exception:
+        pass
+"""
+
+
+def imported_modules(swarm_argv: list[str], cwd: Path, log: Path, env: dict[str, str]) -> str:
+    """The modules outside the project a `swarm run` imports, comma-separated."""
+    out = log.with_name("imported.json")
+    child_env = {**env, "SWARM_BENCH_IMPORTED": str(out)}
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORTED_CODE, *swarm_argv],
+        cwd=cwd,
+        env=child_env,
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0 or not out.is_file():
+        raise BenchFailure(f"listing what `swarm run` imports failed:\n{done.stderr}")
+    names: list[str] = json.loads(out.read_text(encoding="utf-8"))
+    return ",".join(names)
+
+
 def bench_processes(
     flows_dir: Path, label: str, root: Path, rounds: int, shape: Shape, env: dict[str, str]
 ) -> ProcessResult:
-    """Warm up, then ``rounds`` alternating rounds of `swarm run` and the floor process."""
+    """Warm up, then ``rounds`` rotating rounds of `swarm run`, the floor and the deps floor."""
     swarm, shown = swarm_command()
     cwd = root / "cwd"  # an empty working directory: no ./swarm/config/runtime.yaml
     cwd.mkdir()
     log = root / "child.log"
+    argv_of_run = ["run", "--flows-dir", str(flows_dir), "--progress", "never"]
+    modules = imported_modules(
+        [*argv_of_run, "--runs-dir", str(root / "runs-imported")], cwd, log, env
+    )
 
     def runtime_once(n: int | str) -> ChildRun:
         runs_dir = root / f"runs-{n}"
@@ -503,10 +557,12 @@ def bench_processes(
             )
         return child
 
-    def floor_once(n: int | str) -> ChildRun:
-        run_dir = root / f"floor-{n}"
+    def floor_once(n: int | str, deps: bool = False) -> ChildRun:
+        run_dir = root / f"{'deps' if deps else 'floor'}-{n}"
         args = json.dumps(shape.floor_args(run_dir))
-        child = run_child([sys.executable, "-c", FLOOR_CODE, args], cwd, log, env)
+        code = DEPS_FLOOR_CODE + FLOOR_CODE if deps else FLOOR_CODE
+        argv = [sys.executable, "-c", code, *([modules] if deps else []), args]
+        child = run_child(argv, cwd, log, env)
         if child.exit_code != 0:
             output = log.read_text(encoding="utf-8", errors="replace")
             raise BenchFailure(f"floor process exited {child.exit_code}:\n{output}")
@@ -514,15 +570,22 @@ def bench_processes(
 
     runtime_once("warmup")  # warms the page cache and writes the .pyc files (see child_env)
     floor_once("warmup")
-    result = ProcessResult(label, shown, [], [], [], [], [], [])
+    floor_once("warmup", deps=True)
+    result = ProcessResult(label, shown, [], [], [], [], [], [], [], [])
+    kinds = ["runtime", "floor", "deps"]
     for n in range(rounds):
         runs: dict[str, ChildRun] = {}
-        for which in ("runtime", "floor") if n % 2 == 0 else ("floor", "runtime"):
-            runs[which] = runtime_once(n) if which == "runtime" else floor_once(n)
+        for which in kinds[n % 3 :] + kinds[: n % 3]:  # each goes first in turn
+            if which == "runtime":
+                runs[which] = runtime_once(n)
+            else:
+                runs[which] = floor_once(n, deps=which == "deps")
         runtime, floor = runs["runtime"], runs["floor"]
         result.runtime_s.append(runtime.wall_s)
         result.floor_s.append(floor.wall_s)
         result.ratios.append(runtime.wall_s / floor.wall_s)
+        result.deps_s.append(runs["deps"].wall_s)
+        result.deps_ratios.append(runs["deps"].wall_s / floor.wall_s)
         result.runtime_rss_mib.append(runtime.rss_mib)
         result.floor_rss_mib.append(floor.rss_mib)
         if runtime.launcher_mib is not None:
@@ -634,6 +697,13 @@ def report_processes(result: ProcessResult, verbose: bool) -> None:
     )
     print(
         f"{head:<64} runtime {runtime:6.1f} ms  floor {floor:6.1f} ms  ratio {ratio:.2f} {target}"
+    )
+    deps = statistics.median(result.deps_s) * 1000
+    head = "  dependency floor: the floor after importing what swarm run does"
+    print(
+        f"{head:<64} deps    {deps:6.1f} ms  floor {floor:6.1f} ms  ratio "
+        f"{statistics.median(result.deps_ratios):.2f} (no target: below it no change of "
+        "swarm_runtime reaches)"
     )
     rss = statistics.median(result.runtime_rss_mib)
     floor_rss = statistics.median(result.floor_rss_mib)
