@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +25,8 @@ from pytest_swarm.summary import TOTALS_KEY
 from swarm_runtime.install import install_command
 
 if TYPE_CHECKING:
+    from pytest_swarm.expect import Expectations
+    from pytest_swarm.run_record import RunRecord
     from swarm_runtime.config import Settings
     from swarm_runtime.engines.registry import EngineRegistry
     from swarm_runtime.flow.registry import FlowRegistry
@@ -261,6 +263,14 @@ class SwarmContract:
 def swarm_contract() -> SwarmContract:
     """``swarm_contract.assert_run(record)`` checks every contract assertion."""
     return SwarmContract()
+
+
+@pytest.fixture
+def swarm_expect() -> Callable[[RunRecord], Expectations]:
+    """``swarm_expect(record).step("review").contains("refund")``: checks on what steps said."""
+    from pytest_swarm.expect import swarm_expect
+
+    return swarm_expect
 
 
 @pytest.fixture

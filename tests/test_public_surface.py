@@ -50,7 +50,7 @@ PUBLIC = {
         "register_backend",
     },
     "swarm_runtime.tools": {"ToolRegistry", "ToolSpec", "tool"},
-    "pytest_swarm": {"RunRecord"},
+    "pytest_swarm": {"RunRecord", "swarm_expect"},
 }
 PUBLIC_MODULES = {*PUBLIC, "swarm_runtime.plan"}
 
