@@ -440,3 +440,49 @@ def test_a_steps_tool_calls_show_in_order_as_text_long_output_cut_and_whole_on_a
     expect(page.locator("#step-panel img")).to_have_count(0)
     expect(page.locator("#step-panel script")).to_have_count(0)
     _shot(page, "tool-calls.png")
+
+
+def test_a_steps_judgements_show_their_verdict_score_and_reason_as_text(
+    tmp_path: Path, live_studio: Callable[..., LiveStudio], page: Any
+) -> None:
+    from tests.studio.conftest import Project
+
+    (tmp_path / "flows").mkdir()
+    (tmp_path / "flows" / "support.yaml").write_text(JUDGED)
+    (tmp_path / "flows" / "flows.yaml").write_text("order: [support]\n")
+    scenario = tmp_path / "judged.json"
+    scenario.write_text(
+        json.dumps({"judges": {"draft": {"facts": {"score": 0.25, "reason": XSS}}}})
+    )
+    project = Project(tmp_path)
+    run_id = project.run("support", "--scenario", str(scenario))
+    server = live_studio(project.config())
+    page.goto(f"{server.url}/?run={run_id}")
+    page.locator('g.node[data-step="draft"]').click()
+    verdicts = page.locator("#judgements li.judgement")
+    expect(verdicts).to_have_count(2)
+    expect(verdicts.locator(".judge-name")).to_have_text(["tone", "facts"])
+    expect(verdicts.locator(".badge")).to_have_text(["passed", "failed"])
+    expect(verdicts.nth(1).locator(".judge-score")).to_have_text(
+        "0.25 (threshold 0.5) · claude-stub"
+    )
+    expect(verdicts.nth(1).locator(".judge-reason pre")).to_have_text(XSS)
+    expect(page.locator("#step-panel")).to_contain_text("Judgements: 1 of 2 passed")
+    assert page.evaluate("window.__x") is None
+    expect(page.locator("#step-panel img")).to_have_count(0)
+    _shot(page, "judgements.png")
+
+
+JUDGED = """\
+key: support
+title: Support
+description: Drafts a reply.
+steps:
+  - id: draft
+    agents: [writer]
+    role: Draft the reply.
+    teaching_notes: {inputs: [i], outputs: [o], emphasizes: [e], constraints: [c]}
+    judges:
+      - {name: tone, rubric: The reply is polite., threshold: 0.7}
+      - {name: facts, rubric: The reply names the amount., threshold: 0.5}
+"""

@@ -333,7 +333,7 @@ async function runPage(runId) {
   const controls = el("div", { class: "controls" });
   const graphs = el("div", { class: "graphs", id: "graphs" });
   const timeline = el("tbody", { id: "timeline-rows" });
-  const panel = el("aside", { class: "step", id: "step-panel" }, el("p", { class: "muted", text: "Click a step to see its receipt, handoff, tool calls and transcript." }));
+  const panel = el("aside", { class: "step", id: "step-panel" }, el("p", { class: "muted", text: "Click a step to see its receipt, handoff, tool calls, judgements and transcript." }));
   app.replaceChildren(header, controls, graphs,
     el("div", { class: "run-layout" },
       el("div", {}, el("h2", { text: "Events" }),
@@ -432,6 +432,7 @@ async function openStep(runId, flow, step, iteration, panel) {
     el("h4", { text: "Handoff" }),
     el("pre", { id: "handoff", text: result.handoff ? JSON.stringify(result.handoff, null, 2) : "(none)" }),
     toolCalls(result.tool_calls || [], result.receipt.tools_allowed),
+    judgements(result.receipt.judgements),
     el("h4", { text: "Transcript" }),
     el("div", { id: "transcript" }, result.transcript.map(message)),
     el("details", {}, el("summary", { text: `Receipt (${result.receipt_file})` }),
@@ -454,6 +455,23 @@ function toolCalls(calls, allowed) {
         el("span", { class: "muted tool-ms", text: time }),
         el("div", { class: "tool-input" }, el("em", { text: "input" }), longText(call.input)),
         ended === "running" ? "" : el("div", { class: "tool-output" }, el("em", { text: "output" }), longText(call.output)));
+    })));
+}
+
+// What the step's judges made of its reply: name, verdict, score against threshold, why.
+function judgements(list) {
+  if (!Array.isArray(list) || !list.length) return "";
+  const passed = list.filter((j) => j && j.passed === true).length;
+  return el("div", {},
+    el("h4", { text: `Judgements: ${passed} of ${list.length} passed` }),
+    el("ol", { id: "judgements" }, list.map((j) => {
+      const verdict = j.passed === true ? "passed" : "failed";
+      const score = typeof j.score === "number" ? String(j.score) : "no score";
+      return el("li", { class: "judgement", "data-judge": String(j.name), "data-passed": verdict },
+        el("strong", { class: "judge-name", text: String(j.name) }), " ",
+        el("span", { class: "badge", "data-status": verdict === "passed" ? "succeeded" : "failed", text: verdict }), " ",
+        el("span", { class: "muted judge-score", text: `${score} (threshold ${j.threshold}) · ${j.model}` }),
+        el("div", { class: "judge-reason" }, longText(String(j.reason))));
     })));
 }
 
