@@ -30,6 +30,14 @@ JSON_SOURCES = ("handoff", "block")
 _FENCE = re.compile(r"```json[ \t]*\n(.*?)\n```", re.DOTALL)
 
 
+class VerdictFailed(AssertionError):
+    """What a step said did not hold: a verdict on the output, not a broken run.
+
+    A test that fails with one while recording keeps its recording, so that its replay
+    gives the same verdict offline.
+    """
+
+
 def shown(text: str, limit: int = SHOWN_CHARS) -> str:
     """``text`` indented for a failure message, its middle cut when over ``limit``."""
     if len(text) > limit:
@@ -103,7 +111,7 @@ class StepExpectations:
         ]
         if looked_at is not None:
             lines.append(f"  looked at {looked_at}")
-        raise AssertionError("\n".join(lines))
+        raise VerdictFailed("\n".join(lines))
 
     # -- checks ---------------------------------------------------------------------------
 
@@ -286,7 +294,7 @@ class Expectations:
         named = f"{flow}/{step_id}" if flow else step_id
         if not keys:
             listed = ", ".join(f"{f}/{s}" for f, s in ran) or "none"
-            raise AssertionError(
+            raise VerdictFailed(
                 f"step {named!r} did not run in run {self.record.run_id} "
                 f"({self.record.path}); steps that ran: {listed}"
             )
@@ -305,7 +313,7 @@ class Expectations:
             )
         number = execution if execution > 0 else count + 1 + execution
         if not 1 <= number <= count:
-            raise AssertionError(
+            raise VerdictFailed(
                 f"step {key[0]}/{key[1]} ran {count} time(s) in run {self.record.run_id}: "
                 f"there is no execution {execution}"
             )

@@ -11,6 +11,7 @@ import pytest
 
 from pytest_swarm.cassettes import CALL_PASSED, SwarmCassette
 from pytest_swarm.coverage import run_observer
+from pytest_swarm.judges import JUDGEMENTS_KEY
 from pytest_swarm.listeners import PLUGINS_KEY, RunCounter
 from pytest_swarm.markers import fault_plan_of
 from pytest_swarm.options import OPTIONS_KEY, SwarmOptions
@@ -26,6 +27,7 @@ from swarm_runtime.install import install_command
 
 if TYPE_CHECKING:
     from pytest_swarm.expect import Expectations
+    from pytest_swarm.judges import SwarmJudge
     from pytest_swarm.run_record import RunRecord
     from swarm_runtime.config import Settings
     from swarm_runtime.engines.registry import EngineRegistry
@@ -198,7 +200,8 @@ def flow_runner(
         on_miss=lambda: totals.rerecord.update({node: golden}),
     )
     runner.faults = fault_plan_of(request.node)  # checked at collection: it parses
-    runner.budget = marker_budget(request.node)
+    runner.budget, runner.on_call = marker_budget(request.node), totals.add_call
+    request.node.stash[JUDGEMENTS_KEY] = runner.records  # held at the end of the call
     yield runner
     passed = request.node.stash.get(CALL_PASSED, False)
     swarm_cassette.finish(passed=passed)
@@ -271,6 +274,14 @@ def swarm_expect() -> Callable[[RunRecord], Expectations]:
     from pytest_swarm.expect import swarm_expect
 
     return swarm_expect
+
+
+@pytest.fixture
+def swarm_judge(flow_runner: FlowRunner) -> SwarmJudge:
+    """``swarm_judge(record, step=…, rubric=…, threshold=0.7)``: a model grades a step's reply."""
+    from pytest_swarm.judges import SwarmJudge
+
+    return SwarmJudge(flow_runner)
 
 
 @pytest.fixture

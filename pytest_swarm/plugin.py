@@ -18,6 +18,8 @@ import yaml  # noqa: F401
 
 from pytest_swarm.budgets import MARKER_HELP
 from pytest_swarm.cassettes import CALL_PASSED
+from pytest_swarm.expect import VerdictFailed
+from pytest_swarm.judges import JUDGEMENTS_KEY, VERDICT_KEY
 from pytest_swarm.listeners import PLUGINS_KEY, RuntimePlugins
 from pytest_swarm.markers import marker_errors
 from pytest_swarm.options import OPTIONS_KEY, add_options, check_credentials, resolve
@@ -185,10 +187,22 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Any:
-    """Fail a test that tried to leave the machine with a blocked network, saying where."""
+    """Fail a test that tried to leave the machine with a blocked network, saying where.
+
+    A test whose runs have a flow judge that did not pass fails once its body has passed.
+    """
     guard = item.stash.get(NETWORK_GUARD, None)
     try:
-        return (yield)
+        result = yield
+        records = item.stash.get(JUDGEMENTS_KEY, None)
+        if records:
+            from pytest_swarm.judges import flow_judges_failed
+
+            failed = flow_judges_failed(records)
+            if failed:
+                item.stash[VERDICT_KEY] = True
+                pytest.fail(failed, pytrace=False)
+        return result
     finally:
         if guard is not None and guard.attempts:
             pytest.fail(guard.message(item.nodeid), pytrace=False)
@@ -199,7 +213,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     """Note how the test's call phase ended, for the fixtures' teardown."""
     report = yield
     if call.when == "call":
-        item.stash[CALL_PASSED] = report.passed
+        # A verdict on the output (an expectation, a judge) keeps what the test recorded.
+        verdict = item.stash.get(VERDICT_KEY, False) or (
+            call.excinfo is not None and call.excinfo.errisinstance(VerdictFailed)
+        )
+        item.stash[CALL_PASSED] = report.passed or verdict
     return report
 
 

@@ -21,6 +21,7 @@ from swarm_runtime.record import Record
 if TYPE_CHECKING:
     from pytest_swarm.listeners import StepResults
     from swarm_runtime.config import Settings
+    from swarm_runtime.engines.base import StepContext, StepOutcome
     from swarm_runtime.engines.cassette import Cassettes
     from swarm_runtime.engines.faults import FaultPlan
     from swarm_runtime.engines.registry import EngineRegistry
@@ -135,6 +136,13 @@ class FlowRunner:
         """The ``swarm_faults`` marker's plan, for every run but the stub reference run."""
         self.budget: Budget | None = None
         """The run budget of every run (``@pytest.mark.swarm_budget``), over runtime.yaml's."""
+        self.records: list[RunRecord] = []
+        """The test's runs, in order (their flow judges are held at the end of its call)."""
+        self._cassettes: dict[str, Cassettes] = {}
+        """The cassettes of each recorded or replayed run, by run id: its judges' calls too."""
+        self.on_call: Callable[[int, float | None], None] = lambda _tokens, _cost: None
+        """Told the tokens and cost of a call made outside a run (a test's judge)."""
+        self.repo_root = Path.cwd()
 
     def __call__(
         self,
@@ -171,7 +179,7 @@ class FlowRunner:
 
         results = StepResults()
         problem: str | None = None
-        deps, engine, cassettes = self._engine(mode, results, reference=reference)
+        deps, engine, cassettes = self._engine(mode, results, reference=reference, cassettes=None)
         try:
             default = (self.default_flow,) if self.default_flow else tuple(self.flows.order())
             keys = flow_keys or default
@@ -196,6 +204,10 @@ class FlowRunner:
         record = RunRecord(outcome.path, flows=self.flows, results=results.results, mode=mode)
         record.reference = reference
         record.budget_use = outcome.budget_use
+        if cassettes is not None:
+            self._cassettes[record.run_id] = cassettes
+        if not reference:
+            self.records.append(record)
         if mode != "stub":
             _refuse_credentials_in(record.path)
         if cassettes is not None and cassettes.divergences:
@@ -226,10 +238,45 @@ class FlowRunner:
             limits=RunLimits(budget=self.budget),
         )
 
+    def call_engine(
+        self, record: RunRecord, engine_id: str, ctx: StepContext
+    ) -> tuple[StepOutcome, Cassettes | None, int]:
+        """One call outside a run (a test's judge), in the mode and cassettes of ``record``.
+
+        Returns the answer, the cassettes it went through and how many divergences they
+        had before it.
+        """
+        from pytest_swarm.listeners import StepResults
+
+        __tracebackhide__ = True
+        cassettes = self._cassettes.get(record.run_id)
+        before = len(cassettes.divergences) if cassettes is not None else 0
+        deps, choice, _ = self._engine(
+            record.mode, StepResults(), reference=False, cassettes=cassettes
+        )
+        from swarm_runtime.errors import SwarmError
+
+        engines = self._orchestrator(deps, choice).engines
+        try:
+            try:
+                engine = engines.engine(engine_id)
+            except SwarmError as exc:
+                raise ValueError(f"engine {engine_id!r}: {exc}") from None
+            return engine.run_step(ctx), cassettes, before
+        finally:
+            engines.close()
+
+    def count_call(self, tokens: int, cost_usd: float | None) -> None:
+        """Count a call made outside a run in the session's totals."""
+        self.on_call(tokens, cost_usd)
+
     def _engine(
-        self, mode: str, results: StepResults, *, reference: bool
+        self, mode: str, results: StepResults, *, reference: bool, cassettes: Cassettes | None
     ) -> tuple[RunDeps, EngineChoice, Cassettes | None]:
-        """The mode, resolved: the engine choice, what the run is handed, the cassettes."""
+        """The mode, resolved: the engine choice, what the run is handed, the cassettes.
+
+        ``cassettes``: those of an earlier run (a call made for it), else the next run's.
+        """
         from swarm_runtime.orchestrator.plan import EngineChoice, RunDeps, no_wait
         from swarm_runtime.plugins import process_plugins
         from swarm_runtime.timeutil import interruptible_sleep
@@ -237,8 +284,7 @@ class FlowRunner:
         # The reference run: every engine's stub, gemini-step's too (whatever
         # SWARM_GEMINI_STUB says).
         given: dict[str, Any] = {"gemini": {"mode": "stub"}} if reference else {}
-        cassettes = None
-        if mode in ("replay", "record"):
+        if cassettes is None and mode in ("replay", "record"):
             cassettes = self.cassette.for_run(self.options.record_mode)
         engine = EngineChoice(
             engine_id=self.engine.engine_id,

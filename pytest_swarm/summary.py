@@ -97,6 +97,14 @@ class SwarmTotals:
             return
         setattr(self, name, getattr(self, name) + amount)
 
+    def add_call(self, tokens: int, cost_usd: float | None) -> None:
+        """Count a call made outside a run (a test's judge): its tokens and cost."""
+        self.count("tokens", tokens)
+        if cost_usd is None:
+            self.count("steps_without_cost")
+        else:
+            self.cost_usd += cost_usd
+
     def add_run(self, summary: dict[str, Any], budgets: dict[str, str] | None = None) -> None:
         """Count one finished run from its ``meta.json`` summary (and its budget shares)."""
         add_shares(self.budgets, budgets or {})

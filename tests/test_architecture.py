@@ -223,10 +223,11 @@ def test_run_files_are_encoded_by_one_encoder() -> None:
     for name in kernel:
         calls, _ = _calls_and_bases(ast.parse(MODULES[name].read_text(encoding="utf-8")))
         found.extend(f"{name}: {c}" for c in sorted(calls) if c.startswith("json.dump"))
-    # plan.py measures a param as JSON; context.py (the prompt) and routing.py (the
-    # navigator's prompt) lay values out in a prompt's text.
+    # plan.py measures a param as JSON; context.py (the prompt), routing.py (the
+    # navigator's prompt) and judging.py (a judge's prompt) lay values out in a prompt's text.
     assert found == [
         "swarm_runtime.orchestrator.context: json.dumps",
+        "swarm_runtime.orchestrator.judging: json.dumps",
         "swarm_runtime.orchestrator.plan: json.dumps",
         "swarm_runtime.orchestrator.routing: json.dumps",
     ]

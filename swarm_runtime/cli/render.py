@@ -191,6 +191,30 @@ def attempt_spans(path: Path) -> list[tuple[datetime, datetime]]:
 _KINDS = ("run_created", "run_resumed")
 
 
+def judgement_lines(path: Path) -> list[str]:
+    """A line per ``judgement`` of a run's event log (SPEC §10.8), read line by line."""
+    from swarm_runtime.inputs.files import open_run_file
+
+    lines: list[str] = []
+    with open_run_file(path) as log:
+        for line in log:
+            if b'"judgement"' not in line or not line.endswith(b"\n"):
+                continue
+            event = _event(line)
+            if event.get("kind") != "judgement":
+                continue
+            payload = event.get("payload") or {}
+            score = payload.get("score")
+            shown = "no score" if score is None else f"{score:g}"
+            verdict = "passed" if payload.get("passed") else "FAILED"
+            lines.append(
+                f"judge {payload.get('name')} on {event.get('flow_key')}/{payload.get('step')}: "
+                f"{shown} (threshold {payload.get('threshold'):g}) {verdict}: "
+                f"{payload.get('reason')}"
+            )
+    return lines
+
+
 def _event(line: bytes) -> dict[str, Any]:
     from swarm_runtime.inputs.json_input import load_json
 

@@ -17,6 +17,7 @@ from swarm_runtime.cli.submit import add_celery_options, submit_and_follow
 if TYPE_CHECKING:
     from swarm_runtime.engines.cassette import Cassettes
     from swarm_runtime.engines.scenario import Scenario
+    from swarm_runtime.flow.spec import StepSpec
     from swarm_runtime.orchestrator.plan import EngineChoice, RunSpec
     from swarm_runtime.orchestrator.run import Orchestrator
     from swarm_runtime.orchestrator.state import RunOutcome
@@ -188,9 +189,25 @@ def handle(args: argparse.Namespace) -> int:
     orchestrator, spec, cassettes = _prepare(args)
     outcome = run_with_signals(orchestrator, lambda: orchestrator.run(spec))
     code = report(outcome, int((time.monotonic() - began) * 1000))
+    flows = outcome.summary.get("flows", ())
+    if any(step.judges for key in flows for step in _steps(orchestrator, key)):
+        from swarm_runtime.cli.render import judgement_lines
+
+        for line in judgement_lines(outcome.path / "events.jsonl"):
+            print(line)
     if cassettes is not None:
         code = max(code, _settle_cassettes(cassettes, outcome))
     return code
+
+
+def _steps(orchestrator: Orchestrator, flow_key: str) -> tuple[StepSpec, ...]:
+    """The steps of a flow the run ran (none when it cannot be read any more)."""
+    from swarm_runtime.errors import SwarmError
+
+    try:
+        return orchestrator.flows.get(flow_key).steps
+    except SwarmError:
+        return ()
 
 
 def _cassettes(args: argparse.Namespace, mode: str) -> Cassettes:

@@ -180,6 +180,29 @@ class PointerArtifact(Document, rename="camel", tag_field="kind", tag="pointer")
 Artifact = InlineArtifact | PointerArtifact
 
 
+class ReceiptJudgement(Document):
+    """A judge's verdict on the execution (SPEC §10.8), as its ``judgement`` event says it."""
+
+    name: str
+    """The judge."""
+    score: Annotated[float, Meta(ge=0, le=1)] | None
+    """What it gave, from 0 to 1; null when its reply held no score it could read."""
+    threshold: Annotated[float, Meta(ge=0, le=1)]
+    """The lowest score that passes."""
+    passed: bool
+    """score >= threshold."""
+    reason: str
+    """Why."""
+    engine: str
+    """The engine that graded."""
+    model: str
+    """The model it called."""
+    tokens: NonNegative
+    """Tokens of the judge's call (prompt + completion)."""
+    cost_usd: Annotated[float, Meta(ge=0)] | None
+    """What the call cost; null when unknown."""
+
+
 class Receipt(Document, kw_only=True):
     """``<flow>/receipts/<step>-<agent>.json``: one step execution and its verdict."""
 
@@ -236,6 +259,8 @@ class Receipt(Document, kw_only=True):
     """What was cut from its history."""
     iteration: NonNegative | UnsetType | None = UNSET
     """0-based count of earlier executions of this step in the run."""
+    judgements: list[ReceiptJudgement] | UnsetType | None = UNSET
+    """What the step's judges made of its reply (SPEC §10.8), in declared order."""
     result_code: ResultCode | UnsetType | None = UNSET
     """How the engine answered, or ``fatal`` for a broken budget (SPEC §7.3, §10.7)."""
     cassette: str | UnsetType | None = UNSET

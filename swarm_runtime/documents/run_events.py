@@ -116,6 +116,29 @@ class Log(Payload, forbid_unknown_fields=False):
     """The tool a message is about: a refused, failed or timed-out call (SPEC §5.8)."""
 
 
+class Judgement(Payload):
+    """A judge graded the reply of the step under way against its rubric (SPEC §10.8)."""
+
+    kind = "judgement"
+    stands = Stands.IN_STEP
+    name: str
+    """The judge."""
+    step: str
+    """The step it graded."""
+    score: Annotated[float, Meta(ge=0, le=1)] | None
+    """What it gave, from 0 to 1; null when its reply held no score it could read."""
+    threshold: Annotated[float, Meta(ge=0, le=1)]
+    """The lowest score that passes."""
+    passed: bool
+    """score >= threshold (a judgement with no score never passes)."""
+    reason: str
+    """Why: the judge's own words, or what was wrong with its reply."""
+    engine: str
+    """The engine that graded."""
+    model: str
+    """The model it called."""
+
+
 class StepEnd(Payload):
     """A step execution succeeded (or was skipped); its route_decision follows."""
 

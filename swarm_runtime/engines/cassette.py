@@ -127,6 +127,12 @@ class Cassettes:
         ``needs`` says what recording the step's engine needs (its key or base URL).
         """
         where = f"replay of {ctx.flow_key}/{ctx.step_id} iteration {ctx.iteration}"
+        if ctx.call == "judge":  # a judge's call (SPEC §10.8): named, as its rubric may differ
+            where = (
+                f"replay of judge '{ctx.extra.get('judge')}' of {where.removeprefix('replay of ')}"
+            )
+        elif ctx.call != "step":
+            where = f"replay of the {ctx.call}'s call after {where.removeprefix('replay of ')}"
         said = sorted(self.needs | ({needs} if needs else set()))
         hint = f"\n(with {'; and '.join(said)})" if said else ""
         if missing:

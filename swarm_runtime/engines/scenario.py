@@ -289,6 +289,64 @@ def _parse_navigator(raw: Any, where: str) -> dict[str, tuple[str, ...]]:
     return choices
 
 
+JUDGE_REPLY_KEYS = ("score", "reason", "text")
+
+
+class JudgeReply(Record):
+    """What the stub's judge answers: a score and reason, or a reply of its own."""
+
+    score: Any = None
+    """The score written in its handoff (anything: a test may script a bad one)."""
+    reason: str = "as the scenario says"
+    text: str | None = None
+    """The whole reply instead (say, one with no handoff block)."""
+
+
+def _parse_judges(raw: Any, where: str) -> dict[str, dict[str, tuple[JudgeReply, ...]]]:
+    """``judges: {<step>: {<judge>: <score> | {score, reason} | {text} | [one per execution]}}``."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise ScenarioError(
+            f"{where}: must map step ids (or flow/step) to their judges' replies, as "
+            "{<step>: {<judge name>: <score> or {score, reason}}}"
+        )
+    found: dict[str, dict[str, tuple[JudgeReply, ...]]] = {}
+    for key, judges in raw.items():
+        if not isinstance(key, str) or not key:
+            raise ScenarioError(f"{where}: keys must be step ids, got {key!r}")
+        if not isinstance(judges, Mapping) or not judges:
+            raise ScenarioError(
+                f"{where}.{key}: must map judge names to their replies, got {_preview(judges)}"
+            )
+        replies: dict[str, tuple[JudgeReply, ...]] = {}
+        for name, value in judges.items():
+            items = value if isinstance(value, list) else [value]
+            if not items:
+                raise ScenarioError(f"{where}.{key}.{name}: a reply list must not be empty")
+            replies[str(name)] = tuple(
+                _judge_reply(item, f"{where}.{key}.{name}") for item in items
+            )
+        found[key] = replies
+    return found
+
+
+def _judge_reply(raw: Any, where: str) -> JudgeReply:
+    if not isinstance(raw, Mapping):
+        return JudgeReply(score=raw)
+    unknown = [key for key in raw if key not in JUDGE_REPLY_KEYS]
+    if unknown:
+        raise ScenarioError(
+            f"{where}: unknown key '{unknown[0]}' (allowed: {', '.join(JUDGE_REPLY_KEYS)})"
+        )
+    text = raw.get("text")
+    if text is not None and not isinstance(text, str):
+        raise ScenarioError(f"{where}: text must be a string, got {_preview(text)}")
+    return JudgeReply(
+        score=raw.get("score"), reason=str(raw.get("reason", "as the scenario says")), text=text
+    )
+
+
 def _plain(raw: Mapping[Any, Any]) -> Any:
     """``raw`` as JSON can carry it, or None when it holds what JSON cannot."""
     import json
@@ -308,6 +366,9 @@ class Scenario(Record):
     one per execution (the last one repeats)."""
     faults: FaultPlan | None = None
     """``faults:``: the fault plan of runs with this scenario (SPEC §10.7)."""
+    judges: dict[str, dict[str, tuple[JudgeReply, ...]]] = field(default_factory=dict)
+    """``judges:``: per step (or flow/step), per judge, what the stub's judge answers, one
+    per execution (the last one repeats) (SPEC §10.8)."""
     source: str = "<scenario>"
     used: set[str] = field(default_factory=set)
     raw: Any = None
@@ -324,6 +385,7 @@ class Scenario(Record):
             )
         entries: dict[str, tuple[Outcome, ...]] = {}
         navigator = _parse_navigator(raw.get("navigator"), f"{source}: navigator")
+        judges = _parse_judges(raw.get("judges"), f"{source}: judges")
         faults = (
             FaultPlan.from_mapping(raw["faults"], source=f"{source}: faults")
             if raw.get("faults") is not None
@@ -331,7 +393,7 @@ class Scenario(Record):
         )
         for key, value in raw.items():
             where = f"{source}: {key}"
-            if key in ("navigator", "faults"):
+            if key in ("navigator", "faults", "judges"):
                 continue
             if not isinstance(key, str) or not key:
                 raise ScenarioError(f"{source}: scenario keys must be step ids, got {key!r}")
@@ -344,7 +406,12 @@ class Scenario(Record):
             else:
                 entries[key] = (_parse_outcome(value, where),)
         return cls(
-            entries=entries, navigator=navigator, faults=faults, source=source, raw=_plain(raw)
+            entries=entries,
+            navigator=navigator,
+            faults=faults,
+            judges=judges,
+            source=source,
+            raw=_plain(raw),
         )
 
     @classmethod
@@ -357,7 +424,7 @@ class Scenario(Record):
         known = step_names(flows)
         if self.faults is not None:
             self.faults.check_keys(known)
-        for key in (*self.entries, *self.navigator):
+        for key in (*self.entries, *self.navigator, *self.judges):
             if key not in known:
                 import difflib
 
@@ -385,8 +452,19 @@ class Scenario(Record):
                 return choices[min(execution, len(choices) - 1)]
         return None
 
+    def judge_reply(
+        self, flow_key: str, step_id: str, judge: str, execution: int
+    ) -> JudgeReply | None:
+        """What a step's judge answers after its ``execution`` (0-based), if scripted."""
+        for key in (f"{flow_key}/{step_id}", step_id):
+            replies = self.judges.get(key, {}).get(judge)
+            if replies is not None:
+                self.used.add(f"judges.{key}.{judge}")
+                return replies[min(execution, len(replies) - 1)]
+        return None
+
     def unused(self) -> list[str]:
         """Keys never consulted: a scripted step that never ran."""
-        return sorted(
-            (set(self.entries) | {f"navigator.{key}" for key in self.navigator}) - self.used
-        )
+        scripted = set(self.entries) | {f"navigator.{key}" for key in self.navigator}
+        scripted |= {f"judges.{key}.{name}" for key, names in self.judges.items() for name in names}
+        return sorted(scripted - self.used)

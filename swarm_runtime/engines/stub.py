@@ -171,6 +171,36 @@ class StubEngine(StepEngine):
             cost_usd=0.0,
         )
 
+    def _judge(self, ctx: StepContext) -> StepOutcome:
+        """A judge's answer: the scenario's ``judges:`` reply, else a score of 1."""
+        from swarm_runtime.engines.handoff import parse_handoff
+
+        name = str(ctx.extra.get("judge", ""))
+        scripted = self.scenario.judge_reply(ctx.flow_key, ctx.step_id, name, ctx.iteration)
+        where = f"[stub] judge {name} of {ctx.flow_key}/{ctx.step_id}"
+        if scripted is None:
+            text = f"{where}\n\n" + format_handoff(
+                {"score": 1.0, "reason": "the stub's default score: no judges: entry scripts one"}
+            )
+        elif scripted.text is not None:
+            text = scripted.text
+        else:
+            text = f"{where}\n\n" + format_handoff(
+                {"score": scripted.score, "reason": scripted.reason}
+            )
+        prompt_chars = len(ctx.prompt.system) + len(ctx.prompt.user) if ctx.prompt else 0
+        return StepOutcome(
+            result=StepResult(step_id=ctx.step_id, status="succeeded", output=text),
+            text=text,
+            handoff=parse_handoff(text),
+            tokens=TokenUsage(math.ceil(prompt_chars / 4), estimate_tokens(text)),
+            model=stub_model(self.engine_short),
+            provider="none",
+            mode="stub",
+            transcript=({"role": "assistant", "content": text},),
+            cost_usd=0.0,
+        )
+
     def run_step(self, ctx: StepContext) -> StepOutcome:
         """Produce the scripted (or default) reply for the step."""
         from swarm_runtime.engines.handoff import parse_handoff
@@ -179,6 +209,8 @@ class StubEngine(StepEngine):
         # same ones); a retry within an execution keeps its outcome (see code_for).
         if ctx.call == "navigator":
             return self._navigate(ctx)
+        if ctx.call == "judge":
+            return self._judge(ctx)
         outcome = self.scenario.outcome_for(ctx.flow_key, ctx.step_id, ctx.iteration)
         if outcome is not None and (outcome.delay_ms or outcome.wait_for is not None):
             timed_out = self._wait(ctx, outcome)

@@ -45,6 +45,7 @@ _LOADER_MODULES = (
     "cel.py",
     "conditions.py",
     "detour_reader.py",
+    "judge_reader.py",
     "kinds.py",
     "loader.py",
     "references.py",

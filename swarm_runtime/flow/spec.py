@@ -79,6 +79,23 @@ class Budget(Record):
     duration_ms: int | None = None
 
 
+class JudgeSpec(Record):
+    """A rubric a model grades a step's reply against, after each execution (SPEC §10.8)."""
+
+    name: str
+    """Names the judge in receipts, events and cassettes (``<step>-judge-<name>-<i>.yaml``)."""
+    rubric: str
+    """What the reply is graded against."""
+    threshold: float
+    """The lowest score, in [0, 1], that passes."""
+    engine: str | None = None
+    """The engine that grades (default: the step's)."""
+    min_pass_rate: float | None = None
+    """With repetitions: the share of a test's runs whose judgement must pass."""
+    line: int = 0
+    """The judge's line in its flow file."""
+
+
 class StepSpec(Record):
     """One step of a flow."""
 
@@ -100,6 +117,8 @@ class StepSpec(Record):
     """How long a CLI engine's process may run for one call (the engine's default when absent)."""
     detours: tuple[Detour, ...] = ()
     """Other flows (or steps) the step may detour into (SPEC §4.6)."""
+    judges: tuple[JudgeSpec, ...] = ()
+    """Rubrics its reply is graded against after each execution (SPEC §10.8)."""
     field_lines: dict[str, int] = field(default_factory=dict)
     """The YAML line of each field that names another step, for error messages."""
 

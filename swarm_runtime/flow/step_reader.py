@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from swarm_runtime.flow.detour_reader import DetourReader
+from swarm_runtime.flow.judge_reader import JudgeReader
 from swarm_runtime.flow.kinds import KEY_TYPES, KINDS, ROUTING_KEYS, RoutingKind
 from swarm_runtime.flow.spec import Budget, Candidate, RoutingSpec, StepSpec, TeachingNotes
 from swarm_runtime.flow.yaml_reader import line_of, suggest
@@ -31,6 +32,7 @@ STEP_KEYS = (
     "max_tool_calls",
     "timeout_s",
     "detours",
+    "judges",
 )
 CANDIDATE_KEYS = ("id", "to", "when")
 NOTE_KEYS = ("inputs", "outputs", "emphasizes", "constraints")
@@ -40,7 +42,7 @@ TOOL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*(\([^\n()]*\))?$")
 MAX_TIMEOUT_S = 86_400
 
 
-class StepReader(DetourReader):
+class StepReader(DetourReader, JudgeReader):
     """Reads the steps of a flow file into :class:`StepSpec` records."""
 
     def routing(self, node: yaml.Node, step: str) -> RoutingSpec | None:
@@ -340,6 +342,7 @@ class StepReader(DetourReader):
             routing = self.routing(fields["routing"], name)
         options = self.options(fields, name)
         detours = self.detours(fields["detours"], name) if "detours" in fields else ()
+        judges = self.judges(fields["judges"], name) if "judges" in fields else ()
         if step_id is None:
             return None
         # What read well, even after an error: the checks across steps and flows still run
@@ -353,5 +356,6 @@ class StepReader(DetourReader):
             line=line_of(node),
             **options,
             detours=detours or (),
+            judges=judges or (),
             field_lines=dict(self.lines),
         )

@@ -48,13 +48,13 @@ from swarm_runtime.engines.registry import EngineRegistry
 from swarm_runtime.engines.scenario import Scenario
 from swarm_runtime.errors import ConfigError, FlowDefinitionError, SwarmUsageError
 from swarm_runtime.flow.registry import FlowRegistry
-from swarm_runtime.flow.spec import Budget, FlowSpec, StepSpec
+from swarm_runtime.flow.spec import Budget, FlowSpec, JudgeSpec, StepSpec
 from swarm_runtime.inputs.json_input import check_json_depth
 from swarm_runtime.inputs.limits import MAX_DEPTH, InputRefused
 from swarm_runtime.orchestrator.checkpoint import RunControl
 from swarm_runtime.orchestrator.context import HistoryBudget
 from swarm_runtime.plugins import SwarmPlugins, engine_registry, process_plugins
-from swarm_runtime.record import Record, field
+from swarm_runtime.record import Record, field, replace
 from swarm_runtime.timeutil import Clock, interruptible_sleep, system_clock
 from swarm_runtime.tools.config import ToolSettings
 
@@ -274,6 +274,15 @@ def _check_engines(
                 if step.engine is None:
                     raise
                 raise _engine_error(flow, step, str(exc)) from None
+            for judge in step.judges:  # a judge's own engine: of the run's mode too
+                if judge.engine is None:
+                    continue
+                try:
+                    check_engine(flow, replace(step, engine=judge.engine))
+                except FlowDefinitionError:
+                    raise
+                except SwarmUsageError as exc:
+                    raise _judge_engine_error(flow, step, judge, str(exc)) from None
 
 
 def engine_errors(flows: FlowRegistry, engines: EngineRegistry) -> list[FlowDefinitionError]:
@@ -289,7 +298,25 @@ def engine_errors(flows: FlowRegistry, engines: EngineRegistry) -> list[FlowDefi
             for step in flow.steps
             if step.engine is not None and step.engine not in ids
         )
+        found.extend(
+            _judge_engine_error(flow, step, judge, engines.unknown(judge.engine))
+            for step in flow.steps
+            for judge in step.judges
+            if judge.engine is not None and judge.engine not in ids
+        )
     return found
+
+
+def _judge_engine_error(
+    flow: FlowSpec, step: StepSpec, judge: JudgeSpec, message: str
+) -> FlowDefinitionError:
+    return FlowDefinitionError(
+        f"judge '{judge.name}': {message}",
+        file=str(flow.path),
+        line=judge.line or step.line,
+        step_id=step.id,
+        field=f"judges.{judge.name}.engine",
+    )
 
 
 def _engine_error(flow: FlowSpec, step: StepSpec, message: str) -> FlowDefinitionError:

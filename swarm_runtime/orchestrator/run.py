@@ -230,7 +230,7 @@ class RunLifecycle:
                 run_budget=limits.budget,
             ),
             prompts=PromptParts(context.flows, spec.params, context.flows.system_prompts),
-            engine_for=context.engines.engine_for,
+            engines=context.engines,
             spec=msgspec.to_builtins(spec.as_document(mode=mode, engine=context.engine.engine_id)),
             completed=self._checkpoint,
         )

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal, NoReturn, Protocol
 
 import msgspec
 
@@ -30,7 +30,13 @@ from swarm_runtime.documents.payload import Event, Payload
 from swarm_runtime.documents.receipt import Receipt
 from swarm_runtime.documents.route_events import GraphExtended
 from swarm_runtime.documents.run_events import RouteDecision, StepEnd, StepError, StepStart
-from swarm_runtime.engines.base import HistoryItem, StepEngine, StepOutcome, StepResult
+from swarm_runtime.engines.base import (
+    HistoryItem,
+    StepContext,
+    StepEngine,
+    StepOutcome,
+    StepResult,
+)
 from swarm_runtime.errors import RoutingError
 from swarm_runtime.flow.spec import Budget, FlowSpec, StepSpec
 from swarm_runtime.orchestrator.checkpoint import Blocked, BlockedStep, RunControl
@@ -44,6 +50,7 @@ from swarm_runtime.orchestrator.context import (
     build_receipt,
     step_timing,
 )
+from swarm_runtime.orchestrator.judging import JudgeCall
 from swarm_runtime.orchestrator.recorder import (
     EngineCaller,
     RunRecorder,
@@ -192,6 +199,16 @@ around them (not yet written) and where the run goes next: the run checkpoints t
 gives back the events' encoded lines, which are then appended."""
 
 
+class StepEngineSource(Protocol):
+    """Where a run's engines come from (:class:`~.plan.StepEngines`)."""
+
+    def engine_for(self, flow: FlowSpec, step: StepSpec) -> StepEngine:
+        """The engine that runs ``step``."""
+
+    def engine(self, engine_id: str | None = None) -> StepEngine:
+        """The engine ``engine_id`` of the run's mode (a judge's ``engine:``)."""
+
+
 class StepSettings(Record):
     """How steps are run: retries, the sleep and jitter between them, where the repo is."""
 
@@ -223,7 +240,7 @@ class StepRunner:
         control: RunControl,
         settings: StepSettings,
         prompts: PromptParts,
-        engine_for: Callable[[FlowSpec, StepSpec], StepEngine],
+        engines: StepEngineSource,
         spec: Mapping[str, Any],
         completed: Completed,
     ) -> None:
@@ -233,7 +250,7 @@ class StepRunner:
         self.control = control
         self.settings = settings
         self.prompts = prompts
-        self.engine_for = engine_for
+        self.engine_for = engines.engine_for
         self.spec = dict(spec)
         self.log = StepLog(recorder, state, settings.clock)
         self.budgets = BudgetCheck(settings.run_budget)
@@ -244,6 +261,7 @@ class StepRunner:
             NavigatorCall(recorder, state, control, settings.clock),
             self.spec,
         )
+        self.judges = JudgeCall(recorder, state, control, settings.clock, engines.engine)
         self.contexts = ContextMaker(
             prompts=prompts, layout=recorder.layout, repo_root=settings.repo_root, spec=self.spec
         )
@@ -310,11 +328,28 @@ class StepRunner:
         routing = decision.receipt_routing if decision is not None else None
         # SPEC §10.7: a broken budget is a fatal failure, whatever the engine answered.
         receipt = build_receipt(made, Verdict(error, routing, over_budget=bool(over)))
+        if error is None and step.judges and outcome.result_code == "ok":
+            receipt = self._judge(engine, ctx, flow, step, outcome, receipt)
         self._write(receipt, made, user)
         if error is not None or moved is None:
             self._fail(flow, step, receipt.duration_ms, error or "no routing decision")
             return None
         return self._succeed(flow, step, receipt.duration_ms, outcome, iteration, moved)
+
+    def _judge(
+        self,
+        engine: StepEngine,
+        ctx: StepContext,
+        flow: FlowSpec,
+        step: StepSpec,
+        outcome: StepOutcome,
+        receipt: Receipt,
+    ) -> Receipt:
+        """The step's judges on its reply (SPEC §10.8): their events, and the receipt's entries."""
+        events, entries = self.judges.grade(engine, ctx, flow, step, outcome)
+        for event in events:
+            self.log.emit_in_step(event)
+        return msgspec.structs.replace(receipt, judgements=entries)
 
     def _count_call(self, flow: FlowSpec, call: Call) -> None:
         """Add the engine call's tokens and cost (every attempt's) to the run's and flow's."""

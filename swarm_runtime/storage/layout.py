@@ -133,6 +133,14 @@ class RunLayout:
         name = f"{_check(step_id, STEP_ID_RE, 'step id')}-navigator-{int(iteration)}"
         return f"{self._flow_dir(flow_key)}{os.sep}llm{os.sep}{name}.jsonl"
 
+    def judge_transcript(self, flow_key: str, step_id: str, judge: str, iteration: int) -> str:
+        """``<flow>/llm/<step>-judge-<name>-<iteration>.jsonl``: a judge's call's transcript."""
+        name = (
+            f"{_check(step_id, STEP_ID_RE, 'step id')}-judge-"
+            f"{_check(judge, STEP_ID_RE, 'judge name')}-{int(iteration)}"
+        )
+        return f"{self._flow_dir(flow_key)}{os.sep}llm{os.sep}{name}.jsonl"
+
     def _flow_dir(self, flow_key: str) -> str:
         """The flow's dir, with its ``receipts/`` and ``llm/`` made on first use."""
         base = self._flow_dirs.get(flow_key)

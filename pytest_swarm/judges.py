@@ -1,0 +1,210 @@
+"""Judges under pytest (SPEC §10.8): ``swarm_judge(record, step=…, rubric=…)`` and ``judges:``.
+
+``swarm_judge`` grades what a step of a finished run said against a rubric, with a model
+called through the engines of the test's mode: the stub answers what the test's
+``stub_scenario`` scripts under ``judges:`` (else a score of 1); ``record`` records the call
+in the cassettes of the run it judges (``<flow>/<step>-judge-<name>-<iteration>.yaml``) and
+``replay`` plays it back, strict on a miss. A flow's own ``judges:`` run inside the run; a
+test whose run has a judgement that did not pass fails at the end of its call, naming each.
+
+A judge's failure, like an expectation's, is a verdict on the output: the test fails, and a
+recording it made is kept, so the replay gives the same verdict offline.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_swarm.expect import Expectations, StepExpectations, VerdictFailed, shown
+from swarm_runtime.record import Record
+
+if TYPE_CHECKING:
+    from pytest_swarm.run_record import RunRecord
+    from pytest_swarm.runner import FlowRunner
+
+JUDGEMENTS_KEY = pytest.StashKey[list["RunRecord"]]()
+"""The runs of a test, whose flow judges are held at the end of its call."""
+VERDICT_KEY = pytest.StashKey[bool]()
+"""The test's call failed on its flow judges: a verdict, so its recording is kept."""
+
+
+class JudgementFailed(VerdictFailed):
+    """A judge scored a step's reply below its threshold, or gave no score."""
+
+
+class JudgeVerdict(Record):
+    """What a judge made of a step's reply."""
+
+    name: str
+    flow: str
+    step: str
+    execution: int
+    score: float | None
+    threshold: float
+    passed: bool
+    reason: str
+    engine: str
+    model: str
+    tokens: int
+    cost_usd: float | None
+
+
+def failed_judgements(record: RunRecord) -> list[str]:
+    """A line for each judgement of the run's flow judges that did not pass."""
+    lines: list[str] = []
+    executions: dict[tuple[str, str], int] = {}
+    for event in record.event_dicts:
+        key = (str(event.get("flow_key")), str(event.get("step_id")))
+        if event.get("kind") == "step_start":
+            executions[key] = executions.get(key, 0) + 1
+        if event.get("kind") != "judgement":
+            continue
+        payload = event.get("payload") or {}
+        if payload.get("passed"):
+            continue
+        where = f"{key[0]}/{key[1]} (execution {executions.get(key, 1)})"
+        lines.append(_verdict_line(payload, where))
+    return lines
+
+
+def _verdict_line(payload: dict[str, Any], where: str) -> str:
+    score = payload.get("score")
+    said = (
+        f"scored {score}, below its threshold {payload.get('threshold')}"
+        if score is not None
+        else "gave no usable score"
+    )
+    return f"judge '{payload.get('name')}' on {where} {said}: {payload.get('reason')}"
+
+
+def flow_judges_failed(records: list[RunRecord]) -> str | None:
+    """What to fail a test with when its runs' flow judges did not all pass; else None."""
+    lines: list[str] = []
+    for record in records:
+        failed = failed_judgements(record)
+        if failed:
+            lines.extend(failed)
+            lines.append(f"  run dir: {record.path}")
+    return "swarm: a judge did not pass:\n  " + "\n  ".join(lines) if lines else None
+
+
+class SwarmJudge:
+    """``swarm_judge(record, step=…, rubric=…, threshold=0.7, engine=None, name="judge")``."""
+
+    def __init__(self, runner: FlowRunner) -> None:
+        self.runner = runner
+
+    def __call__(
+        self,
+        record: RunRecord,
+        *,
+        step: str,
+        rubric: str,
+        threshold: float = 0.7,
+        engine: str | None = None,
+        name: str = "judge",
+        execution: int = -1,
+        check: bool = True,
+    ) -> JudgeVerdict:
+        """Grade one execution of ``step`` (the latest by default) against ``rubric``.
+
+        Raises JudgementFailed when it does not pass (``check=False``: returns the verdict).
+        """
+        __tracebackhide__ = True
+        judge = _judge_spec(name, rubric, threshold, engine)
+        chosen = Expectations(record).step(step, execution)
+        verdict = self._grade(record, chosen, judge)
+        if check and not verdict.passed:
+            where = f"{verdict.flow}/{verdict.step} (execution {verdict.execution})"
+            raise JudgementFailed(
+                _verdict_line(
+                    {
+                        "name": verdict.name,
+                        "score": verdict.score,
+                        "threshold": verdict.threshold,
+                        "reason": verdict.reason,
+                    },
+                    where,
+                )
+                + f"\n  run dir: {record.path}\n  rubric:\n{shown(rubric)}"
+            )
+        return verdict
+
+    def _grade(self, record: RunRecord, chosen: StepExpectations, judge: Any) -> JudgeVerdict:
+        from swarm_runtime.engines.base import StepContext
+        from swarm_runtime.orchestrator.judging import judge_agent, judge_prompt, score_of
+
+        __tracebackhide__ = True
+        runner = self.runner
+        flow = runner.flows.get(chosen.flow_key)
+        spec = next(s for s in flow.steps if s.id == chosen.step_id)
+        engine_id = judge.engine or str(chosen.receipt.get("engine") or runner.engine.engine_id)
+        prompt = judge_prompt(flow, spec, judge, chosen.reply, chosen.receipt.get("handoff"))
+        ctx = StepContext(
+            repo_root=runner.repo_root,
+            run_id=record.run_id,
+            flow_key=flow.key,
+            step_id=spec.id,
+            step_index=flow.index_of(spec.id) + 1,
+            total_steps=len(flow.steps),
+            spec=record.spec,
+            flow_title=flow.title,
+            step_role=spec.role,
+            step_agents=(judge_agent(judge),),
+            history=(),
+            run_base=record.path / flow.key,
+            iteration=chosen.execution - 1,
+            call="judge",
+            prompt=prompt,
+            handoff_fields={"score": (), "reason": ()},
+            routing_kind="judge",
+            extra={"judge": judge.name},
+        )
+        answer, cassettes, before = runner.call_engine(record, engine_id, ctx)
+        if cassettes is not None and len(cassettes.divergences) > before:
+            pytest.fail(
+                f"swarm: the replay of judge '{judge.name}' diverged from its recording\n\n"
+                + "\n\n".join(cassettes.divergences[before:]),
+                pytrace=False,
+            )
+        runner.count_call(answer.tokens.total, answer.cost_usd)
+        if answer.result.status != "succeeded" or answer.result_code != "ok":
+            failed = answer.result.error or answer.result_code
+            score, reason = None, f"the judge's call failed ({answer.result_code}): {failed}"
+        else:
+            score, reason = score_of(answer.handoff)
+        return JudgeVerdict(
+            name=judge.name,
+            flow=flow.key,
+            step=spec.id,
+            execution=chosen.execution,
+            score=score,
+            threshold=judge.threshold,
+            passed=score is not None and score >= judge.threshold,
+            reason=reason,
+            engine=engine_id,
+            model=answer.model,
+            tokens=answer.tokens.total,
+            cost_usd=answer.cost_usd,
+        )
+
+
+def _judge_spec(name: str, rubric: str, threshold: float, engine: str | None) -> Any:
+    """The judge the arguments describe; ValueError naming a bad one."""
+    from swarm_runtime.flow.spec import JudgeSpec
+    from swarm_runtime.ids import STEP_ID_RE
+
+    if not isinstance(name, str) or not STEP_ID_RE.fullmatch(name):
+        raise ValueError(
+            f"swarm_judge(name={name!r}): a judge's name must match {STEP_ID_RE.pattern} "
+            "(it names the judge's cassette)"
+        )
+    if not isinstance(rubric, str) or not rubric.strip():
+        raise ValueError("swarm_judge(rubric=...): the rubric must be a non-empty string")
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float):
+        raise ValueError(f"swarm_judge(threshold={threshold!r}): a number from 0 to 1")
+    if not 0 <= threshold <= 1:
+        raise ValueError(f"swarm_judge(threshold={threshold!r}): a number from 0 to 1")
+    return JudgeSpec(name=name, rubric=rubric, threshold=float(threshold), engine=engine)
