@@ -11,7 +11,7 @@ import pytest
 
 from pytest_swarm.cassettes import CALL_PASSED, SwarmCassette
 from pytest_swarm.coverage import run_observer
-from pytest_swarm.judges import JUDGEMENTS_KEY
+from pytest_swarm.judges import RUNNER_KEY
 from pytest_swarm.listeners import PLUGINS_KEY, RunCounter
 from pytest_swarm.markers import fault_plan_of
 from pytest_swarm.options import OPTIONS_KEY, SwarmOptions
@@ -201,7 +201,7 @@ def flow_runner(
     )
     runner.faults = fault_plan_of(request.node)  # checked at collection: it parses
     runner.budget, runner.on_call = marker_budget(request.node), totals.add_call
-    request.node.stash[JUDGEMENTS_KEY] = runner.records  # held at the end of the call
+    request.node.stash[RUNNER_KEY] = runner  # its runs' judges: held at the end of the call
     yield runner
     passed = request.node.stash.get(CALL_PASSED, False)
     swarm_cassette.finish(passed=passed)

@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from pytest_swarm.run_record import RunRecord
     from pytest_swarm.runner import FlowRunner
 
-JUDGEMENTS_KEY = pytest.StashKey[list["RunRecord"]]()
-"""The runs of a test, whose flow judges are held at the end of its call."""
+RUNNER_KEY = pytest.StashKey["FlowRunner"]()
+"""The test's flow runner: its runs' flow judges are held at the end of its call."""
 VERDICT_KEY = pytest.StashKey[bool]()
 """The test's call failed on its flow judges: a verdict, so its recording is kept."""
 
@@ -116,6 +116,7 @@ class SwarmJudge:
         judge = _judge_spec(name, rubric, threshold, engine)
         chosen = Expectations(record).step(step, execution)
         verdict = self._grade(record, chosen, judge)
+        self.runner.verdicts.append(verdict)
         if check and not verdict.passed:
             where = f"{verdict.flow}/{verdict.step} (execution {verdict.execution})"
             raise JudgementFailed(

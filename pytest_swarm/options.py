@@ -72,6 +72,13 @@ OPTIONS = (
         "where test runs are written (default: a temporary directory per test)",
     ),
     Option(
+        "results",
+        "SWARM_RESULTS",
+        "swarm-results.jsonl",
+        "the file each session appends a line to per test that ran flows and per judgement "
+        "(swarm results prints the trend); none: write nothing",
+    ),
+    Option(
         "repeat",
         "SWARM_REPEAT",
         "1",
@@ -95,6 +102,7 @@ class SwarmOptions:
         "navigator",
         "record_mode",
         "repeat",
+        "results",
         "runs_dir",
         "sources",
     )
@@ -112,6 +120,8 @@ class SwarmOptions:
         self.block_network = values["block_network"] == "yes"
         self.navigator = values["navigator"] or None
         """llm or deterministic when given; None leaves it to runtime.yaml (else llm)."""
+        self.results = None if values["results"] == "none" else Path(values["results"])
+        """Where the session's results lines go (None: nowhere)."""
         self.repeat = int(values["repeat"])
         """How many times a test that uses flow_runner runs in the live modes (sdk, cli)."""
         self.sources = dict(sources)
@@ -193,7 +203,9 @@ def resolve(config: pytest.Config, env: Mapping[str, str] | None = None) -> Swar
     _record_mode(values, sources)
     _block_network(values, sources)
     _repeat(values, sources)
-    for name in ("flows_dir", "golden_dir", "cassette_dir", "runs_dir"):
+    for name in ("flows_dir", "golden_dir", "cassette_dir", "runs_dir", "results"):
+        if name == "results" and values[name] == "none":
+            continue
         if values[name] and sources[name] == f"ini swarm_{name}":
             base = config.inipath.parent if config.inipath else config.rootpath
             values[name] = str(base / values[name])  # ini paths: from the ini file's dir

@@ -19,12 +19,13 @@ import yaml  # noqa: F401
 from pytest_swarm.budgets import MARKER_HELP
 from pytest_swarm.cassettes import CALL_PASSED
 from pytest_swarm.expect import VerdictFailed
-from pytest_swarm.judges import JUDGEMENTS_KEY, VERDICT_KEY
+from pytest_swarm.judges import RUNNER_KEY, VERDICT_KEY
 from pytest_swarm.listeners import PLUGINS_KEY, RuntimePlugins
 from pytest_swarm.markers import marker_errors
 from pytest_swarm.options import OPTIONS_KEY, add_options, check_credentials, resolve
 from pytest_swarm.repeat import RepeatPlugin
 from pytest_swarm.repeat_summary import RepeatTotals
+from pytest_swarm.results_log import OUTCOME_KEY, ResultsLog
 from pytest_swarm.summary import TOTALS_KEY, SwarmTotals
 from pytest_swarm.unused import shares_family
 
@@ -69,6 +70,9 @@ def pytest_configure(config: pytest.Config) -> None:
         check_credentials(options, config.rootpath)
     config.stash[OPTIONS_KEY] = options
     config.stash[TOTALS_KEY] = SwarmTotals()
+    config.stash[RESULTS_KEY] = (
+        ResultsLog(options.results, config, options.mode) if options.results else None
+    )
     # conftest.py files and plugins with swarm hooks join the runtime's plugins (historic:
     # those registered before this are seen too).
     config.stash[PLUGINS_KEY] = RuntimePlugins(config.stash[TOTALS_KEY])
@@ -170,6 +174,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 NETWORK_GUARD = pytest.StashKey[Any]()
+RESULTS_KEY = pytest.StashKey["ResultsLog | None"]()
+"""The session's results file (SPEC §10.8), where tests that ran flows are written."""
 
 
 @pytest.hookimpl(wrapper=True)
@@ -194,11 +200,11 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
     guard = item.stash.get(NETWORK_GUARD, None)
     try:
         result = yield
-        records = item.stash.get(JUDGEMENTS_KEY, None)
-        if records:
+        runner = item.stash.get(RUNNER_KEY, None)
+        if runner is not None and runner.records:
             from pytest_swarm.judges import flow_judges_failed
 
-            failed = flow_judges_failed(records)
+            failed = flow_judges_failed(runner.records)
             if failed:
                 item.stash[VERDICT_KEY] = True
                 pytest.fail(failed, pytrace=False)
@@ -218,7 +224,26 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             call.excinfo is not None and call.excinfo.errisinstance(VerdictFailed)
         )
         item.stash[CALL_PASSED] = report.passed or verdict
+    if report.failed or (report.skipped and item.stash.get(OUTCOME_KEY, "") != "failed"):
+        item.stash[OUTCOME_KEY] = report.outcome
+    if call.when == "teardown":
+        _log_results(item)
     return report
+
+
+def _log_results(item: pytest.Item) -> None:
+    """The test's lines in the session's results file, once it has ended (SPEC §10.8)."""
+    runner = item.stash.get(RUNNER_KEY, None)
+    log = item.config.stash.get(RESULTS_KEY, None)
+    if runner is None or log is None:
+        return
+    try:
+        outcome = item.stash.get(OUTCOME_KEY, "passed")
+        log.write(item.nodeid, outcome, runner.records, runner.verdicts, runner.flows)
+    except OSError as exc:  # a results file that cannot be written never fails a test
+        item.config.stash[TOTALS_KEY].plugin_warnings.setdefault(
+            "results", f"{log.path} could not be written: {exc.strerror or exc}"
+        )
 
 
 class _SkipWatcher:

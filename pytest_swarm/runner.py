@@ -138,6 +138,8 @@ class FlowRunner:
         """The run budget of every run (``@pytest.mark.swarm_budget``), over runtime.yaml's."""
         self.records: list[RunRecord] = []
         """The test's runs, in order (their flow judges are held at the end of its call)."""
+        self.verdicts: list[Any] = []
+        """What the test's own judges (``swarm_judge``) gave, in order."""
         self._cassettes: dict[str, Cassettes] = {}
         """The cassettes of each recorded or replayed run, by run id: its judges' calls too."""
         self.on_call: Callable[[int, float | None], None] = lambda _tokens, _cost: None

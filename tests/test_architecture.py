@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # settings, flow definitions, and the tools a step's model may call
     ("credentials", "config", "config_file", "flow", "tools"),
     ("engines",),  # one step's call
-    ("contracts", "coverage"),  # the run-file contracts, checked; route coverage
+    ("contracts", "coverage", "results"),  # run-file contracts; route coverage; verdicts
     ("orchestrator", "hookspecs", "plugins"),  # the run kernel, and who hears it
     ("plan", "service", "distributed"),  # what runs on the kernel, here or on workers
     ("studio",),
