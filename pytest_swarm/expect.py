@@ -101,6 +101,12 @@ class StepExpectations:
         relative = self.transcript_path.relative_to(self.record.path)
         return f"the reply in {relative} ({len(text)} characters):\n{shown(text)}"
 
+    def _note(self, check: str, passed: bool) -> None:
+        """Tell the run's listener (its test's flow runner) how a check went."""
+        noted = getattr(self.record, "expectations", None)
+        if noted is not None:
+            noted.append((f"{self.flow_key}/{self.step_id} {check}", passed))
+
     def _fail(self, expected: str, looked_at: str | None = None) -> NoReturn:
         __tracebackhide__ = True
         lines = [
@@ -118,7 +124,9 @@ class StepExpectations:
     def contains(self, text: str) -> StepExpectations:
         """The reply holds ``text``."""
         __tracebackhide__ = True
-        if text not in self.reply:
+        ok = text in self.reply
+        self._note(f"contains({text!r})", ok)
+        if not ok:
             self._fail(f"to say {text!r}", self._looked_at_reply())
         return self
 
@@ -126,6 +134,7 @@ class StepExpectations:
         """The reply does not hold ``text``."""
         __tracebackhide__ = True
         reply = self.reply
+        self._note(f"not_contains({text!r})", text not in reply)
         if text in reply:
             at = reply.index(text)
             self._fail(f"not to say {text!r} (it does, at character {at})", self._looked_at_reply())
@@ -138,23 +147,26 @@ class StepExpectations:
             compiled = re.compile(pattern)
         except re.error as exc:
             raise ValueError(f"matches({pattern!r}): not a regular expression: {exc}") from None
-        if compiled.search(self.reply) is None:
+        found = compiled.search(self.reply) is not None
+        self._note(f"matches({compiled.pattern!r})", found)
+        if not found:
             self._fail(f"to match {compiled.pattern!r}", self._looked_at_reply())
         return self
 
     def handoff(self, **fields: Any) -> StepExpectations:
         """The receipt's handoff has each of ``fields`` with that value."""
         __tracebackhide__ = True
-        handoff = self._handoff()
+        handoff = self._handoff(f"handoff({_arguments(fields)})")
         wrong = [
             f"{name}: expected {value!r}, "
             + (f"got {handoff[name]!r}" if name in handoff else "missing")
             for name, value in fields.items()
             if name not in handoff or handoff[name] != value
         ]
+        self._note(f"handoff({_arguments(fields)})", not wrong)
         if wrong:
             self._fail(
-                "to hand on " + ", ".join(f"{k}={v!r}" for k, v in fields.items()),
+                "to hand on " + _arguments(fields),
                 "its handoff:\n" + shown(_dump(handoff)) + "\n  " + "\n  ".join(wrong),
             )
         return self
@@ -169,12 +181,14 @@ class StepExpectations:
         if of not in JSON_SOURCES:
             raise ValueError(f"json_schema(of={of!r}): allowed: {', '.join(JSON_SOURCES)}")
         validator = _validator(schema)
+        check = f"json_schema(of={of!r})"
         if of == "handoff":
-            value: Any = self._handoff()
+            value: Any = self._handoff(check)
             what = "its handoff"
         else:
-            value, what = self._json_block()
+            value, what = self._json_block(check)
         errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+        self._note(check, not errors)
         if errors:
             problems = [f"{_json_path(error.absolute_path)}: {error.message}" for error in errors]
             self._fail(
@@ -187,13 +201,15 @@ class StepExpectations:
         """The step called tool ``name`` with at least these input fields (equal values)."""
         __tracebackhide__ = True
         calls = self._tool_calls()
+        wanted = f"{name}({_arguments(input_subset)})"
         for tool, given in calls:
             if tool != name:
                 continue
             given_dict = given if isinstance(given, dict) else {}
             if all(k in given_dict and given_dict[k] == v for k, v in input_subset.items()):
+                self._note(f"tool_called({wanted})", True)
                 return self
-        wanted = f"{name}(" + ", ".join(f"{k}={v!r}" for k, v in input_subset.items()) + ")"
+        self._note(f"tool_called({wanted})", False)
         made = "\n".join(f"{tool} {_dump(given)}" for tool, given in calls)
         self._fail(
             f"to call {wanted}",
@@ -210,11 +226,13 @@ class StepExpectations:
         else:
             value = cost.get("estimatedCostUsd")
             if value is None:
+                self._note(f"cost_below({usd})", False)
                 self._fail(
                     f"to cost below ${usd}, but its cost is unknown: model "
                     f"{cost.get('model')!r} is not in the price table (check tokens_below)",
                 )
             spent = float(value)
+        self._note(f"cost_below({usd})", spent < usd)
         if not spent < usd:
             self._fail(f"to cost below ${usd}", f"its receipt's cost: ${spent:.6f}")
         return self
@@ -224,6 +242,7 @@ class StepExpectations:
         __tracebackhide__ = True
         counted = self.receipt.get("tokens") or {}
         total = int(counted.get("total") or 0)
+        self._note(f"tokens_below({tokens})", total < tokens)
         if not total < tokens:
             self._fail(
                 f"to use fewer than {tokens} tokens",
@@ -234,21 +253,24 @@ class StepExpectations:
 
     # -- helpers --------------------------------------------------------------------------
 
-    def _handoff(self) -> dict[str, Any]:
+    def _handoff(self, check: str) -> dict[str, Any]:
         __tracebackhide__ = True
         handoff = self.receipt.get("handoff")
         if not isinstance(handoff, dict):
+            self._note(check, False)
             self._fail("to hand something on, but its receipt has no handoff")
         return dict(handoff)
 
-    def _json_block(self) -> tuple[Any, str]:
+    def _json_block(self, check: str) -> tuple[Any, str]:
         __tracebackhide__ = True
         blocks = _FENCE.findall(self.reply)
         if not blocks:
+            self._note(check, False)
             self._fail("to give a fenced ```json block", self._looked_at_reply())
         try:
             return json.loads(blocks[-1]), "its last ```json block"
         except ValueError as exc:
+            self._note(check, False)
             self._fail(
                 f"to give a ```json block that is JSON ({exc})",
                 "its last ```json block:\n" + shown(blocks[-1]),
@@ -323,6 +345,10 @@ class Expectations:
 def swarm_expect(record: RunRecord) -> Expectations:
     """Expectations on what the steps of ``record`` said (see :mod:`pytest_swarm.expect`)."""
     return Expectations(record)
+
+
+def _arguments(values: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in values.items())
 
 
 def _dump(value: Any) -> str:

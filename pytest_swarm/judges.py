@@ -21,8 +21,11 @@ from pytest_swarm.expect import Expectations, StepExpectations, VerdictFailed, s
 from swarm_runtime.record import Record
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from pytest_swarm.run_record import RunRecord
     from pytest_swarm.runner import FlowRunner
+    from swarm_runtime.flow.registry import FlowRegistry
 
 RUNNER_KEY = pytest.StashKey["FlowRunner"]()
 """The test's flow runner: its runs' flow judges are held at the end of its call."""
@@ -51,22 +54,47 @@ class JudgeVerdict(Record):
     cost_usd: float | None
 
 
+def flow_judgements(record: RunRecord) -> list[tuple[str, int, dict[str, Any]]]:
+    """``(flow/step, execution, payload)`` of each ``judgement`` event of the run, in order."""
+    found: list[tuple[str, int, dict[str, Any]]] = []
+    executions: dict[str, int] = {}
+    for event in record.event_dicts:
+        where = f"{event.get('flow_key')}/{event.get('step_id')}"
+        if event.get("kind") == "step_start":
+            executions[where] = executions.get(where, 0) + 1
+        elif event.get("kind") == "judgement":
+            found.append((where, executions.get(where, 1), event.get("payload") or {}))
+    return found
+
+
 def failed_judgements(record: RunRecord) -> list[str]:
     """A line for each judgement of the run's flow judges that did not pass."""
-    lines: list[str] = []
-    executions: dict[tuple[str, str], int] = {}
-    for event in record.event_dicts:
-        key = (str(event.get("flow_key")), str(event.get("step_id")))
-        if event.get("kind") == "step_start":
-            executions[key] = executions.get(key, 0) + 1
-        if event.get("kind") != "judgement":
-            continue
-        payload = event.get("payload") or {}
-        if payload.get("passed"):
-            continue
-        where = f"{key[0]}/{key[1]} (execution {executions.get(key, 1)})"
-        lines.append(_verdict_line(payload, where))
-    return lines
+    return [
+        _verdict_line(payload, f"{where} (execution {execution})")
+        for where, execution, payload in flow_judgements(record)
+        if not payload.get("passed")
+    ]
+
+
+def verdict_rates(
+    records: list[RunRecord], verdicts: list[JudgeVerdict], checks: list[tuple[str, bool]]
+) -> dict[str, list[int]]:
+    """Per judge and expectation of a test: [passes, times checked]."""
+    rates: dict[str, list[int]] = {}
+
+    def count(label: str, passed: bool) -> None:
+        row = rates.setdefault(label, [0, 0])
+        row[0] += int(passed)
+        row[1] += 1
+
+    for record in records:
+        for where, _, payload in flow_judgements(record):
+            count(f"judge {where} {payload.get('name')}", bool(payload.get("passed")))
+    for verdict in verdicts:
+        count(f"judge {verdict.flow}/{verdict.step} {verdict.name}", verdict.passed)
+    for label, passed in checks:
+        count(f"expect {label}", passed)
+    return rates
 
 
 def _verdict_line(payload: dict[str, Any], where: str) -> str:
@@ -79,15 +107,48 @@ def _verdict_line(payload: dict[str, Any], where: str) -> str:
     return f"judge '{payload.get('name')}' on {where} {said}: {payload.get('reason')}"
 
 
-def flow_judges_failed(records: list[RunRecord]) -> str | None:
-    """What to fail a test with when its runs' flow judges did not all pass; else None."""
-    lines: list[str] = []
+def flow_judges_failed(records: list[RunRecord], flows: FlowRegistry | None) -> str | None:
+    """What to fail a test with when its runs' flow judges did not pass; else None.
+
+    A judge passes when the share of its judgements in the test that passed reaches its
+    ``min_pass_rate`` (default 1: every one).
+    """
+    grouped: dict[tuple[str, str], list[tuple[str, dict[str, Any], Path]]] = {}
     for record in records:
-        failed = failed_judgements(record)
-        if failed:
-            lines.extend(failed)
-            lines.append(f"  run dir: {record.path}")
+        for where, execution, payload in flow_judgements(record):
+            key = (where, str(payload.get("name")))
+            grouped.setdefault(key, []).append(
+                (f"{where} (execution {execution})", payload, record.path)
+            )
+    lines: list[str] = []
+    for (where, name), judged in grouped.items():
+        passed = sum(bool(payload.get("passed")) for _, payload, _ in judged)
+        required = _min_pass_rate(flows, where, name)
+        if passed >= required * len(judged) - 1e-9:
+            continue
+        for spot, payload, run_dir in judged:
+            if not payload.get("passed"):
+                lines += [_verdict_line(payload, spot), f"  run dir: {run_dir}"]
+        if required < 1:
+            lines.append(
+                f"judge '{name}' on {where} passed {passed} of {len(judged)}, below its "
+                f"min_pass_rate {required:g}"
+            )
     return "swarm: a judge did not pass:\n  " + "\n  ".join(lines) if lines else None
+
+
+def _min_pass_rate(flows: FlowRegistry | None, where: str, name: str) -> float:
+    """A flow judge's ``min_pass_rate`` (1 when it sets none or cannot be found)."""
+    flow_key, _, step_id = where.partition("/")
+    try:
+        flow = flows.get(flow_key) if flows is not None else None
+    except Exception:  # a flow no longer readable: every judgement must pass
+        return 1.0
+    for step in flow.steps if flow is not None else ():
+        for judge in step.judges if step.id == step_id else ():
+            if judge.name == name and judge.min_pass_rate is not None:
+                return judge.min_pass_rate
+    return 1.0
 
 
 class SwarmJudge:

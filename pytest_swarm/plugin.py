@@ -204,7 +204,7 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
         if runner is not None and runner.records:
             from pytest_swarm.judges import flow_judges_failed
 
-            failed = flow_judges_failed(runner.records)
+            failed = flow_judges_failed(runner.records, runner.flows)
             if failed:
                 item.stash[VERDICT_KEY] = True
                 pytest.fail(failed, pytrace=False)

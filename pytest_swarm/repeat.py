@@ -149,6 +149,11 @@ class RepeatPlugin:
         finally:
             if watched is not None:
                 watched.on_run = on_run
+        verdicts: dict[str, list[int]] = {}
+        if watched is not None:
+            from pytest_swarm.judges import verdict_rates
+
+            verdicts = verdict_rates(watched.records, watched.verdicts, watched.expectations)
         return RepeatResult(
             mode=self.options.mode,
             asked=plan.n,
@@ -157,6 +162,7 @@ class RepeatPlugin:
             min_pass_rate=plan.min_pass_rate,
             steps=step_counts(records),
             causes=dict(causes),
+            verdicts=verdicts,
         )
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:

@@ -36,7 +36,7 @@ def _percent(part: int, whole: int) -> str:
 class RepeatResult:
     """One repeated test: how often it ran and passed, its steps, its failures' causes."""
 
-    __slots__ = ("asked", "causes", "min_pass_rate", "mode", "passed", "ran", "steps")
+    __slots__ = ("asked", "causes", "min_pass_rate", "mode", "passed", "ran", "steps", "verdicts")
 
     def __init__(
         self,
@@ -48,6 +48,7 @@ class RepeatResult:
         min_pass_rate: float,
         steps: dict[str, list[int]] | None = None,
         causes: dict[str, int] | None = None,
+        verdicts: dict[str, list[int]] | None = None,
     ) -> None:
         self.mode = mode
         self.asked = asked
@@ -59,6 +60,9 @@ class RepeatResult:
         self.steps = dict(steps or {})
         self.causes = dict(causes or {})
         """A failed repetition's exception, in one line → how many repetitions failed so."""
+        self.verdicts = dict(verdicts or {})
+        """Per judge and expectation (``judge flow/step name``, ``expect flow/step check``):
+        [passes, times checked] over the repetitions."""
 
     @classmethod
     def once(cls, asked: int, mode: str) -> RepeatResult:
@@ -107,6 +111,8 @@ class RepeatResult:
                 f"  {step}: {ok}/{total} executions succeeded ({_percent(ok, total)}) in "
                 f"{repetitions} of {self.ran} repetitions"
             )
+        for label, (ok, total) in sorted(self.verdicts.items()):
+            out.append(f"  {label}: {ok}/{total} passed ({_percent(ok, total)})")
         return out
 
 

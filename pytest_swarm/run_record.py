@@ -72,6 +72,9 @@ class RunRecord:
         """True for the stub run ``flow_runner.stub()`` makes as mode parity's reference."""
         self.volatile: set[str] = set()
         """Extra volatile keys added through the ``pytest_swarm_normalize`` hook."""
+        self.expectations: list[tuple[str, bool]] | None = None
+        """Where ``swarm_expect`` notes each check of this run and how it went (its test's
+        flow runner's list; None: nowhere)."""
         self.budget_use: dict[str, str] = {}
         """Per flow (``""``: the run), the largest share of a declared budget the run used,
         e.g. ``83% (tokens of flow build)`` (in-process runs only)."""

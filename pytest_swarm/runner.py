@@ -140,6 +140,8 @@ class FlowRunner:
         """The test's runs, in order (their flow judges are held at the end of its call)."""
         self.verdicts: list[Any] = []
         """What the test's own judges (``swarm_judge``) gave, in order."""
+        self.expectations: list[tuple[str, bool]] = []
+        """Each ``swarm_expect`` check of the test's runs and whether it held, in order."""
         self._cassettes: dict[str, Cassettes] = {}
         """The cassettes of each recorded or replayed run, by run id: its judges' calls too."""
         self.on_call: Callable[[int, float | None], None] = lambda _tokens, _cost: None
@@ -210,6 +212,7 @@ class FlowRunner:
             self._cassettes[record.run_id] = cassettes
         if not reference:
             self.records.append(record)
+            record.expectations = self.expectations
         if mode != "stub":
             _refuse_credentials_in(record.path)
         if cassettes is not None and cassettes.divergences:

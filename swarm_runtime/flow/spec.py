@@ -91,7 +91,8 @@ class JudgeSpec(Record):
     engine: str | None = None
     """The engine that grades (default: the step's)."""
     min_pass_rate: float | None = None
-    """With repetitions: the share of a test's runs whose judgement must pass."""
+    """The share of its judgements in a test (over executions and repetitions) that must
+    pass for the test to pass (None: every one)."""
     line: int = 0
     """The judge's line in its flow file."""
 

@@ -48,6 +48,11 @@ def judge_agent(judge: JudgeSpec) -> str:
     return f"judge-{judge.name}"
 
 
+def judge_heading(flow: FlowSpec, step: StepSpec, rubric: str) -> str:
+    """The fixed start of a judge's user prompt: the rubric, the step, its role."""
+    return f"## Rubric\n{rubric}\n\n## The step: {flow.key}/{step.id}\n{step.role}\n\n## Its reply"
+
+
 def judge_prompt(
     flow: FlowSpec, step: StepSpec, judge: JudgeSpec, reply: str, handoff: Any
 ) -> Prompt:
@@ -55,12 +60,8 @@ def judge_prompt(
     shown = reply[-REPLY_CHARS:]
     cut = f" (its last {REPLY_CHARS} characters)" if len(reply) > REPLY_CHARS else ""
     handed = json.dumps(handoff or {}, sort_keys=True, ensure_ascii=False)
-    user = (
-        f"## Rubric\n{judge.rubric}\n\n"
-        f"## The step: {flow.key}/{step.id}\n{step.role}\n\n"
-        f"## Its reply{cut}\n{shown}\n\n"
-        f"## Its handoff\n{handed}"
-    )
+    heading = judge_heading(flow, step, judge.rubric)
+    user = f"{heading}{cut}\n{shown}\n\n## Its handoff\n{handed}"
     return Prompt(system=SYSTEM, user=user)
 
 

@@ -29,6 +29,8 @@ from swarm_runtime.errors import SwarmUsageError
 from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.flow.spec import FlowSpec, StepSpec
 from swarm_runtime.orchestrator.context import system_prompt
+from swarm_runtime.orchestrator.judging import SYSTEM as JUDGE_SYSTEM
+from swarm_runtime.orchestrator.judging import judge_heading
 from swarm_runtime.orchestrator.routing import SYSTEM as NAVIGATOR_SYSTEM
 from swarm_runtime.record import Record
 
@@ -97,7 +99,8 @@ def _check(
     step, agent = _step_of(flow, match.group("call")) if match else (None, "")
     if step is None:
         return (), (f"step is gone from flow '{flow.key}'",)
-    if agent not in (step.primary_agent, "navigator"):
+    judge = agent.removeprefix("judge-") if agent.startswith("judge-") else None
+    if agent not in (step.primary_agent, "navigator") and judge is None:
         return ("prompt",), (f"agent: recorded '{agent}', now '{step.primary_agent}'",)
     if recorded_via(path) == "cli":
         return (), ()
@@ -108,21 +111,37 @@ def _check(
     engine = recorded_engine(path)
     if engine not in expected:
         return (), ()  # an engine of a plugin's: its requests are its own
-    if agent == "navigator":
+    rubric: str | None = None
+    if judge is not None:  # a flow's judge: its rubric is known; a test's own: only its form
+        rubric = next((j.rubric for j in step.judges if j.name == judge), None)
+        heading = judge_heading(flow, step, rubric) if rubric is not None else "## Rubric\n"
+        system = JUDGE_SYSTEM
+    elif agent == "navigator":
         system, heading = NAVIGATOR_SYSTEM, f"# Flow: {flow.title} ({flow.key})\n\n"
     else:
         system = system_prompt(flow, step, persona=flows.persona(step.primary_agent))
         heading = REQUEST_HEADING
     found: dict[str, str] = {}
-    tools = () if agent == "navigator" else tuple(step.tools or ())
+    tools = () if agent == "navigator" or judge is not None else tuple(step.tools or ())
     for request in requests:
         if is_tool_uri(request.uri):
             continue  # a tool call the step made: its answer, not a request to compare
         body = body_value(request.body)
         if isinstance(body, dict):
             for part, detail in compare_body(body, expected[engine], system, heading, tools):
+                if rubric is not None and detail.startswith("user prompt"):
+                    detail = _rubric_change(body, judge, rubric) or detail
                 found.setdefault(part, detail)
     return tuple(p for p in PARTS if p in found), tuple(found[p] for p in PARTS if p in found)
+
+
+def _rubric_change(body: dict[str, Any], judge: str | None, rubric: str) -> str | None:
+    """What changed in a judge's rubric since its call was recorded, if it did."""
+    _, user = prompt_of(body)
+    recorded = user.removeprefix("## Rubric\n").split("\n\n## The step: ", 1)[0]
+    if recorded == rubric:
+        return None
+    return f"judge '{judge}' rubric: " + first_difference(recorded, rubric)
 
 
 def compare_body(

@@ -83,6 +83,17 @@ def _pytest(project: Path, *args: str, env: dict[str, str] | None = None) -> tup
     return done.returncode, done.stdout + done.stderr
 
 
+def _swarm_status(project: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "swarm_runtime.cli.main", "cassettes", "status"],
+        cwd=project,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
 def _no_network() -> list[str]:
     probe = subprocess.run(["unshare", "-rn", "true"], capture_output=True, check=False)
     return ["unshare", "-rn"] if probe.returncode == 0 else []
@@ -156,9 +167,20 @@ def test_a_judged_project_in_stub_record_and_replay(project: Path) -> None:
     ]
     assert leaking == []
 
-    # The rubric changes: its judge's replay misses, naming the judge and the changed line.
+    # The flows as recorded: nothing is stale, the judges' cassettes included.
+    status = _swarm_status(project)
+    assert status.returncode == 0 and "draft-judge" not in status.stdout, status.stdout
+
+    # The rubric changes: cassettes status names the judge and its line, with no run, and
+    # its judge's replay misses, naming the judge and showing the changed line.
     flow = project / "flows" / "support.yaml"
     flow.write_text(FLOW.replace("never blames the customer", "thanks the customer"))
+    status = _swarm_status(project)
+    assert "draft-judge-tone-0.yaml" in status.stdout, status.stdout
+    assert "judge 'tone' rubric: line 1: recorded 'The reply is polite and never blames" in (
+        status.stdout
+    )
+    assert "draft-judge-amount-0.yaml" not in status.stdout, status.stdout
     code, out = _pytest(project, *_no_network(), *PYTEST, "--swarm-mode=replay", "-k", "polite")
     assert code == 1, out
     assert "replay of judge 'tone' of support/draft iteration 0" in out, out

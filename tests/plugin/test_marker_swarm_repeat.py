@@ -208,3 +208,105 @@ def test_record_and_replay_run_a_repeated_test_once(
     replayed.stdout.fnmatch_lines(
         ["test_triage.py::test_most_answers_approve: ran once, not 4 times: replay mode is*"]
     )
+
+
+JUDGED = """
+judges:
+  - {name: accurate, rubric: The status fits the ticket., threshold: 0.5, min_pass_rate: 0.5}
+  - {name: strict, rubric: The status is justified., threshold: 0.5}
+"""
+
+JUDGED_TESTS = """
+import pytest
+
+
+@pytest.mark.swarm_repeat(4, min_pass_rate=0.5)
+def test_judged(flow_runner, swarm_expect):
+    record = flow_runner("triage", ticket="refund")
+    swarm_expect(record).step("classify").handoff(status="APPROVED")
+"""
+
+
+class JudgedServer(TurnTakingServer):
+    """Also a judge: ``accurate`` scores 0.9, then 0.1, by turns; ``strict`` always 0.9."""
+
+    def default_message(self, body: Any, text: str | None) -> dict[str, Any]:
+        if "You are a judge" not in str(body.get("system")):
+            return super().default_message(body, text)
+        if "The status fits the ticket." in str(body):
+            turn = self.seen["accurate"] = self.seen.get("accurate", 0) + 1
+            score = 0.9 if turn % 2 else 0.1
+        else:
+            score = 0.9
+        answer = f"Graded.\n\n```handoff\nscore: {score}\nreason: turn\n```"
+        return AnthropicServer.default_message(self, body, answer)
+
+
+def test_each_judge_and_expectation_gets_its_pass_rate_over_the_repetitions(
+    swarm_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    flows = swarm_pytester.path / "flows"
+    for path in flows.iterdir():
+        path.unlink() if path.is_file() else None
+    write_flow(
+        flows,
+        "triage",
+        [
+            step_yaml("classify", BRANCH + JUDGED),
+            step_yaml("refund", THEN_REPLY),
+            step_yaml("reply"),
+        ],
+    )
+    (flows / "flows.yaml").write_text("order: [triage]\n")
+    swarm_pytester.makepyfile(test_judged=JUDGED_TESTS)
+    server = JudgedServer()
+    server.start()
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    try:
+        result = swarm_pytester.runpytest_subprocess("--swarm-mode=sdk", "-p", "no:cacheprovider")
+    finally:
+        server.stop()
+    # accurate: 2 of 4 reach its min_pass_rate 0.5; strict: 4 of 4; the test: 2 of 4 at 0.5
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*- swarm repetitions -*",
+            "test_judged.py::test_judged: 2/4 repetitions passed (50%, min_pass_rate 0.5): passed",
+            "  expect triage/classify handoff(status='APPROVED'): 2/4 passed (50%)",
+            "  judge triage/classify accurate: 2/4 passed (50%)",
+            "  judge triage/classify strict: 4/4 passed (100%)",
+        ]
+    )
+
+
+def test_a_judge_below_its_min_pass_rate_fails_the_test(
+    swarm_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    flows = swarm_pytester.path / "flows"
+    for path in flows.iterdir():
+        path.unlink() if path.is_file() else None
+    judged = BRANCH + JUDGED.replace("min_pass_rate: 0.5", "min_pass_rate: 0.75")
+    write_flow(
+        flows,
+        "triage",
+        [step_yaml("classify", judged), step_yaml("refund", THEN_REPLY), step_yaml("reply")],
+    )
+    (flows / "flows.yaml").write_text("order: [triage]\n")
+    swarm_pytester.makepyfile(test_judged=JUDGED_TESTS)
+    server = JudgedServer()
+    server.start()
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    try:
+        result = swarm_pytester.runpytest_subprocess("--swarm-mode=sdk", "-p", "no:cacheprovider")
+    finally:
+        server.stop()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*judge 'accurate' on triage/classify (execution 1) scored 0.1, below its threshold 0.5: turn*",
+            "*judge 'accurate' on triage/classify passed 2 of 4, below its min_pass_rate 0.75*",
+        ]
+    )
+    assert "judge 'strict'" not in result.stdout.str()
