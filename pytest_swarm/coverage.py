@@ -142,7 +142,7 @@ class SwarmCoverage:
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """The ``swarm coverage`` section: the table, and the gaps when the gate fails."""
-        from swarm_runtime.coverage.report import below, shown, table, uncalled, untaken
+        from swarm_runtime.coverage.report import below, judged, shown, table, uncalled, untaken
 
         if getattr(self.config, "workeroutput", None) is not None:
             return
@@ -157,6 +157,11 @@ class SwarmCoverage:
         if tools:
             write("tools never called (not counted in the coverage):")
             for line in tools:
+                write(f"  {line}")
+        judges = judged(self.report)
+        if judges:
+            write("judges (not counted in the coverage):")
+            for line in judges:
                 write(f"  {line}")
         write(f"written to {self.written}")
         if self.minimum is not None and below(self.report, self.minimum):

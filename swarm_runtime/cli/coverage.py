@@ -28,7 +28,15 @@ def add_parser(commands: Any) -> None:
 
 def handle_report(args: argparse.Namespace) -> int:
     """Read the report, check it, print it."""
-    from swarm_runtime.coverage.report import markdown, problem, shown, table, uncalled, untaken
+    from swarm_runtime.coverage.report import (
+        judged,
+        markdown,
+        problem,
+        shown,
+        table,
+        uncalled,
+        untaken,
+    )
     from swarm_runtime.inputs.files import read_text_limited
     from swarm_runtime.inputs.json_input import load_json
     from swarm_runtime.inputs.limits import InputRefused
@@ -59,4 +67,8 @@ def handle_report(args: argparse.Namespace) -> int:
     if tools:
         print("tools never called (not counted in the coverage):")
         print("\n".join(f"  {line}" for line in tools))
+    judges = judged(doc)
+    if judges:
+        print("judges (not counted in the coverage):")
+        print("\n".join(f"  {line}" for line in judges))
     return EXIT_OK

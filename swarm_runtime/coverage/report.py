@@ -15,7 +15,12 @@ without them still reads)::
                           "edges": [{"from": "work_blocking_items", "to": "verify_fixes",
                                      "label": "loop-exit", "taken": 3}, ...],
                           "tools": [{"step": "open_pull_request", "tool": "search",
-                                     "called": 2}, ...]}, ...}}
+                                     "called": 2}, ...],
+                          "judges": [{"step": "open_pull_request", "judge": "tone",
+                                      "judged": 3, "passed": 2}, ...]}, ...}}
+
+Each judge of a step (SPEC §10.8) is reported with how often it judged and passed; like
+tools, judges are never counted in the percentage.
 """
 
 from __future__ import annotations
@@ -51,6 +56,16 @@ def build(universe: Universe, taken: Taken) -> dict[str, Any]:
         flows[key] = {"utility": universe.flows[key].utility, "steps": steps, "edges": edges}
         flows[key]["percent"] = _percent(*_sums([flows[key]]))
         flows[key]["tools"] = tools
+        flows[key]["judges"] = [
+            {
+                "step": step,
+                "judge": judge,
+                "judged": taken.judged.get((key, step, judge, True), 0)
+                + taken.judged.get((key, step, judge, False), 0),
+                "passed": taken.judged.get((key, step, judge, True), 0),
+            }
+            for step, judge in universe.judges_of(key)
+        ]
     sums = _sums(list(flows.values()))
     every_tool = [tool for flow in flows.values() for tool in flow["tools"]]
     return {
@@ -145,6 +160,16 @@ def uncalled(report: dict[str, Any]) -> list[str]:
     ]
 
 
+def judged(report: dict[str, Any]) -> list[str]:
+    """Each judge of a step, how often it judged and passed: ``flow/step: judge 3/4 passed``."""
+    return [
+        f"{key}/{j['step']}: {j['judge']} "
+        + (f"{j['passed']}/{j['judged']} passed" if j["judged"] else "never judged")
+        for key, flow in report["flows"].items()
+        for j in flow.get("judges") or ()
+    ]
+
+
 def untaken(report: dict[str, Any]) -> list[str]:
     """Every edge no run took, grouped by flow and step: ``flow/step: <edge> never taken``."""
     lines = []
@@ -191,6 +216,13 @@ def markdown(report: dict[str, Any]) -> str:
         for line in tools:
             where, _, tool = line.removesuffix(" never called").partition(": ")
             lines.append(f"- `{tool}` in `{where}`")
+        lines += ["", "</details>"]
+    judges = judged(report)
+    if judges:
+        lines += ["", "<details><summary>Judges</summary>", ""]
+        for line in judges:
+            where, _, what = line.partition(": ")
+            lines.append(f"- `{where}`: {what}")
         lines += ["", "</details>"]
     return "\n".join(lines) + "\n"
 
@@ -243,6 +275,9 @@ def _names_problem(flow: dict[str, Any]) -> str | None:
             return f"the step {tool['step']!r} of tool {tool['tool']!r} is not a step id"
         if not tool["tool"].isprintable():
             return f"tool {tool['tool']!r} holds a control character"
+    for judge in flow.get("judges") or ():
+        if not (STEP_ID_RE.fullmatch(judge["step"]) and STEP_ID_RE.fullmatch(judge["judge"])):
+            return f"judge {judge['judge']!r} of step {judge['step']!r}: not ids"
     return None
 
 
@@ -269,6 +304,14 @@ def _flow_problem(flow: Any) -> str | None:
         for t in tools
     ):
         return "'tools' must be a list of {step, tool, called}"
+    judges = flow.get("judges", [])  # absent from an earlier report
+    if not isinstance(judges, list) or not all(
+        isinstance(j, dict)
+        and all(isinstance(j.get(k), str) for k in ("step", "judge"))
+        and _counts(j, "judged", "passed")
+        for j in judges
+    ):
+        return "'judges' must be a list of {step, judge, judged, passed}"
     return None
 
 

@@ -64,13 +64,15 @@ _READINGS = {"detour": "detour '{}'", "injection": "utility injection"}
 class Taken:
     """Steps, routes and tool calls taken, counted (cheap to add to, plain to send around)."""
 
-    __slots__ = ("routes", "runs", "steps", "tools")
+    __slots__ = ("judged", "routes", "runs", "steps", "tools")
 
     def __init__(self) -> None:
         self.runs = 0
         self.steps: Counter[StepKey] = Counter()
         self.routes: Counter[Route] = Counter()
         self.tools: Counter[ToolKey] = Counter()
+        self.judged: Counter[tuple[str, str, str, bool]] = Counter()
+        """``(flow, step, judge, passed)``: judgements made, by how they went."""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-able counts (a pytest-xdist worker hands them to the controller)."""
@@ -79,6 +81,7 @@ class Taken:
             "steps": [[*key, n] for key, n in self.steps.items()],
             "routes": [[*key, n] for key, n in self.routes.items()],
             "tools": [[*key, n] for key, n in self.tools.items()],
+            "judged": [[*key, n] for key, n in self.judged.items()],
         }
 
     def merge(self, other: Mapping[str, Any]) -> None:
@@ -90,6 +93,8 @@ class Taken:
             self.routes[(flow, source, to, decision, reason)] += int(n)
         for flow, step, tool, n in other.get("tools", ()):
             self.tools[(flow, step, tool)] += int(n)
+        for flow, step, judge, passed, n in other.get("judged", ()):
+            self.judged[(flow, step, judge, bool(passed))] += int(n)
 
 
 def collect(events: Iterable[Mapping[str, Any]], taken: Taken) -> None:
@@ -102,12 +107,20 @@ def collect(events: Iterable[Mapping[str, Any]], taken: Taken) -> None:
         elif kind == "tool_start":
             tool = (event.get("payload") or {}).get("tool")
             taken.tools[(str(event.get("flow_key")), str(event.get("step_id")), str(tool))] += 1
+        elif kind == "judgement":
+            p = event.get("payload") or {}
+            key = (str(event.get("flow_key")), str(event.get("step_id")), str(p.get("name")))
+            taken.judged[(*key, bool(p.get("passed")))] += 1
         elif kind == "route_decision":
             p = event.get("payload") or {}
             source, decision = str(p.get("from_step")), str(p.get("decision"))
             flow, to = str(event.get("flow_key")), p.get("to_step")
             routes[(flow, source, to, decision, str(p.get("reason")))] += 1
     taken.runs += 1
+
+
+_COUNTED = ('"step_start"', '"route_decision"', '"tool_start"', '"judgement"')
+"""The kinds of line :func:`collect` counts."""
 
 
 def collect_file(path: Path, taken: Taken) -> None:
@@ -117,7 +130,7 @@ def collect_file(path: Path, taken: Taken) -> None:
     """
     events = []
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        if '"step_start"' in line or '"route_decision"' in line or '"tool_start"' in line:
+        if any(kind in line for kind in _COUNTED):
             try:
                 event = json.loads(line)
             except ValueError:
@@ -169,6 +182,10 @@ class Universe:
     def tools_of(self, flow_key: str) -> list[tuple[str, str]]:
         """``(step, tool)`` for each tool each step of a flow may call (its ``tools:``)."""
         return [(step.id, tool) for step in self.flows[flow_key].steps for tool in step.tools or ()]
+
+    def judges_of(self, flow_key: str) -> list[tuple[str, str]]:
+        """``(step, judge)`` for each judge of each step of a flow (its ``judges:``)."""
+        return [(step.id, j.name) for step in self.flows[flow_key].steps for j in step.judges]
 
     def edges_of(self, flow_key: str) -> list[Edge]:
         """The edges of a flow, step by step in declared order."""

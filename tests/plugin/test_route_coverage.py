@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -249,3 +251,83 @@ def test_each_tool_a_step_names_is_reported_called_or_never_called_and_never_gat
     parallel = project.runpytest_subprocess("-n", "2", "--swarm-coverage")
     assert parallel.ret == pytest.ExitCode.OK, parallel.stdout.str()
     assert _report(project) == alone  # each worker's calls counted once, on the controller
+
+
+JUDGED = TRIAGE.replace(
+    '  - id: reply\n    agents: [writer]\n    role: "Reply to the customer."\n' + NOTES,
+    '  - id: reply\n    agents: [writer]\n    role: "Reply to the customer."\n'
+    + NOTES
+    + "    judges:\n"
+    + "      - {name: tone, rubric: Polite., threshold: 0.5}\n"
+    + "      - {name: facts, rubric: Accurate., threshold: 0.5}\n",
+).replace(
+    '"Rework the ticket."\n' + NOTES,
+    '"Rework the ticket."\n'
+    + NOTES
+    + "    judges: [{name: care, rubric: Careful., threshold: 0.5}]\n",
+)
+JUDGE_TESTS = """
+def test_one(flow_runner, stub_scenario):
+    stub_scenario({"judges": {"reply": {"facts": 0.9}}})
+    assert flow_runner("triage").status == "succeeded"
+
+
+def test_two(flow_runner, stub_scenario):
+    stub_scenario({"judges": {"reply": {"facts": 0.9}}})
+    assert flow_runner("triage").status == "succeeded"
+"""
+
+
+def test_each_judge_is_reported_with_how_often_it_judged_and_passed_never_gated(
+    project: pytest.Pytester,
+) -> None:
+    (project.path / "flows" / "triage.yaml").write_text(JUDGED, encoding="utf-8")
+    project.makepyfile(test_judged=JUDGE_TESTS)
+    result = project.runpytest_subprocess("-n", "2", "--swarm-coverage")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            "judges (not counted in the coverage):",
+            "  triage/rework: care never judged",
+            "  triage/reply: tone 2/2 passed",
+            "  triage/reply: facts 2/2 passed",
+        ]
+    )
+    report = _report(project)
+    assert report["flows"]["triage"]["judges"] == [
+        {"step": "rework", "judge": "care", "judged": 0, "passed": 0},
+        {"step": "reply", "judge": "tone", "judged": 2, "passed": 2},
+        {"step": "reply", "judge": "facts", "judged": 2, "passed": 2},
+    ]
+    assert report["percent"] < 100  # the bounce branch: judges change nothing of it
+    shown = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "swarm_runtime.cli.main",
+            "coverage",
+            "report",
+            "swarm-coverage.json",
+        ],
+        cwd=project.path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert "  triage/rework: care never judged" in shown.stdout, shown.stdout
+    markdown = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "swarm_runtime.cli.main",
+            "coverage",
+            "report",
+            "swarm-coverage.json",
+            "--markdown",
+        ],
+        cwd=project.path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert "- `triage/reply`: tone 2/2 passed" in markdown.stdout, markdown.stdout
