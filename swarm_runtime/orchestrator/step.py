@@ -27,7 +27,7 @@ import msgspec
 
 from swarm_runtime.config import MAX_RETRY_AFTER_S
 from swarm_runtime.documents.payload import Event, Payload
-from swarm_runtime.documents.receipt import Receipt
+from swarm_runtime.documents.receipt import Receipt, ReceiptJudgement
 from swarm_runtime.documents.route_events import GraphExtended
 from swarm_runtime.documents.run_events import RouteDecision, StepEnd, StepError, StepStart
 from swarm_runtime.engines.base import (
@@ -312,9 +312,9 @@ class StepRunner:
             self.recorder.run_id, flow, step, engine, call, iteration, rendered, span, list(kept)
         )
         error = call.error or outcome_error(step, outcome, call.max_attempts)
-        over = error is None and self.budgets.over(self.state, flow, step, call, span)
-        if over:
-            error = over
+        judged = self._judge(engine, ctx, flow, step, outcome) if error is None else None
+        over = self.budgets.over(self.state, flow, step, call, span) if error is None else None
+        error = error or over
         reply = outcome.text or outcome.result.output
         seen = self.state.facts.seen_by_routing(reply, outcome.handoff, flow.key, step.id)
         moved: NavigatorRoute | None = None
@@ -328,8 +328,8 @@ class StepRunner:
         routing = decision.receipt_routing if decision is not None else None
         # SPEC §10.7: a broken budget is a fatal failure, whatever the engine answered.
         receipt = build_receipt(made, Verdict(error, routing, over_budget=bool(over)))
-        if error is None and step.judges and outcome.result_code == "ok":
-            receipt = self._judge(engine, ctx, flow, step, outcome, receipt)
+        if judged:
+            receipt = msgspec.structs.replace(receipt, judgements=judged)
         self._write(receipt, made, user)
         if error is not None or moved is None:
             self._fail(flow, step, receipt.duration_ms, error or "no routing decision")
@@ -343,13 +343,17 @@ class StepRunner:
         flow: FlowSpec,
         step: StepSpec,
         outcome: StepOutcome,
-        receipt: Receipt,
-    ) -> Receipt:
-        """The step's judges on its reply (SPEC §10.8): their events, and the receipt's entries."""
+    ) -> list[ReceiptJudgement] | None:
+        """The step's judges on its reply (SPEC §10.8): their events; the receipt's entries.
+
+        Before the budgets are checked: the judges' calls count in the flow's and the run's.
+        """
+        if not step.judges or outcome.result_code != "ok":
+            return None
         events, entries = self.judges.grade(engine, ctx, flow, step, outcome)
         for event in events:
             self.log.emit_in_step(event)
-        return msgspec.structs.replace(receipt, judgements=entries)
+        return entries
 
     def _count_call(self, flow: FlowSpec, call: Call) -> None:
         """Add the engine call's tokens and cost (every attempt's) to the run's and flow's."""

@@ -137,3 +137,17 @@ def test_a_scripted_score_outside_zero_to_one_fails_the_judgement_saying_so(
     assert "the judge's score 7 is outside [0, 1]" in out
     assert "judge facts on support/draft: no score (threshold 0.5) FAILED: " in out
     assert "the judge's reply has no handoff block with a score" in out
+
+
+def test_a_judges_tokens_count_in_the_flows_budget(swarm_process: Run, tmp_path: Path) -> None:
+    _project(tmp_path, FLOW.replace("steps:\n", "budget: {tokens: 100}\nsteps:\n", 1))
+    (tmp_path / "scenario.yaml").write_text("draft: {tokens: {prompt: 10, completion: 10}}\n")
+    result = swarm_process("run", "--runs-dir", "runs", "--scenario", "scenario.yaml")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "budget_exceeded" in result.stderr and "flow budget of 'support'" in result.stderr
+    (run,) = (tmp_path / "runs").glob("run-*")
+    receipt = json.loads((run / "support" / "receipts" / "draft-writer.json").read_text())
+    assert receipt["tokens"]["total"] == 20  # the step alone is well within the budget
+    assert receipt["result_code"] == "fatal" and len(receipt["judgements"]) == 2
+    meta = json.loads((run / "meta.json").read_text())
+    assert meta["tokens"]["total"] > 100  # the judges' calls are in the run's totals
