@@ -25,7 +25,7 @@ from swarm_runtime.documents.run_events import Judgement
 from swarm_runtime.engines.base import Prompt, StepContext, StepEngine, StepOutcome
 from swarm_runtime.flow.spec import FlowSpec, JudgeSpec, StepSpec
 from swarm_runtime.orchestrator.checkpoint import RunControl
-from swarm_runtime.orchestrator.recorder import RunRecorder, TranscriptLine
+from swarm_runtime.orchestrator.recorder import RunRecorder, call_lines
 from swarm_runtime.orchestrator.state import RunState
 from swarm_runtime.record import replace
 from swarm_runtime.timeutil import Clock, format_ts
@@ -152,29 +152,17 @@ class JudgeCall:
         model, tokens, cost = "unknown", 0, None
         if answer is not None:
             model, tokens, cost = answer.model, answer.tokens.total, answer.cost_usd
-        passed = score is not None and score >= judge.threshold
-        event = Judgement(
-            name=judge.name,
-            step=step.id,
-            score=score,
-            threshold=judge.threshold,
-            passed=passed,
-            reason=reason,
-            engine=engine.engine_id,
-            model=model,
-        )
-        entry = ReceiptJudgement(
-            name=judge.name,
-            score=score,
-            threshold=judge.threshold,
-            passed=passed,
-            reason=reason,
-            engine=engine.engine_id,
-            model=model,
-            tokens=tokens,
-            cost_usd=cost,
-        )
-        return event, entry
+        verdict: dict[str, Any] = {
+            "name": judge.name,
+            "score": score,
+            "threshold": judge.threshold,
+            "passed": score is not None and score >= judge.threshold,
+            "reason": reason,
+            "engine": engine.engine_id,
+            "model": model,
+        }
+        entry = ReceiptJudgement(**verdict, tokens=tokens, cost_usd=cost)
+        return Judgement(**verdict, step=step.id), entry
 
     def _ask(
         self, engine: StepEngine, asked: StepContext
@@ -196,13 +184,8 @@ class JudgeCall:
         return score, reason, answer
 
     def _record(self, asked: StepContext, answer: StepOutcome, started: str) -> None:
-        completed = format_ts(self.clock())
         prompt = asked.prompt or Prompt(system="", user="")
-        lines: list[TranscriptLine] = [
-            {"content": prompt.system, "role": "system", "timestamp": started},
-            {"content": prompt.user, "role": "user", "timestamp": started},
-        ]
-        lines.extend({"timestamp": completed, **line} for line in answer.transcript)
+        lines = call_lines(prompt, answer.transcript, started, format_ts(self.clock()))
         judge = str(asked.extra.get("judge"))
         layout = self.recorder.layout
         path = layout.judge_transcript(asked.flow_key, asked.step_id, judge, asked.iteration)

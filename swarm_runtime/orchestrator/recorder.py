@@ -49,7 +49,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -65,6 +65,7 @@ from swarm_runtime.documents.run import RunSpecDocument, RunSummary
 from swarm_runtime.documents.run_events import Log
 from swarm_runtime.engines.base import (
     HistoryItem,
+    Prompt,
     StepContext,
     StepEngine,
     StepOutcome,
@@ -756,3 +757,15 @@ def _request_digest(engine: StepEngine, ctx: StepContext) -> str | None:
         return engine.request_sha256(ctx)
     except Exception:  # an engine bug must still end the step with its receipt
         return None
+
+
+def call_lines(
+    prompt: Prompt, transcript: Iterable[Mapping[str, Any]], started: str, completed: str
+) -> list[TranscriptLine]:
+    """The transcript of a call the kernel makes after a step (a navigator's, a judge's)."""
+    lines: list[TranscriptLine] = [
+        {"content": prompt.system, "role": "system", "timestamp": started},
+        {"content": prompt.user, "role": "user", "timestamp": started},
+    ]
+    lines.extend({"timestamp": completed, **line} for line in transcript)
+    return lines

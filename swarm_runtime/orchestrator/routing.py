@@ -63,7 +63,7 @@ from swarm_runtime.flow.conditions import Activation, Evaluation, evaluate
 from swarm_runtime.flow.kinds import NO_FURTHER_HELP_FIELD
 from swarm_runtime.flow.spec import Detour, FlowSpec, StepSpec
 from swarm_runtime.orchestrator.checkpoint import RunControl
-from swarm_runtime.orchestrator.recorder import RunRecorder, TranscriptLine
+from swarm_runtime.orchestrator.recorder import RunRecorder, call_lines
 from swarm_runtime.orchestrator.state import Frame, Next, RunState, cut
 from swarm_runtime.record import Record, replace
 from swarm_runtime.timeutil import Clock, format_ts
@@ -574,12 +574,7 @@ class NavigatorCall:
         reply: StepOutcome,
         started: str,
     ) -> None:
-        completed = format_ts(self.clock())
-        lines: list[TranscriptLine] = [
-            {"content": prompt.system, "role": "system", "timestamp": started},
-            {"content": prompt.user, "role": "user", "timestamp": started},
-        ]
-        lines.extend({"timestamp": completed, **line} for line in reply.transcript)
+        lines = call_lines(prompt, reply.transcript, started, format_ts(self.clock()))
         path = self.recorder.layout.navigator_transcript(flow.key, step.id, iteration)
         self.recorder.write_transcript(path, lines)
 

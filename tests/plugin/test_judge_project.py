@@ -11,7 +11,6 @@ changed rubric line. The key is in no file.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.anthropic_server import AnthropicServer, Reply
+from tests.plugin.projects import PYTEST, no_network, project_env
 
 KEY = "sk-ant-judge-project-not-a-key"
 
@@ -62,23 +62,9 @@ def test_the_stub_scripts_a_failing_judge(flow_runner, stub_scenario):
 """
 
 
-def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k == "SWARM_CACHE_DIR"
-        or not k.startswith(("SWARM_", "ANTHROPIC_", "PYTEST_XDIST", "PYTEST_ADDOPTS"))
-    }
-    env.update(extra or {})
-    return env
-
-
-PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", "--swarm-runs-dir=runs"]
-
-
 def _pytest(project: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
     done = subprocess.run(
-        [*args], cwd=project, env=env or _env(), capture_output=True, text=True, check=False
+        [*args], cwd=project, env=env or project_env(), capture_output=True, text=True, check=False
     )
     return done.returncode, done.stdout + done.stderr
 
@@ -87,16 +73,11 @@ def _swarm_status(project: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "swarm_runtime.cli.main", "cassettes", "status"],
         cwd=project,
-        env=_env(),
+        env=project_env(),
         capture_output=True,
         text=True,
         check=False,
     )
-
-
-def _no_network() -> list[str]:
-    probe = subprocess.run(["unshare", "-rn", "true"], capture_output=True, check=False)
-    return ["unshare", "-rn"] if probe.returncode == 0 else []
 
 
 def _said(text: str, score: float, reason: str) -> Reply:
@@ -132,7 +113,7 @@ def test_a_judged_project_in_stub_record_and_replay(project: Path) -> None:
         _said("No amount.", 0.2, "the reply never says how much"),  # the test's judge
     )
     try:
-        env = _env({"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": server.url})
+        env = project_env({"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": server.url})
         code, out = _pytest(project, *PYTEST, "--swarm-mode=record", env=env)
     finally:
         server.stop()
@@ -154,7 +135,7 @@ def test_a_judged_project_in_stub_record_and_replay(project: Path) -> None:
     assert {t["model"] for t in tones} != {"claude-stub"}, tones
 
     # Replay with no network: the same verdicts, from the recordings.
-    code, out = _pytest(project, *_no_network(), *PYTEST, "--swarm-mode=replay")
+    code, out = _pytest(project, *no_network(), *PYTEST, "--swarm-mode=replay")
     assert code == 1, out
     assert expected in out and "the reply never says how much" in out, out
     assert "1 passed, 1 failed, 1 skipped" in out or "1 failed, 1 passed, 1 skipped" in out, out
@@ -181,7 +162,7 @@ def test_a_judged_project_in_stub_record_and_replay(project: Path) -> None:
         status.stdout
     )
     assert "draft-judge-amount-0.yaml" not in status.stdout, status.stdout
-    code, out = _pytest(project, *_no_network(), *PYTEST, "--swarm-mode=replay", "-k", "polite")
+    code, out = _pytest(project, *no_network(), *PYTEST, "--swarm-mode=replay", "-k", "polite")
     assert code == 1, out
     assert "replay of judge 'tone' of support/draft iteration 0" in out, out
     assert "draft-judge-tone-0.yaml" in out, out

@@ -242,31 +242,31 @@ class JudgedServer(TurnTakingServer):
         return AnthropicServer.default_message(self, body, answer)
 
 
-def test_each_judge_and_expectation_gets_its_pass_rate_over_the_repetitions(
-    swarm_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    flows = swarm_pytester.path / "flows"
+def _judged_session(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, judges: str
+) -> pytest.RunResult:
+    """The judged triage flow and its repeated test, run in sdk mode against JudgedServer."""
+    flows = pytester.path / "flows"
     for path in flows.iterdir():
         path.unlink() if path.is_file() else None
-    write_flow(
-        flows,
-        "triage",
-        [
-            step_yaml("classify", BRANCH + JUDGED),
-            step_yaml("refund", THEN_REPLY),
-            step_yaml("reply"),
-        ],
-    )
+    classify = step_yaml("classify", BRANCH + judges)
+    write_flow(flows, "triage", [classify, step_yaml("refund", THEN_REPLY), step_yaml("reply")])
     (flows / "flows.yaml").write_text("order: [triage]\n")
-    swarm_pytester.makepyfile(test_judged=JUDGED_TESTS)
+    pytester.makepyfile(test_judged=JUDGED_TESTS)
     server = JudgedServer()
     server.start()
     monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     try:
-        result = swarm_pytester.runpytest_subprocess("--swarm-mode=sdk", "-p", "no:cacheprovider")
+        return pytester.runpytest_subprocess("--swarm-mode=sdk", "-p", "no:cacheprovider")
     finally:
         server.stop()
+
+
+def test_each_judge_and_expectation_gets_its_pass_rate_over_the_repetitions(
+    swarm_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = _judged_session(swarm_pytester, monkeypatch, JUDGED)
     # accurate: 2 of 4 reach its min_pass_rate 0.5; strict: 4 of 4; the test: 2 of 4 at 0.5
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
@@ -283,29 +283,13 @@ def test_each_judge_and_expectation_gets_its_pass_rate_over_the_repetitions(
 def test_a_judge_below_its_min_pass_rate_fails_the_test(
     swarm_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    flows = swarm_pytester.path / "flows"
-    for path in flows.iterdir():
-        path.unlink() if path.is_file() else None
-    judged = BRANCH + JUDGED.replace("min_pass_rate: 0.5", "min_pass_rate: 0.75")
-    write_flow(
-        flows,
-        "triage",
-        [step_yaml("classify", judged), step_yaml("refund", THEN_REPLY), step_yaml("reply")],
-    )
-    (flows / "flows.yaml").write_text("order: [triage]\n")
-    swarm_pytester.makepyfile(test_judged=JUDGED_TESTS)
-    server = JudgedServer()
-    server.start()
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    try:
-        result = swarm_pytester.runpytest_subprocess("--swarm-mode=sdk", "-p", "no:cacheprovider")
-    finally:
-        server.stop()
+    judges = JUDGED.replace("min_pass_rate: 0.5", "min_pass_rate: 0.75")
+    result = _judged_session(swarm_pytester, monkeypatch, judges)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*judge 'accurate' on triage/classify (execution 1) scored 0.1, below its threshold 0.5: turn*",
+            "*judge 'accurate' on triage/classify (execution 1) scored 0.1, below its "
+            "threshold 0.5: turn*",
             "*judge 'accurate' on triage/classify passed 2 of 4, below its min_pass_rate 0.75*",
         ]
     )

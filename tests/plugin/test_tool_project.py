@@ -11,7 +11,6 @@ tool's side effect are not repeated, and the run still matches. The key is in no
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ import pytest
 
 from tests.fakes.anthropic_server import AnthropicServer, Reply
 from tests.fakes.mcp_servers import filesystem_server
+from tests.plugin.projects import PYTEST, no_network, project_env
 
 pytest.importorskip("mcp", reason="the [mcp] extra: pip install 'swarm-stepwise[mcp]'")
 
@@ -104,32 +104,12 @@ def _project(root: Path, server_js: Path) -> Path:
     return root
 
 
-def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k == "SWARM_CACHE_DIR"
-        or not k.startswith(("SWARM_", "ANTHROPIC_", "PYTEST_XDIST", "PYTEST_ADDOPTS"))
-    }
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    env.update(extra or {})
-    return env
-
-
-PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", "--swarm-runs-dir=runs"]
-
-
 def _pytest(project: Path, *args: str, env: dict[str, str] | None = None) -> str:
     done = subprocess.run(
-        [*args], cwd=project, env=env or _env(), capture_output=True, text=True, check=False
+        [*args], cwd=project, env=env or project_env(), capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
-
-
-def _no_network() -> list[str]:
-    probe = subprocess.run(["unshare", "-rn", "true"], capture_output=True, check=False)
-    return ["unshare", "-rn"] if probe.returncode == 0 else []
 
 
 @pytest.fixture
@@ -156,7 +136,7 @@ def test_a_tool_project_runs_on_the_stub_records_and_replays_without_repeating_a
         Reply(tool_use={"name": "fs__write_file", "input": {"path": reply_path, "content": "Hi"}}),
     )
     try:
-        env = _env({"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": server.url})
+        env = project_env({"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": server.url})
         out = _pytest(project, *PYTEST, "--swarm-mode=record", env=env)
     finally:
         server.stop()
@@ -178,7 +158,7 @@ def test_a_tool_project_runs_on_the_stub_records_and_replays_without_repeating_a
     # Replay with no network: nothing is written again, and the run still matches.
     (workspace / "reply.txt").unlink()
     (project / "lookups.log").unlink()
-    out = _pytest(project, *_no_network(), *PYTEST, "--swarm-mode=replay")
+    out = _pytest(project, *no_network(), *PYTEST, "--swarm-mode=replay")
     assert "1 passed, 1 skipped" in out, out
     assert not (workspace / "reply.txt").exists()
     assert not (project / "lookups.log").exists()
@@ -197,7 +177,7 @@ def test_a_tool_project_runs_on_the_stub_records_and_replays_without_repeating_a
     status = subprocess.run(
         [sys.executable, "-m", "swarm_runtime.cli.main", "cassettes", "status"],
         cwd=project,
-        env=_env(),
+        env=project_env(),
         capture_output=True,
         text=True,
         check=False,
