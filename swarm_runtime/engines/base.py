@@ -20,6 +20,7 @@ import msgspec
 from swarm_runtime.documents.run_events import Log, ToolEnd, ToolStart
 from swarm_runtime.ids import ENGINE_SHORT_RE
 from swarm_runtime.record import Record, field
+from swarm_runtime.storage.store import json_string
 
 DEFAULT_TIMEOUT_S = 300.0
 """How long one engine call of a step may take in all, in every mode, unless the step's
@@ -129,6 +130,8 @@ class StepResult(Record):
 
 
 _SORTED_JSON = msgspec.json.Encoder(order="sorted")
+MAX_KEPT_DIGEST_STARTS = 512
+"""Request digests begun per engine (a step's prompt before its history): the oldest go."""
 
 
 def request_digest(body: Any) -> str:
@@ -325,8 +328,32 @@ class StepEngine(abc.ABC):
         }
 
     def request_sha256(self, ctx: StepContext) -> str:
-        """The sha256 of :meth:`request_body` (a receipt's ``request_sha256``)."""
-        return request_digest(self.request_body(ctx))
+        """The sha256 of :meth:`request_body` (a receipt's ``request_sha256``).
+
+        For the body above, what comes before the user prompt (its last key) is hashed once
+        per step and kept: a step's digest then reads only the prompt that changed.
+        """
+        if type(self).request_body is not StepEngine.request_body:
+            return request_digest(self.request_body(ctx))
+        prompt = ctx.prompt
+        system, user = (prompt.system, prompt.user) if prompt is not None else ("", "")
+        kept: dict[tuple[str, str, str, tuple[str, ...]], Any]
+        kept = self.__dict__.setdefault("_digest_starts", {})
+        key = (self.engine_id, ctx.call, system, ctx.tools)
+        start = kept.get(key)
+        if start is None:
+            body = {**self.request_body(ctx), "user": ""}
+            encoded = _SORTED_JSON.encode(body) if _plain(body) else b""
+            if not encoded.endswith(b',"user":""}'):  # "user" is the body's last key
+                return request_digest(self.request_body(ctx))
+            start = hashlib.sha256(encoded[:-3])  # up to '"user":'
+            if len(kept) >= MAX_KEPT_DIGEST_STARTS:
+                del kept[next(iter(kept))]
+            kept[key] = start
+        digest = start.copy()
+        digest.update(json_string(user))
+        digest.update(b"}")
+        return str(digest.hexdigest())
 
     def close(self) -> None:  # noqa: B027 - optional hook, not abstract
         """Release resources held across steps; the default holds none."""

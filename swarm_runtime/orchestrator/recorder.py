@@ -84,6 +84,7 @@ from swarm_runtime.storage.store import (
     EventLog,
     dump_json,
     encode_line,
+    encode_line_bytes,
     preserve_previous,
     write_text_atomic,
 )
@@ -257,8 +258,8 @@ if TYPE_CHECKING:
 ARTIFACT_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 """An artifact's file name: no directories, no leading dot."""
 
-TranscriptLine = dict[str, Any] | str
-"""A transcript line: a mapping, or a string that is already one encoded line."""
+TranscriptLine = dict[str, Any] | str | bytes
+"""A transcript line: a mapping, or a string (or its bytes) that is already one encoded line."""
 
 
 class RunRecorder:
@@ -547,10 +548,18 @@ class RunRecorder:
         iteration: int,
     ) -> None:
         """Write a step execution's transcript and receipt, keeping earlier ones as ``~n``."""
-        transcript = "".join(line if isinstance(line, str) else encode_line(line) for line in lines)
+        transcript = b"".join(
+            line
+            if isinstance(line, bytes)
+            else line.encode("utf-8")
+            if isinstance(line, str)
+            else encode_line_bytes(line)
+            for line in lines
+        )
         receipt_text = dump_json(receipt)
         # Both are checked before either is written: a refusal leaves neither behind.
-        self.credentials.check(transcript, transcript_path)
+        if self.credentials:
+            self.credentials.check(transcript.decode("utf-8"), transcript_path)
         self.credentials.check(receipt_text, receipt_path)
         if iteration:  # the step ran before in this run: keep its files as ~n
             preserve_previous(receipt_path, first=iteration)
@@ -562,12 +571,12 @@ class RunRecorder:
         """A transcript of its own (a navigator call's), checked for credentials."""
         self._write(path, "".join(encode_line(line) for line in lines))
 
-    def _write(self, path: str | Path, text: str, *, checked: bool = False) -> None:
+    def _write(self, path: str | Path, text: str | bytes, *, checked: bool = False) -> None:
         """Every run document is written here: scanned for credentials, then atomically."""
-        if not checked:
-            self.credentials.check(text, str(path))
+        if not checked and self.credentials:
+            self.credentials.check(text if isinstance(text, str) else text.decode(), str(path))
         self.lock.check()
-        where, size = str(path), byte_size(text)
+        where, size = str(path), len(text) if isinstance(text, bytes) else byte_size(text)
         self.dir_size.make_room(where, size)
         write_text_atomic(path, text, durable=self.durable)
         self.dir_size.wrote(where, size)

@@ -53,6 +53,7 @@ from swarm_runtime.orchestrator.recorder import (
 from swarm_runtime.orchestrator.routing import Injections, NavigatorCall, NavigatorRoute, StepRouter
 from swarm_runtime.orchestrator.state import BudgetCheck, Next, RunState, declared
 from swarm_runtime.record import Record, replace
+from swarm_runtime.storage.store import message_line, stamped_line
 from swarm_runtime.timeutil import Clock, format_ts, ms_between, parse_ts
 
 
@@ -380,10 +381,10 @@ class StepRunner:
         asked = made.call.outcome.prompt
         system = asked.system if asked is not None else self.prompts.system(flow, step)
         lines: list[TranscriptLine] = [
-            {"content": system, "role": "system", "timestamp": started_ts},
-            {"content": asked.user if asked else user, "role": "user", "timestamp": started_ts},
+            message_line(system, "system", started_ts),
+            message_line(asked.user if asked else user, "user", started_ts),
         ]
-        lines.extend({"timestamp": completed_ts, **line} for line in made.call.outcome.transcript)
+        lines.extend(stamped_line(line, completed_ts) for line in made.call.outcome.transcript)
         self.recorder.write_step(
             receipt_path, transcript_path, receipt, lines, iteration=made.iteration
         )
