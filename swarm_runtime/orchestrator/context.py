@@ -505,8 +505,10 @@ def cost_of(outcome: StepOutcome, tokens: TokenUsage, cost_usd: float | None) ->
     )
 
 
-def step_timing(span: tuple[datetime, datetime], call: Call) -> Timing:
-    """The ``timing`` of an execution (SPEC §7.2).
+def step_timing(
+    span: tuple[datetime, datetime], call: Call, started_at: str | None = None
+) -> Timing:
+    """The ``timing`` of an execution (SPEC §7.2); ``started_at``: its start, formatted.
 
     ``ioMs`` is the rest of its time (files, events, prompt), retry waits left out.
     """
@@ -514,7 +516,7 @@ def step_timing(span: tuple[datetime, datetime], call: Call) -> Timing:
     duration = ms_between(started, completed)
     tools = min(call.outcome.tool_call_ms, call.llm_ms)
     return Timing(
-        started_at=format_ts(started),
+        started_at=started_at or format_ts(started),
         completed_at=format_ts(completed),
         duration_ms=duration,
         llm_wait_ms=call.llm_ms - tools,

@@ -105,13 +105,15 @@ class DirSize:
         self.grown = 0
         """Bytes written to files that stay (events, journals, step files, artifacts)."""
         self.documents: dict[str, int] = {}
+        self._documents_total = 0
+        """The sum of ``documents``, kept as they are written."""
         self.limit: int | None = None
         """The most bytes the run dir may hold (None: no limit, or no longer enforced)."""
 
     @property
     def total(self) -> int:
         """The bytes written so far."""
-        return self.grown + sum(self.documents.values())
+        return self.grown + self._documents_total
 
     def make_room(self, where: str, size: int) -> None:
         """Refuse (StorageError) a write of ``size`` bytes to ``where`` past the limit."""
@@ -131,6 +133,7 @@ class DirSize:
     def wrote(self, where: str, size: int) -> None:
         """Count a write of ``size`` bytes to ``where``."""
         if where in self.rewritten:
+            self._documents_total += size - self.documents.get(where, 0)
             self.documents[where] = size
         else:
             self.grown += size
@@ -437,9 +440,10 @@ class RunRecorder:
         self.log.append_line(text)
         self.dir_size.wrote(self._events_path, size)
         state.seq += len(events)
-        if self.listeners is not None:  # each on its own: one that raises is only reported
-            for event in events:
-                self.listeners.event(msgspec.to_builtins(event), self.layout.root)
+        listeners = self.listeners
+        if listeners is not None and listeners.hear_events:  # each on its own: one that
+            for event in events:  # raises is only reported
+                listeners.event(msgspec.to_builtins(event), self.layout.root)
 
     def write_meta(self, summary: RunSummary) -> None:
         """Rewrite ``meta.json`` atomically."""
