@@ -125,7 +125,7 @@ class StepResult(Record):
             raise ValueError(f"StepResult.status {self.status!r} is not succeeded|failed|skipped")
         if self.duration_ms < 0:
             raise ValueError(f"StepResult.duration_ms must be >= 0, got {self.duration_ms}")
-        if len(self.output.encode("utf-8")) >= MAX_OUTPUT_BYTES:
+        if not _fits(self.output) and len(self.output.encode("utf-8")) >= MAX_OUTPUT_BYTES:
             raise ValueError("StepResult.output must be under 50 KB; use truncate_output()")
 
 
@@ -174,8 +174,15 @@ def short_name(engine_id: str) -> str:
     return name if ENGINE_SHORT_RE.match(name) else "engine"
 
 
+def _fits(text: str) -> bool:
+    """ASCII text shorter than :data:`MAX_OUTPUT_BYTES` (known without encoding it)."""
+    return text.isascii() and len(text) < MAX_OUTPUT_BYTES
+
+
 def truncate_output(text: str) -> str:
     """``text`` cut to fit a StepResult, with a visible marker when something was cut."""
+    if _fits(text):
+        return text
     data = text.encode("utf-8")
     if len(data) < MAX_OUTPUT_BYTES:
         return text

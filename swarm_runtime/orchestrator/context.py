@@ -334,6 +334,8 @@ class ContextMaker:
         self.spec = spec
         """The run's ``spec.json`` document: one dict, handed to every step."""
         self._run_bases: dict[str, Path] = {}
+        self._fields: dict[tuple[str, str], dict[str, tuple[str, ...]]] = {}
+        """Each step's handoff fields, made once per run (they come from its spec)."""
 
     def make(
         self, flow: FlowSpec, step: StepSpec, iteration: int, rendered: RenderedHistory, user: str
@@ -343,6 +345,9 @@ class ContextMaker:
         run_base = self._run_bases.get(flow.key)
         if run_base is None:
             run_base = self._run_bases[flow.key] = self.layout.flow_base(flow.key)
+        fields = self._fields.get((flow.key, step.id))
+        if fields is None:
+            fields = self._fields[(flow.key, step.id)] = handoff_fields(flow, step)
         return StepContext(
             repo_root=self.repo_root,
             run_id=self.layout.run_id,
@@ -357,7 +362,7 @@ class ContextMaker:
             history=rendered.items,
             run_base=run_base,
             iteration=iteration,
-            handoff_fields=handoff_fields(flow, step),
+            handoff_fields=fields,
             routing_kind=step.routing.kind,
             prompt=Prompt(system, user),
             tools=step.tools or (),

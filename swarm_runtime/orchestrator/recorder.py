@@ -83,6 +83,7 @@ from swarm_runtime.storage.lock import RunLock
 from swarm_runtime.storage.store import (
     EventLog,
     dump_json,
+    dump_json_bytes,
     encode_line,
     encode_line_bytes,
     preserve_previous,
@@ -451,7 +452,7 @@ class RunRecorder:
 
     def append_history(self, item: HistoryItem) -> None:
         """Journal a completed step's output, so a resumed run's prompts see it."""
-        line = encode_line(
+        line = encode_line_bytes(
             {
                 "agent_key": item.agent_key,
                 "flow_key": item.flow_key,
@@ -462,13 +463,14 @@ class RunRecorder:
         )
         if self._history is None:
             self._history = EventLog(self._history_path, durable=self.durable)
-        self.credentials.check(line, self._history_path)
-        size = byte_size(line)
+        if self.credentials:
+            self.credentials.check(line.decode("utf-8"), self._history_path)
+        size = len(line)
         self.dir_size.make_room(self._history_path, size)
         self._history.append_line(line)
         self.dir_size.wrote(self._history_path, size)
         self._history_items += 1
-        self._history_hash.update(line.encode("utf-8"))
+        self._history_hash.update(line)
 
     def append_journal(self, name: str, entries: list[dict[str, Any]]) -> None:
         """Append a step's lines to a journal, before its checkpoint counts them."""
@@ -539,7 +541,7 @@ class RunRecorder:
 
         ``document``: the checkpoint (:meth:`Checkpoint.capture`), or its text.
         """
-        text = document if isinstance(document, str) else dump_json(document)
+        text = document if isinstance(document, str) else dump_json_bytes(document)
         self._write(self._checkpoint_path, text)
 
     def write_step(
@@ -560,11 +562,11 @@ class RunRecorder:
             else encode_line_bytes(line)
             for line in lines
         )
-        receipt_text = dump_json(receipt)
+        receipt_text = dump_json_bytes(receipt)
         # Both are checked before either is written: a refusal leaves neither behind.
         if self.credentials:
             self.credentials.check(transcript.decode("utf-8"), transcript_path)
-        self.credentials.check(receipt_text, receipt_path)
+            self.credentials.check(receipt_text.decode("utf-8"), receipt_path)
         if iteration:  # the step ran before in this run: keep its files as ~n
             preserve_previous(receipt_path, first=iteration)
             preserve_previous(transcript_path, first=iteration)

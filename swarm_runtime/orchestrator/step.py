@@ -251,6 +251,8 @@ class StepRunner:
         self.contexts = ContextMaker(
             prompts=prompts, layout=recorder.layout, repo_root=settings.repo_root, spec=self.spec
         )
+        self._files: dict[tuple[str, str, str], tuple[str, str]] = {}
+        """Each step's receipt and transcript paths, per engine: named once per run."""
         self.caller = EngineCaller(
             recorder=recorder,
             control=control,
@@ -385,9 +387,13 @@ class StepRunner:
 
     def _write(self, receipt: Receipt, made: Execution, user: str) -> None:
         flow, step = made.flow, made.step
-        receipt_path, transcript_path = self.recorder.layout.step_files(
-            flow.key, step.id, step.primary_agent, made.engine.engine_short
-        )
+        short = made.engine.engine_short
+        files = self._files.get((flow.key, step.id, short))
+        if files is None:
+            files = self._files[(flow.key, step.id, short)] = self.recorder.layout.step_files(
+                flow.key, step.id, step.primary_agent, short
+            )
+        receipt_path, transcript_path = files
         started_ts, completed_ts = receipt.started_at, receipt.completed_at
         asked = made.call.outcome.prompt
         system = asked.system if asked is not None else self.prompts.system(flow, step)

@@ -115,6 +115,11 @@ def dump_json(document: Any, *, pretty: bool = False) -> str:
     return _format(_encode(document), indent=2 if pretty else 0).decode("utf-8") + "\n"
 
 
+def dump_json_bytes(document: Any) -> bytes:
+    """``dump_json(document)`` as the bytes written (a receipt, the checkpoint)."""
+    return _format(_encode(document), indent=0) + b"\n"
+
+
 def json_escape(text: str) -> str:
     """``text`` as the inside of a JSON string, exactly as the encoder writes it."""
     return _encode(text)[1:-1].decode("utf-8")
@@ -212,12 +217,12 @@ class EventLog:
         """Write one event as one line."""
         self.append_line(encode_line(event))
 
-    def append_line(self, line: str) -> None:
+    def append_line(self, line: str | bytes) -> None:
         """Write encoded lines (each ending in a newline) whole, or not at all."""
         fd = self._fd
         if fd is None:
             raise StorageError(f"{self.path} is closed")
-        data = line.encode("utf-8")
+        data = line if isinstance(line, bytes) else line.encode("utf-8")
         try:
             written = _write(fd, data)
             while written < len(data):
