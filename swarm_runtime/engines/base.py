@@ -12,6 +12,7 @@ import abc
 import hashlib
 import json
 import re
+import threading
 from pathlib import Path
 from typing import Any, Literal
 
@@ -131,7 +132,10 @@ class StepResult(Record):
 
 _SORTED_JSON = msgspec.json.Encoder(order="sorted")
 MAX_KEPT_DIGEST_STARTS = 512
-"""Request digests begun per engine (a step's prompt before its history): the oldest go."""
+"""Request digests begun (a step's request before its user prompt), kept for the process:
+the oldest go first."""
+_digest_starts: dict[tuple[str, str, str, tuple[str, ...]], Any] = {}
+_keeping = threading.Lock()
 
 
 def request_digest(body: Any) -> str:
@@ -344,19 +348,18 @@ class StepEngine(abc.ABC):
             return request_digest(self.request_body(ctx))
         prompt = ctx.prompt
         system, user = (prompt.system, prompt.user) if prompt is not None else ("", "")
-        kept: dict[tuple[str, str, str, tuple[str, ...]], Any]
-        kept = self.__dict__.setdefault("_digest_starts", {})
         key = (self.engine_id, ctx.call, system, ctx.tools)
-        start = kept.get(key)
+        start = _digest_starts.get(key)  # by what it hashed: any run's engine may use it
         if start is None:
             body = {**self.request_body(ctx), "user": ""}
             encoded = _SORTED_JSON.encode(body) if _plain(body) else b""
             if not encoded.endswith(b',"user":""}'):  # "user" is the body's last key
                 return request_digest(self.request_body(ctx))
             start = hashlib.sha256(encoded[:-3])  # up to '"user":'
-            if len(kept) >= MAX_KEPT_DIGEST_STARTS:
-                del kept[next(iter(kept))]
-            kept[key] = start
+            with _keeping:
+                if len(_digest_starts) >= MAX_KEPT_DIGEST_STARTS:
+                    del _digest_starts[next(iter(_digest_starts))]
+                _digest_starts[key] = start
         digest = start.copy()
         digest.update(json_string(user))
         digest.update(b"}")
