@@ -219,8 +219,15 @@ class RunListeners:
         """Plugins that raised: they hear no more of this run."""
         self._impls: dict[str, list[pluggy.HookImpl]] = {}
 
+    @property
+    def hear_events(self) -> bool:
+        """Whether any listener hears ``swarm_event`` (an event need not be made for none)."""
+        return bool(self._listening("swarm_event"))
+
     def event(self, event: dict[str, Any], run_dir: Path) -> None:
         """``swarm_event`` of every listener."""
+        if not self._listening("swarm_event"):
+            return
         where = f"event {event.get('seq')} ({event.get('kind')}) of run {run_dir.name}"
         self._call(
             "swarm_event", where, {"event": event, "run_dir": run_dir, "followed": self.followed}
@@ -228,6 +235,8 @@ class RunListeners:
 
     def step_result(self, run_dir: Path, flow_key: str, result: StepResult) -> None:
         """``swarm_step_result`` of every listener."""
+        if not self._listening("swarm_step_result"):
+            return
         where = f"the result of {flow_key}/{result.step_id} in run {run_dir.name}"
         self._call(
             "swarm_step_result", where, {"run_dir": run_dir, "flow_key": flow_key, "result": result}
@@ -238,11 +247,14 @@ class RunListeners:
         where = f"the end of run {outcome.run_id}"
         self._call("swarm_run_end", where, {"outcome": outcome, "followed": self.followed})
 
-    def _call(self, hook: str, where: str, arguments: dict[str, Any]) -> None:
+    def _listening(self, hook: str) -> list[pluggy.HookImpl]:
         impls = self._impls.get(hook)
         if impls is None:  # the listeners of the run are those there when it first calls
             impls = self._impls[hook] = self.plugins.implementations(hook)
-        for impl in impls:
+        return impls
+
+    def _call(self, hook: str, where: str, arguments: dict[str, Any]) -> None:
+        for impl in self._listening(hook):
             name = impl.plugin_name
             if name in self._deaf:
                 continue

@@ -24,13 +24,23 @@ def system_clock() -> datetime:
     return datetime.now(UTC)
 
 
+_minute: tuple[tuple[int, int, int, int, int], str] = ((0, 0, 0, 0, 0), "")
+"""The last minute formatted, ``YYYY-MM-DDTHH:MM:``: a step formats several moments of it."""
+
+
 def format_ts(moment: datetime) -> str:
     """Format an aware datetime as ``YYYY-MM-DDTHH:MM:SS.ffffffZ``."""
+    global _minute
     if moment.tzinfo is not UTC:
         if moment.tzinfo is None:
             raise ValueError("timestamps must be timezone-aware")
         moment = moment.astimezone(UTC)
-    return moment.isoformat(timespec="microseconds")[:-6] + "Z"  # drop the "+00:00"
+    minute = (moment.year, moment.month, moment.day, moment.hour, moment.minute)
+    kept, prefix = _minute  # read once: another thread may put another minute there
+    if kept != minute:
+        prefix = moment.isoformat()[:17]
+        _minute = (minute, prefix)
+    return f"{prefix}{moment.second:02d}.{moment.microsecond:06d}Z"
 
 
 def parse_ts(text: str) -> datetime:

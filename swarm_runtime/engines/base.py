@@ -12,6 +12,7 @@ import abc
 import hashlib
 import json
 import re
+import threading
 from pathlib import Path
 from typing import Any, Literal
 
@@ -20,6 +21,7 @@ import msgspec
 from swarm_runtime.documents.run_events import Log, ToolEnd, ToolStart
 from swarm_runtime.ids import ENGINE_SHORT_RE
 from swarm_runtime.record import Record, field
+from swarm_runtime.storage.store import json_string
 
 DEFAULT_TIMEOUT_S = 300.0
 """How long one engine call of a step may take in all, in every mode, unless the step's
@@ -124,11 +126,16 @@ class StepResult(Record):
             raise ValueError(f"StepResult.status {self.status!r} is not succeeded|failed|skipped")
         if self.duration_ms < 0:
             raise ValueError(f"StepResult.duration_ms must be >= 0, got {self.duration_ms}")
-        if len(self.output.encode("utf-8")) >= MAX_OUTPUT_BYTES:
+        if not _fits(self.output) and len(self.output.encode("utf-8")) >= MAX_OUTPUT_BYTES:
             raise ValueError("StepResult.output must be under 50 KB; use truncate_output()")
 
 
 _SORTED_JSON = msgspec.json.Encoder(order="sorted")
+MAX_KEPT_DIGEST_STARTS = 512
+"""Request digests begun (a step's request before its user prompt), kept for the process:
+the oldest go first."""
+_digest_starts: dict[tuple[str, str, str, tuple[str, ...]], Any] = {}
+_keeping = threading.Lock()
 
 
 def request_digest(body: Any) -> str:
@@ -171,8 +178,15 @@ def short_name(engine_id: str) -> str:
     return name if ENGINE_SHORT_RE.match(name) else "engine"
 
 
+def _fits(text: str) -> bool:
+    """ASCII text shorter than :data:`MAX_OUTPUT_BYTES` (known without encoding it)."""
+    return text.isascii() and len(text) < MAX_OUTPUT_BYTES
+
+
 def truncate_output(text: str) -> str:
     """``text`` cut to fit a StepResult, with a visible marker when something was cut."""
+    if _fits(text):
+        return text
     data = text.encode("utf-8")
     if len(data) < MAX_OUTPUT_BYTES:
         return text
@@ -325,8 +339,31 @@ class StepEngine(abc.ABC):
         }
 
     def request_sha256(self, ctx: StepContext) -> str:
-        """The sha256 of :meth:`request_body` (a receipt's ``request_sha256``)."""
-        return request_digest(self.request_body(ctx))
+        """The sha256 of :meth:`request_body` (a receipt's ``request_sha256``).
+
+        For the body above, what comes before the user prompt (its last key) is hashed once
+        per step and kept: a step's digest then reads only the prompt that changed.
+        """
+        if type(self).request_body is not StepEngine.request_body:
+            return request_digest(self.request_body(ctx))
+        prompt = ctx.prompt
+        system, user = (prompt.system, prompt.user) if prompt is not None else ("", "")
+        key = (self.engine_id, ctx.call, system, ctx.tools)
+        start = _digest_starts.get(key)  # by what it hashed: any run's engine may use it
+        if start is None:
+            body = {**self.request_body(ctx), "user": ""}
+            encoded = _SORTED_JSON.encode(body) if _plain(body) else b""
+            if not encoded.endswith(b',"user":""}'):  # "user" is the body's last key
+                return request_digest(self.request_body(ctx))
+            start = hashlib.sha256(encoded[:-3])  # up to '"user":'
+            with _keeping:
+                if len(_digest_starts) >= MAX_KEPT_DIGEST_STARTS:
+                    del _digest_starts[next(iter(_digest_starts))]
+                _digest_starts[key] = start
+        digest = start.copy()
+        digest.update(json_string(user))
+        digest.update(b"}")
+        return str(digest.hexdigest())
 
     def close(self) -> None:  # noqa: B027 - optional hook, not abstract
         """Release resources held across steps; the default holds none."""

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from swarm_runtime.engines.base import (
     DEFAULT_TIMEOUT_S,
     ResultCode,
+    RunEvent,
     StepContext,
     StepEngine,
     StepOutcome,
@@ -218,16 +219,20 @@ class StubEngine(StepEngine):
                 return timed_out
         text, _ = self._reply(ctx, outcome)
         handoff = parse_handoff(text)
-        try:
-            tools = self._tool_calls(ctx, outcome)
-        except Exception as exc:
-            from swarm_runtime.engines.tool_calls import TooManyToolCalls
-            from swarm_runtime.tools.mcp import McpServerError
+        events: list[RunEvent] = []
+        lines: list[dict[str, Any]] = []
+        tool_ms = 0
+        if outcome is not None and outcome.tools:  # no call scripted: no tools to set up
+            try:
+                tools = self._tool_calls(ctx, outcome)
+            except Exception as exc:
+                from swarm_runtime.engines.tool_calls import TooManyToolCalls
+                from swarm_runtime.tools.mcp import McpServerError
 
-            if not isinstance(exc, TooManyToolCalls | McpServerError):
-                raise
-            return stub_failure(ctx, "fatal", str(exc), model=stub_model(self.engine_short))
-        events, lines = tools.events, tools.lines
+                if not isinstance(exc, TooManyToolCalls | McpServerError):
+                    raise
+                return stub_failure(ctx, "fatal", str(exc), model=stub_model(self.engine_short))
+            events, lines, tool_ms = tools.events, tools.lines, tools.tool_ms
         lines.append({"role": "assistant", "content": text})
         code = outcome.code_for(ctx.attempt, "input" in ctx.extra) if outcome else "ok"
         status, error = _status(code, outcome)
@@ -250,7 +255,7 @@ class StubEngine(StepEngine):
             transcript=tuple(lines),
             retry_after_ms=outcome.retry_after_ms if outcome else None,
             cost_usd=0.0,
-            tool_call_ms=tools.tool_ms,
+            tool_call_ms=tool_ms,
         )
 
     def _tool_calls(self, ctx: StepContext, outcome: Outcome | None) -> StepTools:

@@ -334,6 +334,8 @@ class ContextMaker:
         self.spec = spec
         """The run's ``spec.json`` document: one dict, handed to every step."""
         self._run_bases: dict[str, Path] = {}
+        self._fields: dict[tuple[str, str], dict[str, tuple[str, ...]]] = {}
+        """Each step's handoff fields, made once per run (they come from its spec)."""
 
     def make(
         self, flow: FlowSpec, step: StepSpec, iteration: int, rendered: RenderedHistory, user: str
@@ -343,6 +345,9 @@ class ContextMaker:
         run_base = self._run_bases.get(flow.key)
         if run_base is None:
             run_base = self._run_bases[flow.key] = self.layout.flow_base(flow.key)
+        fields = self._fields.get((flow.key, step.id))
+        if fields is None:
+            fields = self._fields[(flow.key, step.id)] = handoff_fields(flow, step)
         return StepContext(
             repo_root=self.repo_root,
             run_id=self.layout.run_id,
@@ -357,7 +362,7 @@ class ContextMaker:
             history=rendered.items,
             run_base=run_base,
             iteration=iteration,
-            handoff_fields=handoff_fields(flow, step),
+            handoff_fields=fields,
             routing_kind=step.routing.kind,
             prompt=Prompt(system, user),
             tools=step.tools or (),
@@ -505,8 +510,10 @@ def cost_of(outcome: StepOutcome, tokens: TokenUsage, cost_usd: float | None) ->
     )
 
 
-def step_timing(span: tuple[datetime, datetime], call: Call) -> Timing:
-    """The ``timing`` of an execution (SPEC §7.2).
+def step_timing(
+    span: tuple[datetime, datetime], call: Call, started_at: str | None = None
+) -> Timing:
+    """The ``timing`` of an execution (SPEC §7.2); ``started_at``: its start, formatted.
 
     ``ioMs`` is the rest of its time (files, events, prompt), retry waits left out.
     """
@@ -514,7 +521,7 @@ def step_timing(span: tuple[datetime, datetime], call: Call) -> Timing:
     duration = ms_between(started, completed)
     tools = min(call.outcome.tool_call_ms, call.llm_ms)
     return Timing(
-        started_at=format_ts(started),
+        started_at=started_at or format_ts(started),
         completed_at=format_ts(completed),
         duration_ms=duration,
         llm_wait_ms=call.llm_ms - tools,

@@ -84,7 +84,9 @@ from swarm_runtime.storage.lock import RunLock
 from swarm_runtime.storage.store import (
     EventLog,
     dump_json,
+    dump_json_bytes,
     encode_line,
+    encode_line_bytes,
     preserve_previous,
     write_text_atomic,
 )
@@ -105,13 +107,15 @@ class DirSize:
         self.grown = 0
         """Bytes written to files that stay (events, journals, step files, artifacts)."""
         self.documents: dict[str, int] = {}
+        self._documents_total = 0
+        """The sum of ``documents``, kept as they are written."""
         self.limit: int | None = None
         """The most bytes the run dir may hold (None: no limit, or no longer enforced)."""
 
     @property
     def total(self) -> int:
         """The bytes written so far."""
-        return self.grown + sum(self.documents.values())
+        return self.grown + self._documents_total
 
     def make_room(self, where: str, size: int) -> None:
         """Refuse (StorageError) a write of ``size`` bytes to ``where`` past the limit."""
@@ -131,6 +135,7 @@ class DirSize:
     def wrote(self, where: str, size: int) -> None:
         """Count a write of ``size`` bytes to ``where``."""
         if where in self.rewritten:
+            self._documents_total += size - self.documents.get(where, 0)
             self.documents[where] = size
         else:
             self.grown += size
@@ -258,8 +263,8 @@ if TYPE_CHECKING:
 ARTIFACT_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 """An artifact's file name: no directories, no leading dot."""
 
-TranscriptLine = dict[str, Any] | str
-"""A transcript line: a mapping, or a string that is already one encoded line."""
+TranscriptLine = dict[str, Any] | str | bytes
+"""A transcript line: a mapping, or a string (or its bytes) that is already one encoded line."""
 
 
 class RunRecorder:
@@ -437,9 +442,10 @@ class RunRecorder:
         self.log.append_line(text)
         self.dir_size.wrote(self._events_path, size)
         state.seq += len(events)
-        if self.listeners is not None:  # each on its own: one that raises is only reported
-            for event in events:
-                self.listeners.event(msgspec.to_builtins(event), self.layout.root)
+        listeners = self.listeners
+        if listeners is not None and listeners.hear_events:  # each on its own: one that
+            for event in events:  # raises is only reported
+                listeners.event(msgspec.to_builtins(event), self.layout.root)
 
     def write_meta(self, summary: RunSummary) -> None:
         """Rewrite ``meta.json`` atomically."""
@@ -447,7 +453,7 @@ class RunRecorder:
 
     def append_history(self, item: HistoryItem) -> None:
         """Journal a completed step's output, so a resumed run's prompts see it."""
-        line = encode_line(
+        line = encode_line_bytes(
             {
                 "agent_key": item.agent_key,
                 "flow_key": item.flow_key,
@@ -458,13 +464,14 @@ class RunRecorder:
         )
         if self._history is None:
             self._history = EventLog(self._history_path, durable=self.durable)
-        self.credentials.check(line, self._history_path)
-        size = byte_size(line)
+        if self.credentials:
+            self.credentials.check(line.decode("utf-8"), self._history_path)
+        size = len(line)
         self.dir_size.make_room(self._history_path, size)
         self._history.append_line(line)
         self.dir_size.wrote(self._history_path, size)
         self._history_items += 1
-        self._history_hash.update(line.encode("utf-8"))
+        self._history_hash.update(line)
 
     def append_journal(self, name: str, entries: list[dict[str, Any]]) -> None:
         """Append a step's lines to a journal, before its checkpoint counts them."""
@@ -535,7 +542,7 @@ class RunRecorder:
 
         ``document``: the checkpoint (:meth:`Checkpoint.capture`), or its text.
         """
-        text = document if isinstance(document, str) else dump_json(document)
+        text = document if isinstance(document, str) else dump_json_bytes(document)
         self._write(self._checkpoint_path, text)
 
     def write_step(
@@ -548,11 +555,19 @@ class RunRecorder:
         iteration: int,
     ) -> None:
         """Write a step execution's transcript and receipt, keeping earlier ones as ``~n``."""
-        transcript = "".join(line if isinstance(line, str) else encode_line(line) for line in lines)
-        receipt_text = dump_json(receipt)
+        transcript = b"".join(
+            line
+            if isinstance(line, bytes)
+            else line.encode("utf-8")
+            if isinstance(line, str)
+            else encode_line_bytes(line)
+            for line in lines
+        )
+        receipt_text = dump_json_bytes(receipt)
         # Both are checked before either is written: a refusal leaves neither behind.
-        self.credentials.check(transcript, transcript_path)
-        self.credentials.check(receipt_text, receipt_path)
+        if self.credentials:
+            self.credentials.check(transcript.decode("utf-8"), transcript_path)
+            self.credentials.check(receipt_text.decode("utf-8"), receipt_path)
         if iteration:  # the step ran before in this run: keep its files as ~n
             preserve_previous(receipt_path, first=iteration)
             preserve_previous(transcript_path, first=iteration)
@@ -563,12 +578,12 @@ class RunRecorder:
         """A transcript of its own (a navigator call's), checked for credentials."""
         self._write(path, "".join(encode_line(line) for line in lines))
 
-    def _write(self, path: str | Path, text: str, *, checked: bool = False) -> None:
+    def _write(self, path: str | Path, text: str | bytes, *, checked: bool = False) -> None:
         """Every run document is written here: scanned for credentials, then atomically."""
-        if not checked:
-            self.credentials.check(text, str(path))
+        if not checked and self.credentials:
+            self.credentials.check(text if isinstance(text, str) else text.decode(), str(path))
         self.lock.check()
-        where, size = str(path), byte_size(text)
+        where, size = str(path), len(text) if isinstance(text, bytes) else byte_size(text)
         self.dir_size.make_room(where, size)
         write_text_atomic(path, text, durable=self.durable)
         self.dir_size.wrote(where, size)

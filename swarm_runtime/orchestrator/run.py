@@ -502,9 +502,15 @@ class RunLifecycle:
                     self.state.status, self.state.error = "failed", spent
                     return False
             end = part.end if not frames else frames[-1].only_step
-            self._timing = (flow.key, self.clock(), 0)
+            began = self.clock()
+            self._timing = (flow.key, began, 0)
             nxt = self.steps.run(
-                flow, flow.step(current), end, blocked=blocked, external_input=external_input
+                flow,
+                flow.step(current),
+                end,
+                blocked=blocked,
+                external_input=external_input,
+                started=began,
             )
             blocked = external_input = None
             self._count_time()

@@ -60,6 +60,7 @@ from swarm_runtime.orchestrator.recorder import (
 from swarm_runtime.orchestrator.routing import Injections, NavigatorCall, NavigatorRoute, StepRouter
 from swarm_runtime.orchestrator.state import BudgetCheck, Next, RunState, declared
 from swarm_runtime.record import Record, replace
+from swarm_runtime.storage.store import message_line, stamped_line
 from swarm_runtime.timeutil import Clock, format_ts, ms_between, parse_ts
 
 
@@ -89,10 +90,12 @@ class StepLog:
         role: str,
         agents: Sequence[str],
         index: int,
+        ts: str | None = None,
     ) -> int:
         """``step_start`` of a new execution, counted in the run's totals and its flow's.
 
         Returns the execution's iteration (its number among the step's in its flow).
+        ``ts``: its start as formatted already, when it was.
         """
         iteration = self.state.next_iteration(step.flow_key, step.step_id)
         self.state.totals.executed += 1
@@ -108,7 +111,7 @@ class StepLog:
             flow_key=step.flow_key,
             step_id=step.step_id,
             agent_key=step.agent_key,
-            ts=format_ts(step.started),
+            ts=ts or format_ts(step.started),
         )
         self.open_step = step
         return iteration
@@ -166,6 +169,7 @@ class StepLog:
         """
         step = self._open()
         recorder = self.recorder
+        ts = ts or format_ts(recorder.clock())  # one write: one moment for all its events
         payloads = [
             StepEnd(status=status, duration_ms=duration_ms, engine=step.engine_id),
             *routing,
@@ -265,6 +269,8 @@ class StepRunner:
         self.contexts = ContextMaker(
             prompts=prompts, layout=recorder.layout, repo_root=settings.repo_root, spec=self.spec
         )
+        self._files: dict[tuple[str, str, str], tuple[str, str]] = {}
+        """Each step's receipt and transcript paths, per engine: named once per run."""
         self.caller = EngineCaller(
             recorder=recorder,
             control=control,
@@ -283,18 +289,20 @@ class StepRunner:
         *,
         blocked: BlockedStep | None = None,
         external_input: str | None = None,
+        started: datetime | None = None,
     ) -> Next | None:
         """Run ``step`` once; where the run goes next, or None when the step failed the run.
 
         ``blocked`` re-invokes a step that answered ``blocked``: it is still open (no new
         ``step_start``) and keeps its iteration; ``external_input`` is what it waited for.
-        Raises :class:`Blocked` when the engine answers ``blocked``.
+        ``started``: when it began, if read already. Raises :class:`Blocked` on ``blocked``.
         """
         engine = self.engine_for(flow, step)
         rendered = self.state.history.render()
         facts = self.state.facts.prompt_section(self.state.history.budget.total_chars // 4)
         user = self.prompts.user(rendered, external_input, facts)
-        iteration, started = self._open(flow, step, engine, blocked)
+        started = started or self.settings.clock()
+        iteration, started_at = self._open(flow, step, engine, blocked, started)
         ctx = self.contexts.make(flow, step, iteration, rendered, user)
         if external_input is not None:
             ctx = replace(ctx, extra={**ctx.extra, "input": external_input})
@@ -307,7 +315,7 @@ class StepRunner:
         if call.error is None and outcome.result_code == "blocked":
             self._block(outcome, iteration)
         kept = self.recorder.write_artifacts(flow.key, step.id, iteration, outcome.result.artifacts)
-        span = step_timing((started, completed), call)
+        span = step_timing((started, completed), call, started_at)
         made = Execution(
             self.recorder.run_id, flow, step, engine, call, iteration, rendered, span, list(kept)
         )
@@ -380,23 +388,29 @@ class StepRunner:
     # -- before the call -----------------------------------------------------------------
 
     def _open(
-        self, flow: FlowSpec, step: StepSpec, engine: StepEngine, blocked: BlockedStep | None
-    ) -> tuple[int, datetime]:
-        """Open the execution: its iteration, and when it started.
+        self,
+        flow: FlowSpec,
+        step: StepSpec,
+        engine: StepEngine,
+        blocked: BlockedStep | None,
+        started: datetime,
+    ) -> tuple[int, str]:
+        """Open the execution: its iteration, and ``started`` formatted.
 
         A new one gets its ``step_start``; a ``blocked`` step re-invoked is still open
         and keeps its iteration.
         """
+        started_at = format_ts(started)
         if blocked is None:
-            started = self.settings.clock()
             iteration = self.log.start(
                 OpenStep(flow.key, step.id, step.primary_agent, started, engine.engine_id),
                 role=step.role,
                 agents=step.agents,
                 index=flow.index_of(step.id) + 1,
+                ts=started_at,
             )
-            return iteration, started
-        iteration, started = blocked.iteration, self.settings.clock()
+            return iteration, started_at
+        iteration = blocked.iteration
         self.log.reopen(
             OpenStep(
                 flow.key,
@@ -406,23 +420,27 @@ class StepRunner:
                 engine.engine_id,
             )
         )
-        return iteration, started
+        return iteration, started_at
 
     # -- after the call ------------------------------------------------------------------
 
     def _write(self, receipt: Receipt, made: Execution, user: str) -> None:
         flow, step = made.flow, made.step
-        receipt_path, transcript_path = self.recorder.layout.step_files(
-            flow.key, step.id, step.primary_agent, made.engine.engine_short
-        )
+        short = made.engine.engine_short
+        files = self._files.get((flow.key, step.id, short))
+        if files is None:
+            files = self._files[(flow.key, step.id, short)] = self.recorder.layout.step_files(
+                flow.key, step.id, step.primary_agent, short
+            )
+        receipt_path, transcript_path = files
         started_ts, completed_ts = receipt.started_at, receipt.completed_at
         asked = made.call.outcome.prompt
         system = asked.system if asked is not None else self.prompts.system(flow, step)
         lines: list[TranscriptLine] = [
-            {"content": system, "role": "system", "timestamp": started_ts},
-            {"content": asked.user if asked else user, "role": "user", "timestamp": started_ts},
+            message_line(system, "system", started_ts),
+            message_line(asked.user if asked else user, "user", started_ts),
         ]
-        lines.extend({"timestamp": completed_ts, **line} for line in made.call.outcome.transcript)
+        lines.extend(stamped_line(line, completed_ts) for line in made.call.outcome.transcript)
         self.recorder.write_step(
             receipt_path, transcript_path, receipt, lines, iteration=made.iteration
         )

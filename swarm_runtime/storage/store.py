@@ -51,6 +51,47 @@ def encode_line(value: Any) -> str:
     return _format(_encode(value), indent=0).decode("utf-8") + "\n"
 
 
+def encode_line_bytes(value: Any) -> bytes:
+    """:func:`encode_line` as the bytes written."""
+    return _format(_encode(value), indent=0) + b"\n"
+
+
+_last_string: tuple[str, bytes] = ("", b'""')
+
+
+def json_string(text: str) -> bytes:
+    """``text`` as a JSON string, as the encoder writes it in a document or a line.
+
+    The last one asked is kept: a step's user prompt is encoded for its request digest,
+    then again for its transcript.
+    """
+    global _last_string
+    last, data = _last_string
+    if last is not text:
+        data = _encode(text)
+        _last_string = (text, data)
+    return data
+
+
+def message_line(content: str, role: str, timestamp: str) -> bytes:
+    """``encode_line({"content": …, "role": …, "timestamp": …})``, as bytes.
+
+    A transcript's message line, built around the encoded strings: a prompt or a reply of
+    many KiB is not read again to lay out a line it has no structure in.
+    """
+    return b"".join(
+        (
+            b'{"content": ',
+            json_string(content),
+            b', "role": ',
+            _encode(role),
+            b', "timestamp": ',
+            _encode(timestamp),
+            b"}\n",
+        )
+    )
+
+
 def encoded(line: str) -> Any:
     """A line :func:`encode_line` wrote, to stand in a document as the value it encodes.
 
@@ -60,9 +101,23 @@ def encoded(line: str) -> Any:
     return msgspec.Raw(line.rstrip("\n").encode("utf-8"))
 
 
+def stamped_line(line: Mapping[str, Any], timestamp: str) -> bytes:
+    """``encode_line({"timestamp": timestamp, **line})`` as bytes: a transcript line."""
+    if len(line) == 2:
+        content, role = line.get("content"), line.get("role")
+        if type(content) is str and type(role) is str:
+            return message_line(content, role, timestamp)
+    return encode_line_bytes({"timestamp": timestamp, **line})
+
+
 def dump_json(document: Any, *, pretty: bool = False) -> str:
     """The JSON text of a run document with sorted keys and a trailing newline."""
     return _format(_encode(document), indent=2 if pretty else 0).decode("utf-8") + "\n"
+
+
+def dump_json_bytes(document: Any) -> bytes:
+    """``dump_json(document)`` as the bytes written (a receipt, the checkpoint)."""
+    return _format(_encode(document), indent=0) + b"\n"
 
 
 def json_escape(text: str) -> str:
@@ -70,11 +125,11 @@ def json_escape(text: str) -> str:
     return _encode(text)[1:-1].decode("utf-8")
 
 
-def write_text_atomic(path: StrPath, text: str, *, durable: bool = False) -> None:
-    """Write ``text`` to ``path`` so that readers see all of it or none."""
+def write_text_atomic(path: StrPath, text: str | bytes, *, durable: bool = False) -> None:
+    """Write ``text`` (or its UTF-8 bytes) to ``path`` so that readers see all of it or none."""
     target = os.fspath(path)
     tmp = f"{target}.{_PID}.{next(_tmp_counter)}.tmp"  # same directory, so replace is atomic
-    data = text.encode("utf-8")
+    data = text if isinstance(text, bytes) else text.encode("utf-8")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
@@ -162,12 +217,12 @@ class EventLog:
         """Write one event as one line."""
         self.append_line(encode_line(event))
 
-    def append_line(self, line: str) -> None:
+    def append_line(self, line: str | bytes) -> None:
         """Write encoded lines (each ending in a newline) whole, or not at all."""
         fd = self._fd
         if fd is None:
             raise StorageError(f"{self.path} is closed")
-        data = line.encode("utf-8")
+        data = line if isinstance(line, bytes) else line.encode("utf-8")
         try:
             written = _write(fd, data)
             while written < len(data):

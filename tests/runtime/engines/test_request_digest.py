@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 from typing import Any
 
 import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from swarm_runtime.engines.base import request_digest
+from swarm_runtime.engines.base import Prompt, StepContext, request_digest
+from swarm_runtime.engines.stub import StubEngine
 
 ANY_SPEED = settings(deadline=None, max_examples=400)
 
@@ -60,3 +62,33 @@ def test_floats_and_int_keys_are_digested_as_the_stdlib_writes_them() -> None:
         {"big": 2**64},
     ):
         assert request_digest(body) == hashlib.sha256(_stdlib(body)).hexdigest(), body
+
+
+@ANY_SPEED
+@given(st.lists(st.tuples(TEXT, TEXT, st.lists(TEXT, max_size=2), st.booleans()), max_size=6))
+def test_a_steps_digest_begun_once_is_the_digest_of_its_whole_request(
+    calls: list[tuple[str, str, list[str], bool]],
+) -> None:
+    # The part of the request before the user prompt is hashed once per step and kept;
+    # every call's digest is still the digest of the whole body.
+    engine = StubEngine()
+    for system, user, tools, navigator in calls:
+        ctx = StepContext(
+            repo_root=Path("."),
+            run_id="run-1",
+            flow_key="f",
+            step_id="s",
+            step_index=1,
+            total_steps=1,
+            spec={},
+            flow_title="F",
+            step_role="r",
+            step_agents=("a",),
+            history=(),
+            run_base=Path("."),
+            prompt=Prompt(system, user),
+            tools=tuple(tools),
+            call="navigator" if navigator else "step",
+        )
+        body = engine.request_body(ctx)
+        assert engine.request_sha256(ctx) == hashlib.sha256(_stdlib(body)).hexdigest()

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from swarm_runtime.errors import (
     StorageError,
@@ -19,8 +21,10 @@ from swarm_runtime.storage.store import (
     dump_json,
     encode_line,
     encoded,
+    message_line,
     preserve_previous,
     read_event_log,
+    stamped_line,
     write_json_atomic,
 )
 from tests.conftest import StepClock
@@ -212,3 +216,22 @@ def test_an_encoded_line_stands_in_a_document_as_its_value() -> None:
     event = {"seq": 3, "kind": "step_end", "payload": {"status": "succeeded"}}
     document = {"pending_events": [encoded(encode_line(event))], "next_seq": 4}
     assert json.loads(dump_json(document)) == {"pending_events": [event], "next_seq": 4}
+
+
+TEXT = st.text(st.characters(codec="utf-8"), max_size=40)
+"""Any text UTF-8 can hold: quotes, backslashes, control characters, U+2028, emoji."""
+
+
+@settings(deadline=None, max_examples=400)
+@given(TEXT, TEXT, TEXT, TEXT)
+def test_a_transcript_line_is_the_line_the_encoder_lays_out(
+    content: str, role: str, timestamp: str, other: str
+) -> None:
+    # Message lines are built around their encoded strings, with no layout pass: the same
+    # bytes as encode_line, whatever the text holds.
+    line = {"content": content, "role": role, "timestamp": timestamp}
+    assert message_line(content, role, timestamp) == encode_line(line).encode()
+    reply = {"role": role, "content": content}
+    assert stamped_line(reply, timestamp) == encode_line({"timestamp": timestamp, **reply}).encode()
+    tool = {"role": role, "content": [{"type": other}], "id": other}
+    assert stamped_line(tool, timestamp) == encode_line({"timestamp": timestamp, **tool}).encode()
