@@ -306,14 +306,8 @@ class StepRunner:
         ctx = self.contexts.make(flow, step, iteration, rendered, user)
         if external_input is not None:
             ctx = replace(ctx, extra={**ctx.extra, "input": external_input})
-        call = self.caller.call(engine, ctx, flow, step)
-        completed = self.settings.clock()
+        call, completed = self._call(engine, ctx, flow, step, iteration)
         outcome = call.outcome
-        self._count_call(flow, call)
-        if self.settings.result_observer is not None:
-            self.settings.result_observer(flow.key, outcome.result)
-        if call.error is None and outcome.result_code == "blocked":
-            self._block(outcome, iteration)
         kept = self.recorder.write_artifacts(flow.key, step.id, iteration, outcome.result.artifacts)
         span = step_timing((started, completed), call, started_at)
         made = Execution(
@@ -343,6 +337,19 @@ class StepRunner:
             self._fail(flow, step, receipt.duration_ms, error or "no routing decision")
             return None
         return self._succeed(flow, step, receipt.duration_ms, outcome, iteration, moved)
+
+    def _call(
+        self, engine: StepEngine, ctx: StepContext, flow: FlowSpec, step: StepSpec, iteration: int
+    ) -> tuple[Call, datetime]:
+        """The engine's call and when it ended, counted; :class:`Blocked` on ``blocked``."""
+        call = self.caller.call(engine, ctx, flow, step)
+        completed = self.settings.clock()
+        self._count_call(flow, call)
+        if self.settings.result_observer is not None:
+            self.settings.result_observer(flow.key, call.outcome.result)
+        if call.error is None and call.outcome.result_code == "blocked":
+            self._block(call.outcome, iteration)
+        return call, completed
 
     def _judge(
         self,
