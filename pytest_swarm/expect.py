@@ -316,7 +316,7 @@ class Expectations:
         named = f"{flow}/{step_id}" if flow else step_id
         if not keys:
             listed = ", ".join(f"{f}/{s}" for f, s in ran) or "none"
-            raise VerdictFailed(
+            raise AssertionError(
                 f"step {named!r} did not run in run {self.record.run_id} "
                 f"({self.record.path}); steps that ran: {listed}"
             )
@@ -335,7 +335,7 @@ class Expectations:
             )
         number = execution if execution > 0 else count + 1 + execution
         if not 1 <= number <= count:
-            raise VerdictFailed(
+            raise AssertionError(
                 f"step {key[0]}/{key[1]} ran {count} time(s) in run {self.record.run_id}: "
                 f"there is no execution {execution}"
             )

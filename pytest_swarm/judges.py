@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from pytest_swarm.run_record import RunRecord
     from pytest_swarm.runner import FlowRunner
+    from swarm_runtime.engines.base import StepContext
     from swarm_runtime.flow.registry import FlowRegistry
 
 RUNNER_KEY = pytest.StashKey["FlowRunner"]()
@@ -35,6 +36,13 @@ VERDICT_KEY = pytest.StashKey[bool]()
 
 class JudgementFailed(VerdictFailed):
     """A judge scored a step's reply below its threshold, or gave no score."""
+
+
+class JudgeCallFailed(AssertionError):
+    """A judge's call failed (an API error, a timeout, a replay miss): no verdict was given.
+
+    Not a verdict: a recording the test made is dropped, as after any failed call.
+    """
 
 
 class JudgeVerdict(Record):
@@ -52,6 +60,8 @@ class JudgeVerdict(Record):
     model: str
     tokens: int
     cost_usd: float | None
+    error: str | None = None
+    """Why the judge's call failed, when it did (then it gave no verdict)."""
 
 
 def flow_judgements(record: RunRecord) -> list[tuple[str, int, dict[str, Any]]]:
@@ -107,12 +117,16 @@ def _verdict_line(payload: dict[str, Any], where: str) -> str:
     return f"judge '{payload.get('name')}' on {where} {said}: {payload.get('reason')}"
 
 
-def flow_judges_failed(records: list[RunRecord], flows: FlowRegistry | None) -> str | None:
+def flow_judges_failed(
+    records: list[RunRecord], flows: FlowRegistry | None
+) -> tuple[str, bool] | None:
     """What to fail a test with when its runs' flow judges did not pass; else None.
 
-    A judge passes when the share of its judgements in the test that passed reaches its
-    ``min_pass_rate`` (default 1: every one).
+    With the message: whether it is a verdict (every failing judgement was graded, none is
+    a failed call). A judge passes when the share of its judgements in the test that
+    passed reaches its ``min_pass_rate`` (default 1: every one).
     """
+    verdict = True
     grouped: dict[tuple[str, str], list[tuple[str, dict[str, Any], Path]]] = {}
     for record in records:
         for where, execution, payload in flow_judgements(record):
@@ -129,12 +143,15 @@ def flow_judges_failed(records: list[RunRecord], flows: FlowRegistry | None) -> 
         for spot, payload, run_dir in judged:
             if not payload.get("passed"):
                 lines += [_verdict_line(payload, spot), f"  run dir: {run_dir}"]
+                verdict = verdict and not payload.get("error")
         if required < 1:
             lines.append(
                 f"judge '{name}' on {where} passed {passed} of {len(judged)}, below its "
                 f"min_pass_rate {required:g}"
             )
-    return "swarm: a judge did not pass:\n  " + "\n  ".join(lines) if lines else None
+    if not lines:
+        return None
+    return "swarm: a judge did not pass:\n  " + "\n  ".join(lines), verdict
 
 
 def _min_pass_rate(flows: FlowRegistry | None, where: str, name: str) -> float:
@@ -156,6 +173,8 @@ class SwarmJudge:
 
     def __init__(self, runner: FlowRunner) -> None:
         self.runner = runner
+        self._asked: set[tuple[str, str, str, int, str]] = set()
+        """(run, flow, step, execution, judge) already graded: each names one cassette."""
 
     def __call__(
         self,
@@ -176,8 +195,21 @@ class SwarmJudge:
         __tracebackhide__ = True
         judge = _judge_spec(name, rubric, threshold, engine)
         chosen = Expectations(record).step(step, execution)
+        asked = (record.run_id, chosen.flow_key, chosen.step_id, chosen.execution, name)
+        if asked in self._asked:
+            raise ValueError(
+                f"swarm_judge: judge {name!r} already graded {chosen.flow_key}/{chosen.step_id} "
+                f"(execution {chosen.execution}) of this run: give each judge of a step its "
+                "own name= (the name names its cassette)"
+            )
+        self._asked.add(asked)
         verdict = self._grade(record, chosen, judge)
         self.runner.verdicts.append(verdict)
+        if verdict.error is not None:
+            raise JudgeCallFailed(
+                f"judge '{name}' on {verdict.flow}/{verdict.step} (execution {verdict.execution}) "
+                f"gave no verdict: {verdict.error}\n  run dir: {record.path}"
+            )
         if check and not verdict.passed:
             where = f"{verdict.flow}/{verdict.step} (execution {verdict.execution})"
             raise JudgementFailed(
@@ -195,17 +227,53 @@ class SwarmJudge:
         return verdict
 
     def _grade(self, record: RunRecord, chosen: StepExpectations, judge: Any) -> JudgeVerdict:
-        from swarm_runtime.engines.base import StepContext
-        from swarm_runtime.orchestrator.judging import judge_agent, judge_prompt, score_of
+        from swarm_runtime.errors import SwarmError
+        from swarm_runtime.orchestrator.judging import call_failure, score_of
 
         __tracebackhide__ = True
         runner = self.runner
-        flow = runner.flows.get(chosen.flow_key)
-        spec = next(s for s in flow.steps if s.id == chosen.step_id)
         engine_id = judge.engine or str(chosen.receipt.get("engine") or runner.engine.engine_id)
-        prompt = judge_prompt(flow, spec, judge, chosen.reply, chosen.receipt.get("handoff"))
-        ctx = StepContext(
-            repo_root=runner.repo_root,
+        ctx = self._context(record, chosen, judge)
+        try:
+            answer, cassettes, before = runner.call_engine(record, engine_id, ctx)
+        except SwarmError as exc:  # a replay miss: said as the run's own misses are
+            runner.on_miss()
+            pytest.fail(f"swarm: judge '{judge.name}': {exc}", pytrace=False)
+        if cassettes is not None and len(cassettes.divergences) > before:
+            runner.on_miss()
+            pytest.fail(
+                f"swarm: the replay of judge '{judge.name}' diverged from its recording\n\n"
+                + "\n\n".join(cassettes.divergences[before:]),
+                pytrace=False,
+            )
+        runner.count_call(answer.tokens.total, answer.cost_usd)
+        error = call_failure(answer)
+        score, reason = (None, error) if error is not None else score_of(answer.handoff)
+        return JudgeVerdict(
+            name=judge.name,
+            flow=ctx.flow_key,
+            step=ctx.step_id,
+            execution=chosen.execution,
+            score=score,
+            threshold=judge.threshold,
+            passed=score is not None and score >= judge.threshold,
+            reason=reason,
+            engine=engine_id,
+            model=answer.model,
+            tokens=answer.tokens.total,
+            cost_usd=answer.cost_usd,
+            error=error,
+        )
+
+    def _context(self, record: RunRecord, chosen: StepExpectations, judge: Any) -> StepContext:
+        """The judge's call, as the engine is given it: the step's, as a judge's."""
+        from swarm_runtime.engines.base import StepContext
+        from swarm_runtime.orchestrator.judging import judge_agent, judge_prompt
+
+        flow = self.runner.flows.get(chosen.flow_key)
+        spec = next(s for s in flow.steps if s.id == chosen.step_id)
+        return StepContext(
+            repo_root=self.runner.repo_root,
             run_id=record.run_id,
             flow_key=flow.key,
             step_id=spec.id,
@@ -219,37 +287,10 @@ class SwarmJudge:
             run_base=record.path / flow.key,
             iteration=chosen.execution - 1,
             call="judge",
-            prompt=prompt,
+            prompt=judge_prompt(flow, spec, judge, chosen.reply, chosen.receipt.get("handoff")),
             handoff_fields={"score": (), "reason": ()},
             routing_kind="judge",
             extra={"judge": judge.name},
-        )
-        answer, cassettes, before = runner.call_engine(record, engine_id, ctx)
-        if cassettes is not None and len(cassettes.divergences) > before:
-            pytest.fail(
-                f"swarm: the replay of judge '{judge.name}' diverged from its recording\n\n"
-                + "\n\n".join(cassettes.divergences[before:]),
-                pytrace=False,
-            )
-        runner.count_call(answer.tokens.total, answer.cost_usd)
-        if answer.result.status != "succeeded" or answer.result_code != "ok":
-            failed = answer.result.error or answer.result_code
-            score, reason = None, f"the judge's call failed ({answer.result_code}): {failed}"
-        else:
-            score, reason = score_of(answer.handoff)
-        return JudgeVerdict(
-            name=judge.name,
-            flow=flow.key,
-            step=spec.id,
-            execution=chosen.execution,
-            score=score,
-            threshold=judge.threshold,
-            passed=score is not None and score >= judge.threshold,
-            reason=reason,
-            engine=engine_id,
-            model=answer.model,
-            tokens=answer.tokens.total,
-            cost_usd=answer.cost_usd,
         )
 
 
@@ -263,8 +304,15 @@ def _judge_spec(name: str, rubric: str, threshold: float, engine: str | None) ->
             f"swarm_judge(name={name!r}): a judge's name must match {STEP_ID_RE.pattern} "
             "(it names the judge's cassette)"
         )
+    from swarm_runtime.flow.judge_reader import MAX_RUBRIC_CHARS
+
     if not isinstance(rubric, str) or not rubric.strip():
         raise ValueError("swarm_judge(rubric=...): the rubric must be a non-empty string")
+    if len(rubric) > MAX_RUBRIC_CHARS:
+        raise ValueError(
+            f"swarm_judge(rubric=...): a rubric may be {MAX_RUBRIC_CHARS} characters at most, "
+            f"got {len(rubric)}"
+        )
     if isinstance(threshold, bool) or not isinstance(threshold, int | float):
         raise ValueError(f"swarm_judge(threshold={threshold!r}): a number from 0 to 1")
     if not 0 <= threshold <= 1:

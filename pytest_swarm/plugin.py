@@ -206,8 +206,8 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
 
             failed = flow_judges_failed(runner.records, runner.flows)
             if failed:
-                item.stash[VERDICT_KEY] = True
-                pytest.fail(failed, pytrace=False)
+                item.stash[VERDICT_KEY] = failed[1]
+                pytest.fail(failed[0], pytrace=False)
         return result
     finally:
         if guard is not None and guard.attempts:
@@ -219,11 +219,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     """Note how the test's call phase ended, for the fixtures' teardown."""
     report = yield
     if call.when == "call":
-        # A verdict on the output (an expectation, a judge) keeps what the test recorded.
-        verdict = item.stash.get(VERDICT_KEY, False) or (
-            call.excinfo is not None and call.excinfo.errisinstance(VerdictFailed)
-        )
-        item.stash[CALL_PASSED] = report.passed or verdict
+        item.stash[CALL_PASSED] = report.passed or _verdict_only(item, call)
     if report.failed or (report.skipped and item.stash.get(OUTCOME_KEY, "") != "failed"):
         item.stash[OUTCOME_KEY] = report.outcome
     if call.when == "teardown":
@@ -231,12 +227,25 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
+def _verdict_only(item: pytest.Item, call: pytest.CallInfo[None]) -> bool:
+    """Whether the call failed on a verdict about the output alone; its recording is kept.
+
+    A verdict: an expectation or a judge failed, and every run of the test succeeded.
+    """
+    verdict = item.stash.get(VERDICT_KEY, False) or (
+        call.excinfo is not None and call.excinfo.errisinstance(VerdictFailed)
+    )
+    runner = item.stash.get(RUNNER_KEY, None)
+    runs = runner.records if runner is not None else []
+    return verdict and all(record.status == "succeeded" for record in runs)
+
+
 def _log_results(item: pytest.Item) -> None:
     """The test's lines in the session's results file, once it has ended (SPEC §10.8)."""
     runner = item.stash.get(RUNNER_KEY, None)
     log = item.config.stash.get(RESULTS_KEY, None)
-    if runner is None or log is None:
-        return
+    if runner is None or log is None or not (runner.records or runner.verdicts):
+        return  # only a test that ran flows has a line
     try:
         outcome = item.stash.get(OUTCOME_KEY, "passed")
         log.write(item.nodeid, outcome, runner.records, runner.verdicts, runner.flows)

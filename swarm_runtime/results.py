@@ -29,7 +29,7 @@ def append(path: Path, lines: Iterable[dict[str, Any]]) -> None:
         return
     data = text.encode("utf-8")
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         _lock(fd)
         written = 0
@@ -108,7 +108,9 @@ def sessions(lines: Iterable[dict[str, Any]]) -> list[Session]:
             session.tests[str(line.get("test"))] = str(line.get("outcome"))
         else:
             judge = f"{line.get('flow')}/{line.get('step')} {line.get('judge')}"
-            session.judges.setdefault(judge, []).append(bool(line.get("passed")))
+            if line.get("source") == "test":  # a test's own judge: its rubric is the test's
+                judge = f"{judge} ({line.get('test')})"
+            session.judges.setdefault(judge, []).append(line.get("passed") is True)
     return sorted(found.values(), key=lambda s: s.at)
 
 
@@ -127,8 +129,8 @@ def trend(all_sessions: list[Session], last: int) -> tuple[list[Session], list[l
         cells = [
             f"{sum(v)}/{len(v)}" if (v := session.judges.get(judge)) else "-" for session in shown
         ]
-        known = [r for r in rates if r is not None]
-        fell = len(known) >= 2 and known[-1] < known[-2]
+        known = [r for r in rates[:-1] if r is not None]
+        fell = rates[-1] is not None and bool(known) and rates[-1] < known[-1]
         rows.append([judge, *cells, "FELL" if fell else ""])
     return shown, rows
 
@@ -149,7 +151,7 @@ def table(shown: list[Session], rows: list[list[str]]) -> list[str]:
 
 def markdown(shown: list[Session], rows: list[list[str]]) -> str:
     """The trend as a Markdown table, for a pull request comment."""
-    head = ["judge", *(s.label() for s in shown), ""]
+    head = ["judge", *(_cell(s.label()) for s in shown), ""]
     lines = [
         "| " + " | ".join(head) + " |",
         "|" + "---|" * len(head),
@@ -163,7 +165,7 @@ def markdown(shown: list[Session], rows: list[list[str]]) -> str:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
 
 
 def _tests(session: Session) -> str:

@@ -201,6 +201,8 @@ class ReceiptJudgement(Document):
     """Tokens of the judge's call (prompt + completion)."""
     cost_usd: Annotated[float, Meta(ge=0)] | None
     """What the call cost; null when unknown."""
+    error: str | UnsetType = UNSET
+    """Why the judge's call failed, when it did: no verdict was given (score null)."""
 
 
 class Receipt(Document, kw_only=True):

@@ -137,6 +137,8 @@ class Judgement(Payload):
     """The engine that graded."""
     model: str
     """The model it called."""
+    error: str | UnsetType = UNSET
+    """Why the judge's call failed, when it did: no verdict was given (score null)."""
 
 
 class StepEnd(Payload):

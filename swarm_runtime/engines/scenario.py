@@ -19,6 +19,7 @@ from typing import Any
 from swarm_runtime.engines.base import RESULT_CODES
 from swarm_runtime.engines.faults import FaultPlan, read_plan_file, step_names
 from swarm_runtime.errors import ScenarioError
+from swarm_runtime.ids import STEP_ID_RE
 from swarm_runtime.record import Record, field
 
 OUTCOME_KEYS = (
@@ -321,6 +322,10 @@ def _parse_judges(raw: Any, where: str) -> dict[str, dict[str, tuple[JudgeReply,
             )
         replies: dict[str, tuple[JudgeReply, ...]] = {}
         for name, value in judges.items():
+            if not isinstance(name, str) or not STEP_ID_RE.fullmatch(name):
+                raise ScenarioError(
+                    f"{where}.{key}: {name!r} is not a judge name ({STEP_ID_RE.pattern})"
+                )
             items = value if isinstance(value, list) else [value]
             if not items:
                 raise ScenarioError(f"{where}.{key}.{name}: a reply list must not be empty")
@@ -333,18 +338,30 @@ def _parse_judges(raw: Any, where: str) -> dict[str, dict[str, tuple[JudgeReply,
 
 def _judge_reply(raw: Any, where: str) -> JudgeReply:
     if not isinstance(raw, Mapping):
-        return JudgeReply(score=raw)
+        return JudgeReply(score=_judge_score(raw, where))
     unknown = [key for key in raw if key not in JUDGE_REPLY_KEYS]
     if unknown:
         raise ScenarioError(
             f"{where}: unknown key '{unknown[0]}' (allowed: {', '.join(JUDGE_REPLY_KEYS)})"
         )
-    text = raw.get("text")
-    if text is not None and not isinstance(text, str):
-        raise ScenarioError(f"{where}: text must be a string, got {_preview(text)}")
-    return JudgeReply(
-        score=raw.get("score"), reason=str(raw.get("reason", "as the scenario says")), text=text
-    )
+    text, reason = raw.get("text"), raw.get("reason", "as the scenario says")
+    for name, value in (("text", text), ("reason", reason)):
+        if value is not None and not isinstance(value, str):
+            raise ScenarioError(f"{where}: {name} must be a string, got {_preview(value)}")
+    return JudgeReply(score=_judge_score(raw.get("score"), where), reason=reason or "", text=text)
+
+
+def _judge_score(raw: Any, where: str) -> Any:
+    """A scripted score: a finite number (any, to script one out of range), text or null."""
+    import math
+
+    if raw is None or isinstance(raw, str):
+        return raw
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw):
+        raise ScenarioError(
+            f"{where}: a judge's score must be a finite number, text or null, got {_preview(raw)}"
+        )
+    return raw
 
 
 def _plain(raw: Mapping[Any, Any]) -> Any:

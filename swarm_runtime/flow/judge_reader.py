@@ -23,8 +23,14 @@ _NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
 class JudgeReader(NodeReader):
     """Reads ``judges:`` lists."""
 
-    def judges(self, node: yaml.Node, step: str) -> tuple[JudgeSpec, ...] | None:
-        """``judges:``: a non-empty list of judges with distinct names."""
+    def judges(
+        self, node: yaml.Node, step: str, agents: tuple[str, ...] | None = None
+    ) -> tuple[JudgeSpec, ...] | None:
+        """``judges:``: a non-empty list of judges with distinct names.
+
+        A judge's call is made as agent ``judge-<name>``: a step's agent of that name would
+        share its cassettes and transcripts, and is refused.
+        """
         if not isinstance(node, yaml.SequenceNode) or not node.value:
             self.error(
                 "must be a non-empty list of judges, each {name, rubric, threshold}",
@@ -40,6 +46,15 @@ class JudgeReader(NodeReader):
                 self.error(
                     f"judge name '{judge.name}' is given twice; each judge of a step needs "
                     "its own name",
+                    entry,
+                    step=step,
+                    field=f"judges.{judge.name}",
+                )
+                judge = None
+            if judge is not None and f"judge-{judge.name}" in (agents or ()):
+                self.error(
+                    f"judge '{judge.name}' and agent 'judge-{judge.name}' would share their "
+                    "cassettes and transcripts; rename one of them",
                     entry,
                     step=step,
                     field=f"judges.{judge.name}",

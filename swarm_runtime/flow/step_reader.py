@@ -342,7 +342,7 @@ class StepReader(DetourReader, JudgeReader):
             routing = self.routing(fields["routing"], name)
         options = self.options(fields, name)
         detours = self.detours(fields["detours"], name) if "detours" in fields else ()
-        judges = self.judges(fields["judges"], name) if "judges" in fields else ()
+        judges = self.judges(fields["judges"], name, agents) if "judges" in fields else ()
         if step_id is None:
             return None
         # What read well, even after an error: the checks across steps and flows still run

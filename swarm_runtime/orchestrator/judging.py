@@ -87,6 +87,14 @@ def score_of(handoff: dict[str, Any] | None) -> tuple[float | None, str]:
     return float(raw), said or "(the judge gave no reason)"
 
 
+def call_failure(answer: StepOutcome) -> str | None:
+    """Why a judge's call gave no reply to grade (an API error, a timeout), or None."""
+    if answer.result.status == "succeeded" and answer.result_code == "ok":
+        return None
+    failed = answer.result.error or answer.result_code
+    return f"the judge's call failed ({answer.result_code}): {failed}"
+
+
 class JudgeCall:
     """Grades a step's reply with each of its judges and records the calls."""
 
@@ -148,7 +156,7 @@ class JudgeCall:
             tools=(),
             extra={"judge": judge.name},
         )
-        score, reason, answer = self._ask(engine, asked)
+        score, reason, answer, failed = self._ask(engine, asked)
         model, tokens, cost = "unknown", 0, None
         if answer is not None:
             model, tokens, cost = answer.model, answer.tokens.total, answer.cost_usd
@@ -161,27 +169,32 @@ class JudgeCall:
             "engine": engine.engine_id,
             "model": model,
         }
+        if failed:
+            verdict["error"] = reason
         entry = ReceiptJudgement(**verdict, tokens=tokens, cost_usd=cost)
         return Judgement(**verdict, step=step.id), entry
 
     def _ask(
         self, engine: StepEngine, asked: StepContext
-    ) -> tuple[float | None, str, StepOutcome | None]:
-        """The judge's call, counted and recorded: its score and reason, and its answer."""
+    ) -> tuple[float | None, str, StepOutcome | None, bool]:
+        """The judge's call, counted and recorded: score, reason, answer, whether it failed.
+
+        A call that failed (an API error, a timeout) gave no verdict.
+        """
         started = format_ts(self.clock())
         with self.control.engine_call():
             try:
                 answer = engine.run_step(asked)
             except Exception as exc:  # an engine bug fails the judgement, not the run
-                return None, f"the judge's call failed: {type(exc).__name__}: {exc}", None
+                return None, f"the judge's call failed: {type(exc).__name__}: {exc}", None, True
         for totals in (self.state.totals, self.state.flow(asked.flow_key)):
             totals.add_call(answer.tokens, answer.cost_usd)
         self._record(asked, answer, started)
-        if answer.result.status != "succeeded" or answer.result_code != "ok":
-            failed = answer.result.error or answer.result_code
-            return None, f"the judge's call failed ({answer.result_code}): {failed}", answer
+        failure = call_failure(answer)
+        if failure is not None:
+            return None, failure, answer, True
         score, reason = score_of(answer.handoff)
-        return score, reason, answer
+        return score, reason, answer, False
 
     def _record(self, asked: StepContext, answer: StepOutcome, started: str) -> None:
         prompt = asked.prompt or Prompt(system="", user="")

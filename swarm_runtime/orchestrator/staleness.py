@@ -99,7 +99,9 @@ def _check(
     step, agent = _step_of(flow, match.group("call")) if match else (None, "")
     if step is None:
         return (), (f"step is gone from flow '{flow.key}'",)
-    judge = agent.removeprefix("judge-") if agent.startswith("judge-") else None
+    judge = None  # the step's own agent first: an agent may be called judge-something
+    if agent not in (step.primary_agent, "navigator") and agent.startswith("judge-"):
+        judge = agent.removeprefix("judge-")
     if agent not in (step.primary_agent, "navigator") and judge is None:
         return ("prompt",), (f"agent: recorded '{agent}', now '{step.primary_agent}'",)
     if recorded_via(path) == "cli":

@@ -84,8 +84,9 @@ def test_a_stub_run_grades_prints_and_keeps_each_verdict(
         ("min_pass_rate: 0.9", 16, "judges.facts.min_pass_rate': must be a number from 0 to 1"),
         ("threshold: 0.5", 15, "unknown key 'treshold' in a judge"),
         ("name: tone", 10, "judge name 'Tone!' is invalid"),
+        ("agents: [writer]", 10, "judge 'tone' and agent 'judge-tone' would share their"),
     ],
-    ids=["threshold", "no-rubric", "twice", "rate", "key-typo", "name"],
+    ids=["threshold", "no-rubric", "twice", "rate", "key-typo", "name", "agent"],
 )
 def test_each_judge_mistake_is_a_flow_error_with_its_line(
     swarm_process: Run, tmp_path: Path, change: str, line: int, says: str
@@ -97,6 +98,7 @@ def test_each_judge_mistake_is_a_flow_error_with_its_line(
         "min_pass_rate: 0.9": "min_pass_rate: lots",
         "threshold: 0.5": "treshold: 0.5",
         "name: tone": "name: Tone!",
+        "agents: [writer]": "agents: [writer, judge-tone]",
     }[change]
     _project(tmp_path, FLOW.replace(change, broken))
     for command in (("flows", "validate"), ("run", "--runs-dir", "runs")):

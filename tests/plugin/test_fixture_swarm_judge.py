@@ -98,6 +98,46 @@ def test_a_bad_judge_argument_names_it(swarm_pytester: pytest.Pytester) -> None:
                 swarm_judge(record, step="frame_problem", rubric="r", name="Bad Name")
             with pytest.raises(ValueError, match="non-empty string"):
                 swarm_judge(record, step="frame_problem", rubric=" ")
+            with pytest.raises(ValueError, match="20000 characters at most"):
+                swarm_judge(record, step="frame_problem", rubric="x" * 20_001)
+            swarm_judge(record, step="frame_problem", rubric="Clear?")
+            with pytest.raises(ValueError, match="give each judge of a step its own name="):
+                swarm_judge(record, step="frame_problem", rubric="Short?")
+            swarm_judge(record, step="frame_problem", rubric="Short?", name="short")
         """
     )
     swarm_pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_a_scenario_judge_reply_that_cannot_be_is_refused_naming_it(
+    swarm_pytester: pytest.Pytester,
+) -> None:
+    swarm_pytester.makepyfile(
+        """
+        import math
+
+        import pytest
+
+
+        @pytest.mark.parametrize("judges", [
+            {"frame_problem": {"clarity": math.nan}},
+            {"frame_problem": {"clarity": True}},
+            {"frame_problem": {1: 0.5}},
+            {"frame_problem": {"clarity": {"score": 0.5, "reason": 3}}},
+        ])
+        def test_bad(flow_runner, stub_scenario, judges):
+            stub_scenario({"judges": judges})
+        """
+    )
+    result = swarm_pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=4)
+    result.stdout.fnmatch_lines_random(
+        [
+            "*judges.frame_problem.clarity: a judge's score must be a finite number, text or "
+            "null, got nan*",
+            "*judges.frame_problem.clarity: a judge's score must be a finite number, text or "
+            "null, got True*",
+            "*judges.frame_problem: 1 is not a judge name*",
+            "*judges.frame_problem.clarity: reason must be a string, got 3*",
+        ]
+    )

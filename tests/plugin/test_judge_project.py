@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.anthropic_server import AnthropicServer, Reply
+from tests.fakes.anthropic_server import AnthropicServer, Reply, error_body
 from tests.plugin.projects import PYTEST, no_network, project_env
 
 KEY = "sk-ant-judge-project-not-a-key"
@@ -167,3 +167,60 @@ def test_a_judged_project_in_stub_record_and_replay(project: Path) -> None:
     assert "replay of judge 'tone' of support/draft iteration 0" in out, out
     assert "draft-judge-tone-0.yaml" in out, out
     assert "+messages|" in out and "thanks the customer" in out, out
+
+
+def _record(project: Path, *replies: Reply, select: str) -> tuple[int, str]:
+    server = AnthropicServer().start()
+    server.script(*replies)
+    try:
+        env = project_env({"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": server.url})
+        return _pytest(project, *PYTEST, "--swarm-mode=record", "-k", select, env=env)
+    finally:
+        server.stop()
+
+
+def test_a_failed_call_never_takes_the_place_of_a_good_recording(project: Path) -> None:
+    step = Reply(text="We are sorry: your order will be refunded.")
+    code, out = _record(project, step, _said("Polite.", 0.9, "courteous"), select="polite")
+    assert code == 0, out
+    (kept,) = (project / "golden" / "cassettes").rglob("draft-judge-tone-0.yaml")
+    good = kept.read_bytes()
+
+    # The judge's call answers HTTP 400: no verdict, so the test fails and records nothing.
+    refused = Reply(status=400, body=error_body("invalid_request_error", "bad"))
+    code, out = _record(project, step, refused, select="polite")
+    assert code == 1, out
+    assert (
+        "judge 'tone' on support/draft (execution 1) gave no usable score: the judge's call failed"
+        in out
+    )
+    assert kept.read_bytes() == good
+
+    # The step's call fails: the run fails, and an expectation on it fails too; not a
+    # verdict on a good run, so the recording stays as it was.
+    project.joinpath("test_support.py").write_text(
+        TESTS + "\n\ndef test_polite_again(flow_runner, swarm_expect):\n"
+        '    swarm_expect(flow_runner("support")).step("draft").contains("sorry")\n'
+    )
+    code, out = _record(project, refused, select="polite_again")
+    assert code == 1, out
+    assert not list((project / "golden" / "cassettes").rglob("test_polite_again/*/*.yaml"))
+    assert kept.read_bytes() == good
+
+
+def test_a_new_test_judge_missing_from_the_recording_is_said_plainly(project: Path) -> None:
+    step = Reply(text="We are sorry: your order will be refunded.")
+    replies = (step, _said("Polite.", 0.9, "fine"), _said("Amount.", 0.9, "names it"))
+    code, out = _record(project, *replies, select="amount")
+    assert code == 0, out
+    tests = project / "test_support.py"
+    tests.write_text(
+        TESTS.replace(
+            "    assert verdict.passed\n",
+            '    assert verdict.passed\n    swarm_judge(record, step="draft", name="extra", rubric="Short?")\n',
+        )
+    )
+    code, out = _pytest(project, *no_network(), *PYTEST, "--swarm-mode=replay", "-k", "amount")
+    assert code == 1, out
+    assert "swarm: judge 'extra': replay of judge 'extra' of support/draft iteration 0: " in out
+    assert "Traceback" not in out and "site-packages" not in out, out

@@ -114,7 +114,8 @@ def test_swarm_results_flags_a_judge_whose_pass_rate_fell(project: pytest.Pytest
     assert shown.returncode == 0, shown.stderr
     rows = {line.split()[0] + " " + line.split()[1]: line for line in shown.stdout.splitlines()}
     assert rows["support/draft tone"].split()[2:] == ["8/8", "6/8", "FELL"], shown.stdout
-    assert rows["support/draft brevity"].split()[2:] == ["1/1", "1/1"], shown.stdout
+    own = "(test_support.py::test_two_runs_and_a_judge_of_its_own)"  # a test's own judge
+    assert rows["support/draft brevity"].split()[2:] == [own, "1/1", "1/1"], shown.stdout
     assert "pass rate fell in the last session for: support/draft tone" in shown.stdout
     assert "(7/7 tests passed)" in shown.stdout and "(5/7 tests passed)" in shown.stdout
     markdown = _swarm(project.path, "--markdown", "--last", "2")
@@ -159,3 +160,56 @@ def test_the_commit_is_read_from_the_git_dir_without_git(tmp_path: Path) -> None
     assert git_commit(tmp_path / "repo") == sha[::-1]
     (tmp_path / "elsewhere").mkdir()
     assert git_commit(tmp_path / "elsewhere") is None
+
+
+def _line(session: str, at: str, judge: str, passed: object, **more: object) -> dict[str, object]:
+    return {
+        "kind": "judge",
+        "session": session,
+        "at": at,
+        "flow": "support",
+        "step": "draft",
+        "judge": judge,
+        "passed": passed,
+        "source": "flow",
+        **more,
+    }
+
+
+def test_a_judge_missing_from_the_last_session_is_not_said_to_have_fallen() -> None:
+    from swarm_runtime.results import sessions, trend
+
+    lines = [
+        _line("a", "2026-01-01T00:00", "tone", True),
+        _line("b", "2026-01-02T00:00", "tone", False),
+        _line("c", "2026-01-03T00:00", "facts", True),  # tone did not run (pytest -k)
+    ]
+    _, rows = trend(sessions(lines), 5)
+    assert {row[0]: row[1:] for row in rows}["support/draft tone"] == ["1/1", "0/1", "-", ""]
+
+
+def test_a_tests_own_judges_are_rows_of_their_own_and_only_true_passes() -> None:
+    from swarm_runtime.results import sessions, trend
+
+    lines = [
+        _line("a", "2026-01-01T00:00", "judge", True, source="test", test="t.py::one"),
+        _line("a", "2026-01-01T00:00", "judge", "false", source="test", test="t.py::two"),
+        _line("a", "2026-01-01T00:00", "judge", True),
+    ]
+    _, rows = trend(sessions(lines), 5)
+    assert [row[:2] for row in rows] == [
+        ["support/draft judge", "1/1"],
+        ["support/draft judge (t.py::one)", "1/1"],
+        ["support/draft judge (t.py::two)", "0/1"],  # "false" is no pass
+    ]
+
+
+def test_a_results_file_behind_a_symlink_is_appended_to(tmp_path: Path) -> None:
+    from swarm_runtime.results import append
+
+    target = tmp_path / "kept" / "results.jsonl"
+    target.parent.mkdir()
+    link = tmp_path / "swarm-results.jsonl"
+    link.symlink_to(target)
+    append(link, [{"kind": "test", "session": "a", "test": "t", "outcome": "passed"}])
+    assert json.loads(target.read_text())["test"] == "t"

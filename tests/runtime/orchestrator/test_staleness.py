@@ -126,3 +126,22 @@ def test_a_gone_flow_and_a_renamed_agent_are_listed(tmp_path: Path) -> None:
 def test_a_missing_dir_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(SwarmUsageError, match="not a directory"):
         stale_calls(tmp_path / "none", FlowRegistry(REPO / "flows"), BY_ENGINE)
+
+
+def test_a_step_whose_agent_is_called_judge_something_is_compared_as_the_step(
+    tmp_path: Path,
+) -> None:
+    """Only a name that is none of the step's agents is a judge's call (SPEC §10.8)."""
+    root, _ = _one_test(tmp_path)
+    flow = tmp_path / "flows" / "gate.yaml"
+    flow.write_text(flow.read_text().replace("policy-analyst", "judge-panel"))
+    agents = tmp_path / "flows" / "agents"
+    (agents / "policy-analyst.md").rename(agents / "judge-panel.md")
+    folder = root / "t" / "test_x" / "gate"
+    (folder / "check_policy-policy-analyst-0.yaml").rename(
+        folder / "check_policy-judge-panel-0.yaml"
+    )
+    found = stale_calls(root, FlowRegistry(tmp_path / "flows", cache=FlowCache(None)), BY_ENGINE)
+    details = [d for call in found for d in call.details]
+    assert details, "the agent's name is in its step's prompt: the call is stale"
+    assert not any("You are a judge" in detail for detail in details), details
