@@ -486,3 +486,59 @@ steps:
       - {name: tone, rubric: The reply is polite., threshold: 0.7}
       - {name: facts, rubric: The reply names the amount., threshold: 0.5}
 """
+
+
+def test_a_page_told_the_run_is_over_shows_every_event_of_it_even_if_its_stream_missed_them(
+    tmp_path: Path,
+    live_studio: Callable[..., LiveStudio],
+    page: Any,
+    gate: Gate,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A stream that ends having sent nothing (the race of a resume answered before its
+    worker shows) must not leave the graph behind a summary that says the run is over."""
+    from starlette.responses import StreamingResponse
+
+    from swarm_runtime.studio import app as studio_app
+    from swarm_runtime.studio.files import run_row
+
+    project = Project(tmp_path)
+    server = live_studio(project.config())
+    files = server.app.state.studio.files
+    real_stream = studio_app.event_stream
+
+    def blind_stream(slots: Any, run_id: str, tail: Any, **kwargs: Any) -> Any:
+        if not blind:
+            return real_stream(slots, run_id, tail, **kwargs)
+
+        async def ended() -> Any:  # waits out the run, sends none of its events, ends
+            import asyncio
+
+            while run_row(files, run_id)["status"] in ("pending", "running"):
+                await asyncio.sleep(0.05)
+            yield "event: end\ndata: {}\n\n"
+
+        return StreamingResponse(ended(), media_type="text/event-stream")
+
+    blind = False
+    monkeypatch.setattr(studio_app, "event_stream", blind_stream)
+    page.goto(server.url + "/")
+    form = page.locator("#start-form")
+    expect(form.locator('input[value="stepwise-demo"]')).to_be_visible()
+    for box in form.locator("input[name=flow]").all():
+        box.set_checked(box.get_attribute("value") == "stepwise-demo")
+    page.locator("#backend").select_option("gated-step-orchestrator")
+    page.locator("#start").click()
+    expect(page.locator("#run-status")).to_have_text("running")
+    page.locator("#stop").click()
+    gate.let()
+    expect(page.locator("#run-status")).to_have_text("stopped")
+    blind = True
+    gate.let(100)
+    page.locator("#resume").click()
+    expect(page.locator("#run-status")).to_have_text("succeeded")
+    expect(page.locator('g.node[data-step="summarize_demo"]')).to_have_attribute(
+        "data-status", "succeeded"
+    )
+    seqs = page.locator("#timeline-rows tr").evaluate_all("rows => rows.map(r => r.dataset.seq)")
+    assert len(seqs) == len(set(seqs)), seqs  # each event shown once

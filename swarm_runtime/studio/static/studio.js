@@ -303,6 +303,7 @@ function markEdges(flow, from, to, mark) {
 }
 
 function applyEvent(event, page) {
+  if (typeof event.seq === "number" && event.seq <= page.lastSeq) return;  // had it already
   page.events.push(event);
   addTimelineRow(event, page);
   if (!applyToNode(event)) page.redrawGraph();  // a flow drawn from its events grew a step
@@ -341,7 +342,7 @@ async function runPage(runId) {
           el("thead", {}, el("tr", {}, ["seq", "time", "kind", "step", "payload"].map((h) => el("th", { text: h })))),
           timeline))),
       panel));
-  const page = { timeline, lastSeq: 0, source: null, events: [], reloadSummary: null, redrawGraph: null, kinds: {} };
+  const page = { timeline, lastSeq: 0, source: null, events: [], reloadSummary: null, redrawGraph: null, kinds: {}, ready: false };
   let redrawing = false;
   async function drawGraphs() {
     const graph = await api(`${base}/graph`);
@@ -354,8 +355,15 @@ async function runPage(runId) {
     redrawing = true;
     drawGraphs().catch((e) => notice(e.message, true)).finally(() => { redrawing = false; });
   };
+  // Every event of the log after the last one shown, applied once: a page that says a run
+  // is over shows all of it, whichever way (stream, summary) it learnt the end first.
+  async function catchUp() {
+    const missed = await api(`${base}/events?since_seq=${page.lastSeq}`);
+    for (const event of missed.events) applyEvent(event, page);
+  }
   async function reloadSummary() {
     const summary = await api(base);
+    if (page.ready && !["pending", "running"].includes(summary.status)) await catchUp();
     header.replaceChildren(el("h2", {}, `${runId} `, el("span", { id: "run-status", class: "badge", "data-status": summary.status, text: summary.status })),
       el("p", { class: "muted", text: `flows ${summary.flows.join(", ")} · ${summary.steps} steps · ${summary.loops} loops · ${summary.tokens} tokens · $${Number(summary.cost_usd).toFixed(4)} · ${duration(summary)} · ${summary.backend || ""} ${summary.mode || ""}` }),
       summary.error ? el("p", { class: "error", id: "run-error", text: summary.error }) : "");
@@ -372,6 +380,7 @@ async function runPage(runId) {
       addTimelineRow(event, page);
     }
     await drawGraphs();
+    page.ready = true;  // from here on a summary that says the run is over catches up
   } catch (error) {
     app.replaceChildren(el("p", { class: "error", id: "run-error", text: error.message }));
     return;
