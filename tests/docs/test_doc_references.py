@@ -22,8 +22,12 @@ from markdown.extensions.toc import slugify
 
 from tests.conftest import REPO
 
-REFERENCE = re.compile(r"(?<![\w./-])docs/((?:[\w.-]+/)*[\w.-]+\.md)(?:#([\w-]+))?")
-"""``docs/<path>.md`` with an optional ``#anchor``, not part of a longer path."""
+REFERENCE = re.compile(r"(?<![\w./'\"-])docs/((?:[\w.-]+/)*[\w.-]+\.md)(?:#([\w-]+))?")
+"""``docs/<path>.md`` with an optional ``#anchor``, not part of a longer path.
+
+A path that opens a quoted string (``read_blocks(text, "docs/a.md")``) is a value a test
+or a tool works with, not a pointer to the site, so it is not a reference.
+"""
 
 OLD_CONTRACT = ("SPEC" + " §", "SPEC" + ".md")
 """How a file would cite the old contract text (split here so this file does not)."""
@@ -272,6 +276,7 @@ def test_a_missing_page_and_a_missing_heading_are_named_with_file_and_line(
             "pyproject.toml": f"# ({ref('flows.md#runs-across-machines')})\n",
             "docs/index.md": f"[x]({ref('nowhere.md')}) pages link each other their own way\n",
             "nested/mydocs/page.md": "not a reference: mydocs/flows.md#facts\n",
+            "tests/test_pages.py": "read('" + ref("made-up.md") + "', \"" + ref("a.md#b") + '")\n',
         },
     )
     assert broken_references(tmp_path) == [
