@@ -104,7 +104,7 @@ class StepContext(Record):
     max_tool_calls: int | None = None
     """How many tool calls the step may make (None: runtime.yaml's, default 20)."""
     timeout_s: float | None = None
-    """The step's own limit for one call of a CLI engine (the engine's default when None)."""
+    """The step's own limit for one call, in every mode (the engine's default when None)."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Anything else; ``input`` holds the external input a ``blocked`` step waited for."""
     call: str = "step"

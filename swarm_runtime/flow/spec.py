@@ -124,7 +124,7 @@ class StepSpec(Record):
     max_tool_calls: int | None = None
     """How many tool calls one execution may make (None: the flow's, else runtime.yaml's)."""
     timeout_s: float | None = None
-    """How long a CLI engine's process may run for one call (the engine's default when absent)."""
+    """How long one call of the step may take, in every mode (the engine's default when absent)."""
     detours: tuple[Detour, ...] = ()
     """Other flows (or steps) the step may detour into (docs/flows.md#detours-and-utility-flows)."""
     judges: tuple[JudgeSpec, ...] = ()
