@@ -187,7 +187,7 @@ class PageRun:
     replace: Mapping[str, str] = field(default_factory=dict)
     """Text replaced in a setup block before it runs (a placeholder path)."""
     log: list[str] = field(default_factory=list)
-    _serving: list[subprocess.Popen[str]] = field(default_factory=list)
+    _serving: list[tuple[subprocess.Popen[str], threading.Thread]] = field(default_factory=list)
 
     def run(self, blocks: list[Block]) -> None:
         try:
@@ -251,7 +251,6 @@ class PageRun:
             text=True,
             start_new_session=True,
         )
-        self._serving.append(process)
         wanted = block.attributes["serves"]
         seen: list[str] = []
         ready = threading.Event()
@@ -264,7 +263,9 @@ class PageRun:
                     ready.set()
             ready.set()
 
-        threading.Thread(target=read, daemon=True).start()
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        self._serving.append((process, reader))
         ready.wait(SERVE_DEADLINE_S)
         if not any(wanted in line for line in seen):
             raise BlockError(
@@ -273,7 +274,7 @@ class PageRun:
             )
 
     def stop(self) -> None:
-        for process in reversed(self._serving):
+        for process, reader in reversed(self._serving):
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGINT)
                 try:
@@ -281,6 +282,9 @@ class PageRun:
                 except subprocess.TimeoutExpired:
                     os.killpg(process.pid, signal.SIGKILL)
                     process.wait()
+            reader.join()
+            if process.stdout is not None:
+                process.stdout.close()
         self._serving.clear()
 
 
