@@ -164,3 +164,16 @@ def test_every_swarm_marker_is_in_the_markers_table(pytestconfig: pytest.Config)
     ]
     text = _page("pytest.md")
     assert names and all(f"`@pytest.mark.{name}(" in text for name in names), names
+
+
+def test_a_docs_reference_in_a_docstring_becomes_a_link_from_the_page(
+    generator: ModuleType,
+) -> None:
+    said = generator.prose(
+        "Who chose (docs/flows.md#decisions); see docs/budgets.md, not ``docs/x.md``.",
+        "docs/contract/events.md",
+    )
+    assert said == (
+        "Who chose ([docs/flows.md#decisions](../flows.md#decisions)); "
+        "see [docs/budgets.md](../budgets.md), not `docs/x.md`."
+    )
