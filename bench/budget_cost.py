@@ -1,4 +1,4 @@
-"""The cost of budget checking per stub step, as a ratio of a stub step (SPEC §10.7, §13).
+"""The cost of budget checking per stub step, as a ratio of a stub step.
 
 Two figures, measured in one process:
 
@@ -14,6 +14,8 @@ A measurement, not a gate: exits 0 whether the target is met or missed, 1 only w
 fails.
 
     python bench/budget_cost.py [--rounds N] [--quick]
+
+See docs/budgets.md and docs/performance.md.
 """
 
 from __future__ import annotations

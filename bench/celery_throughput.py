@@ -1,4 +1,4 @@
-"""Throughput of short runs on Celery workers against the same runs in one local process (§8.3).
+"""Throughput of short runs on Celery workers against the same runs in one local process.
 
 Issue 30's figure: 40 short stub runs (the ``build`` flow, 15 steps and its loops, about
 30 ms a run) made
@@ -20,6 +20,8 @@ A measurement, not a gate: exits 0 whether the target is met or missed, 1 only w
 fails (or redis-server / a worker cannot be started).
 
     python bench/celery_throughput.py [--rounds N] [--runs N] [--flow KEY] [--quick] [-v]
+
+See docs/run-control.md#runs-across-machines.
 """
 
 from __future__ import annotations

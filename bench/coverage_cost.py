@@ -1,4 +1,4 @@
-"""Cost of route coverage (SPEC §10.7, §13) against the stub step it measures.
+"""Cost of route coverage (docs/coverage.md, docs/performance.md) against the stub step it measures.
 
 In one process, alternating rounds: a stub run of the SDLC flows in-process (the
 orchestrator, as a ``flow_runner`` makes it), then what ``--swarm-coverage`` adds after

@@ -1,4 +1,4 @@
-"""A step of the runtime against a node of LangGraph, the same flow in one process (SPEC §13).
+"""A step of the runtime against a node of LangGraph, the same flow in one process.
 
 The same shape on both sides: a linear flow of 20 steps (default), run from start to end.
 
@@ -19,6 +19,8 @@ the targets are met or missed (and when LangGraph is not installed: it says how 
 it), 1 only when a run fails.
 
     python bench/langgraph_compare.py [--steps N] [--rounds N] [--runs N] [--quick]
+
+See docs/performance.md.
 """
 
 from __future__ import annotations

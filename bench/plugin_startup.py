@@ -1,4 +1,4 @@
-"""Start-up cost of the pytest plugin (SPEC §13): ``pytest --collect-only`` on an empty
+"""Start-up cost of the pytest plugin (docs/performance.md): ``pytest --collect-only`` on an empty
 folder with the plugin against the same command with ``-p no:swarm``.
 
 Both commands are run alternately (order flipped each round) in fresh processes, from

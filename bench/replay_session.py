@@ -1,4 +1,4 @@
-"""What a replay test session costs against a stub one, as whole pytest processes (SPEC §13).
+"""What a replay test session costs against a stub one, as whole pytest processes.
 
 A temp project with the shipped flows and a suite of 50 tests (default), each running one
 small flow with ``flow_runner`` (``signal``). Its cassettes are recorded once, first,
@@ -18,6 +18,8 @@ against the loopback Anthropic server of ``tests/fakes`` (a fake key; nothing le
 It exits 0 whether the targets are met or missed, 1 only when a session fails.
 
     python bench/replay_session.py [--tests N] [--rounds N] [--flow KEY] [--quick]
+
+See docs/performance.md.
 """
 
 from __future__ import annotations

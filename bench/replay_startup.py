@@ -1,6 +1,6 @@
-"""Start-up cost of a replay session against a stub one (SPEC §13): ``pytest`` on a project
-with the shipped flows and one test that runs no flow, ``--swarm-mode=replay`` against
-``--swarm-mode=stub``.
+"""Start-up cost of a replay session against a stub one (docs/performance.md): ``pytest``
+on a project with the shipped flows and one test that runs no flow, ``--swarm-mode=replay``
+against ``--swarm-mode=stub``.
 
 What differs is what replay checks at start: that vcrpy is installed and what each engine
 of the flows needs. Found, not imported: the process that replays nothing (this session,

@@ -1,4 +1,4 @@
-"""Replay steps per second of the SDLC, and its ratio to stub steps per second (SPEC §13).
+"""Replay steps per second of the SDLC, and its ratio to stub steps per second.
 
 Both run in this process, alternately, through the same orchestrator and the built-in
 engine registry, as ``swarm run --mode replay`` and ``pytest --swarm-mode=replay`` build
@@ -12,6 +12,8 @@ process parses a cassette once while it is unchanged); ``--cold`` prints the tim
 first replay too (at the second location the imports are done: it is the parsing).
 
     python bench/replay_throughput.py [--rounds N] [--cold]
+
+See docs/performance.md.
 """
 
 from __future__ import annotations

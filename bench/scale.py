@@ -1,4 +1,4 @@
-"""Is a step as cheap in a long run, or a big flow, as in a short one? (SPEC §6.2, §13)
+"""Is a step as cheap in a long run, or a big flow, as in a short one?
 
 Once the history budget is full, every step's prompt holds the same amount of history
 however long the run has been, and nothing a run keeps in memory, or writes per step,
@@ -29,6 +29,8 @@ It prints; it does not fail (exit 1 only when a run does). Runs go to tmpfs
 (``/dev/shm``) when there is one.
 
     python bench/scale.py [--shape loop|linear] [--rounds N] [--lengths 400,4000]
+
+See docs/flows.md#history and docs/performance.md.
 """
 
 from __future__ import annotations

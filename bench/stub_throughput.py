@@ -1,11 +1,11 @@
-"""Stub throughput of the runtime against a floor that writes the same files (SPEC §13).
+"""Stub throughput of the runtime against a floor that writes the same files (docs/performance.md).
 
 Two measurements, both as ratios against a "floor" that does only the file work a step
-needs (SPEC §2): a receipt JSON written atomically (temp file in the same directory, then
-``os.replace``), a transcript JSONL written atomically, and three event lines appended to
-an open ``events.jsonl`` (one ``write`` + ``flush`` each); since runs can be resumed
-(SPEC §8.2), also a history line appended to ``history.jsonl`` and ``checkpoint.json``
-written atomically.
+needs (docs/contract/run-dir.md): a receipt JSON written atomically (temp file in the same
+directory, then ``os.replace``), a transcript JSONL written atomically, and three event lines
+appended to an open ``events.jsonl`` (one ``write`` + ``flush`` each); since runs can be resumed
+(docs/contract/checkpoint.md), also a history line appended to ``history.jsonl`` and
+``checkpoint.json`` written atomically.
 
 1. In one process, alternating rounds: the runtime's stub steps/s
    (``Orchestrator.run`` of the SDLC flows) against the floor loop writing the same number

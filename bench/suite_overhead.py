@@ -1,4 +1,4 @@
-"""What a test pays for running a flow through the pytest plugin (SPEC §13).
+"""What a test pays for running a flow through the pytest plugin (docs/performance.md).
 
 A test suite is judged by how fast it runs, and a suite of flow tests is mostly
 ``flow_runner`` calls. This script generates a user project with the SDLC flows and two

@@ -1,8 +1,9 @@
-"""The contract assertions of SPEC §10.3, as plain functions over a :class:`RunRecord`.
+"""The contract assertions, as plain functions over a :class:`RunRecord`.
 
 Each raises ``AssertionError`` listing every problem it found, one per line, each naming
 the run file, the line and the step. :func:`assert_run` runs them all. They hold in every
-mode, so one contract suite serves the stub, replayed cassettes and live runs.
+mode, so one contract suite serves the stub, replayed cassettes and live runs
+(docs/pytest.md#one-contract-suite-for-every-mode).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def _step_of(file: str) -> str:
 
 
 def assert_receipt_contract(record: RunRecord) -> None:
-    """Every receipt matches §3.1 and belongs to this run and its flow dir.
+    """Every receipt matches docs/contract/receipt.md and belongs to this run and its flow dir.
 
     Every ``step_end`` has its receipt.
     """
@@ -68,7 +69,10 @@ def assert_receipt_contract(record: RunRecord) -> None:
 
 
 def assert_transcript_contract(record: RunRecord) -> None:
-    """Every transcript matches §3.2 and a succeeded step has its assistant line."""
+    """Every transcript matches its contract and a succeeded step has its assistant line.
+
+    See docs/contract/transcript.md.
+    """
     from swarm_runtime.contracts.check import check_transcript_file
 
     problems: list[str] = []
@@ -90,7 +94,10 @@ def assert_transcript_contract(record: RunRecord) -> None:
 
 
 def assert_event_sequence(record: RunRecord) -> None:
-    """Every event is a known kind with its payload, and the §3.3 invariants hold."""
+    """Every event is a known kind with its payload, and the rules of their order hold.
+
+    See docs/contract/events.md#where-events-may-stand.
+    """
     from swarm_runtime.contracts.check import check_events_file
 
     events = record.event_dicts
@@ -107,11 +114,13 @@ def assert_event_sequence(record: RunRecord) -> None:
 
 
 def assert_tool_calls(record: RunRecord) -> None:
-    """The tool calls of every step execution agree with its transcript and its tools (§5.8).
+    """The tool calls of every step execution agree with its transcript and its tools.
 
     Its transcript's ``tool_use``/``tool_result`` lines are its calls (of its last attempt),
     in order; no tool its step does not allow ran (``tool_end`` with ``success: true``).
     That each ``tool_start`` has its ``tool_end`` is :func:`assert_event_sequence`'s.
+
+    See docs/tools.md#tools.
     """
     import json
 
@@ -143,7 +152,7 @@ def assert_routing(record: RunRecord) -> None:
     """Each route_decision is what the flow's routing gives for the step's handoff/receipt.
 
     The decision is recomputed from the flow definition, the receipt of that execution
-    and the loop counters replayed from the event log (§4).
+    and the loop counters replayed from the event log (docs/flows.md#routing).
     """
     from swarm_runtime.orchestrator.state import LoopCounters
 
@@ -315,7 +324,7 @@ def _stopped_after(events: list[dict[str, Any]], index: int) -> bool:
 
 
 def assert_teaching_notes(record: RunRecord) -> None:
-    """A step's notes are in its own prompt and in no other step's prompt (§6.1).
+    """A step's notes are in its own prompt and in no other step's prompt (docs/flows.md#prompt).
 
     Notes are matched as the prompt renders them, one ``- note`` line each, in the part of
     the prompt built from the step itself (the system prompt): the history that follows
@@ -354,7 +363,10 @@ def assert_teaching_notes(record: RunRecord) -> None:
 
 
 def assert_step_results(record: RunRecord) -> None:
-    """Each engine result satisfies §3.4: its step, a known status, a duration, a bounded output."""
+    """Each engine result has its step, a known status, a duration and a bounded output.
+
+    See docs/engines.md#the-engine-contract.
+    """
     problems: list[str] = []
     executed = record.steps_executed()
     for number, (flow_key, result) in enumerate(record.results):

@@ -1,4 +1,4 @@
-"""The ``swarm_budget`` marker and the budget line of the terminal summary (SPEC §10.7).
+"""The ``swarm_budget`` marker and the budget line of the terminal summary (docs/budgets.md).
 
 ``@pytest.mark.swarm_budget(tokens=…, cost_usd=…, duration_ms=…)`` is the run budget of
 every run the test makes through ``flow_runner`` (over runtime.yaml's ``budget:``). The

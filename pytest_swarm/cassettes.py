@@ -1,4 +1,4 @@
-"""Cassettes per test (SPEC §10.4), the way pytest-recording keeps them.
+"""Cassettes per test (docs/record-replay.md#cassettes), the way pytest-recording keeps them.
 
 Each test records to, and replays from, its own directory:
 ``<cassette dir>/<test module path>/<test name>/<flow>/<step>-<agent>-<iteration>.yaml``

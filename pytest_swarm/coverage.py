@@ -1,4 +1,4 @@
-"""Route coverage in pytest (SPEC §10.7): ``--swarm-coverage`` and ``--swarm-coverage-min``.
+"""Route coverage in pytest (docs/coverage.md): ``--swarm-coverage`` and ``--swarm-coverage-min``.
 
 Every run a fixture makes is counted after it ends (its steps, routes and tool calls,
 from the events it already read or one read of ``events.jsonl``); pytest-xdist workers

@@ -1,4 +1,7 @@
-"""The plugin's fixtures (SPEC §10.2). The runtime is imported inside them, on first use."""
+"""The plugin's fixtures. The runtime is imported inside them, on first use.
+
+See docs/pytest.md#fixtures.
+"""
 
 from __future__ import annotations
 

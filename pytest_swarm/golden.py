@@ -1,7 +1,7 @@
-"""Golden runs compared through syrupy (SPEC §10.5).
+"""Golden runs compared through syrupy (docs/goldens.md).
 
-A golden is a run in the §2 layout under ``<golden dir>/<scenario>/``, normalised by
-:mod:`swarm_runtime.golden`. Each artefact is one snapshot file, stored under its own
+A golden is a run in the docs/contract/run-dir.md layout under ``<golden dir>/<scenario>/``,
+normalised by :mod:`swarm_runtime.golden`. Each artefact is one snapshot file, stored under its own
 path, so ``--snapshot-update`` rewrites only the files that changed and deletes the ones
 no run produces any more; a drifted or missing golden fails with a per-file, per-step
 diff. syrupy is imported here, and this module only by the ``swarm_golden`` fixture.

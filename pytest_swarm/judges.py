@@ -1,4 +1,4 @@
-"""Judges under pytest (SPEC §10.8): ``swarm_judge(record, step=…, rubric=…)`` and ``judges:``.
+"""Judges under pytest: ``swarm_judge(record, step=…, rubric=…)`` and ``judges:``.
 
 ``swarm_judge`` grades what a step of a finished run said against a rubric, with a model
 called through the engines of the test's mode: the stub answers what the test's
@@ -9,6 +9,8 @@ test whose run has a judgement that did not pass fails at the end of its call, n
 
 A judge's failure, like an expectation's, is a verdict on the output: the test fails, and a
 recording it made is kept, so the replay gives the same verdict offline.
+
+See docs/judges.md#judges.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ FAULTS_SOURCE = "@pytest.mark.swarm_faults"
 
 
 def fault_plan_of(item: pytest.Item) -> FaultPlan | None:
-    """The plan of the test's ``swarm_faults`` marker (SPEC §10.7), if it has one."""
+    """The plan of the test's ``swarm_faults`` marker (docs/faults.md), if it has one."""
     marker = item.get_closest_marker("swarm_faults")
     if marker is None:
         return None

@@ -1,9 +1,11 @@
-"""The move a run's kernel makes when a step's candidate set has a choice (SPEC §4.5–4.7).
+"""The move a run's kernel makes when a step's candidate set has a choice.
 
 ``assert_routing`` recomputes each route from the flow: for a step with navigator routing,
 detours or utility flows that may be injected, the candidate set is rebuilt from the
 conditions over what the step left (its handoff, receipt, the run's params, loop state and
 the facts as they stood), and the navigator's recorded choice is applied to it.
+
+See docs/flows.md#navigator, docs/flows.md#detours-and-utility-flows and docs/flows.md#facts.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Mode parity (SPEC §10.3): what a run in any mode must share with the stub's run.
+"""Mode parity: what a run in any mode must share with the stub's run.
 
 A real model does not route like the stub: a critic passes a first draft, a branch takes
 another value, a loop runs more or fewer times. So mode parity (:func:`parity_problems`,
@@ -20,6 +20,8 @@ where a scenario scripts them:
    runs made (the first, the second, …), the same tools called in the same order (of the
    execution's last attempt). A real model calls tools its own way where nothing scripts
    them, as it routes.
+
+See docs/pytest.md#one-contract-suite-for-every-mode.
 """
 
 from __future__ import annotations
@@ -51,9 +53,10 @@ _GRAMMAR: dict[tuple[str, Stands], str] = {
     ("step", Stands.STEP_END): "ended",
     ("step", Stands.STEP_ERROR): "between",
     ("ended", Stands.ROUTE): "between",
-    # How a navigator chose (SPEC §4.5), between a step's end and its route_decision.
+    # How a navigator chose (docs/flows.md#navigator), between a step's end and its route_decision.
     ("ended", Stands.ROUTING): "ended",
-    # Facts and the flow stack (SPEC §4.6, §4.7), after the route_decision.
+    # Facts and the flow stack (docs/flows.md#detours-and-utility-flows, docs/flows.md#facts), after
+    # the route_decision.
     ("between", Stands.AFTER_ROUTE): "between",
 }
 """The event grammar as (state, where the kind stands) -> next state. Pause, stop and

@@ -175,7 +175,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 NETWORK_GUARD = pytest.StashKey[Any]()
 RESULTS_KEY = pytest.StashKey["ResultsLog | None"]()
-"""The session's results file (SPEC §10.8), where tests that ran flows are written."""
+"""The session's results file (docs/judges.md#the-results-file), where tests that ran flows are
+written."""
 
 
 @pytest.hookimpl(wrapper=True)
@@ -241,7 +242,10 @@ def _verdict_only(item: pytest.Item, call: pytest.CallInfo[None]) -> bool:
 
 
 def _log_results(item: pytest.Item) -> None:
-    """The test's lines in the session's results file, once it has ended (SPEC §10.8)."""
+    """The test's lines in the session's results file, once it has ended.
+
+    See docs/judges.md#the-results-file.
+    """
     runner = item.stash.get(RUNNER_KEY, None)
     log = item.config.stash.get(RESULTS_KEY, None)
     if runner is None or log is None or not (runner.records or runner.verdicts):
@@ -275,7 +279,7 @@ class _SkipWatcher:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Hand a worker's totals to the controller; judge what no test used (§10.5)."""
+    """Hand a worker's totals to the controller; judge what no test used (docs/goldens.md)."""
     from pytest_swarm.unused import whole_suite
 
     config = session.config
@@ -291,7 +295,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 def _settle_unused(session: pytest.Session, totals: SwarmTotals, options: Any) -> None:
-    """Remove what no test used where asked to; fail the session on the rest (§10.6)."""
+    """Remove what no test used where asked to; fail the session on the rest.
+
+    See docs/pytest.md#parallel-runs-and-the-summary.
+    """
     from pytest_swarm.unused import remove, unused_cassette_dirs, unused_goldens
 
     config = session.config

@@ -1,4 +1,4 @@
-"""Repetitions (SPEC §10.7): a test run n times in the live modes, passing at a pass rate.
+"""Repetitions (docs/repetitions.md): a test run n times in the live modes, passing at a pass rate.
 
 ``@pytest.mark.swarm_repeat(n, min_pass_rate=1.0)`` or ``--swarm-repeat N`` (for every
 test that uses ``flow_runner``; the marker wins for its test). In sdk and cli modes the

@@ -1,8 +1,10 @@
-"""The session's lines in ``swarm-results.jsonl`` (SPEC §10.8): one per test, one per judgement.
+"""The session's lines in ``swarm-results.jsonl``: one per test, one per judgement.
 
 Written by the process that ran the test (an xdist worker, or the session itself), when
 the test's teardown ends, under the file's lock (:func:`swarm_runtime.results.append`).
 The lines of one session share its id: xdist's test run id, the same in every worker.
+
+See docs/judges.md#the-results-file.
 """
 
 from __future__ import annotations

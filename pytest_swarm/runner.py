@@ -45,7 +45,10 @@ class SwarmEngine:
 
 
 class StubScenario:
-    """Sets the stub scenario (SPEC §5.5) for later ``flow_runner`` calls in the test."""
+    """Sets the stub scenario for later ``flow_runner`` calls in the test.
+
+    See docs/engines.md#stub-scenarios.
+    """
 
     def __init__(self) -> None:
         self.scenario: Scenario | None = None

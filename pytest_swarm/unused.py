@@ -9,7 +9,7 @@ goldens, and ``--swarm-prune-cassettes`` such cassette dirs, once every test pas
 
 A golden is named by the test that compares it, not found from the test's location as a
 syrupy snapshot is: so nothing is judged after a session that left out a test which could
-have used one of them (SPEC §10.5).
+have used one of them (docs/goldens.md).
 """
 
 from __future__ import annotations

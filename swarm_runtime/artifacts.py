@@ -1,9 +1,11 @@
-"""Checking a run's artifacts (SPEC §7.4): re-hash every local pointer a receipt lists.
+"""Checking a run's artifacts: re-hash every local pointer a receipt lists.
 
 A local pointer's ``uri`` is a path relative to the run directory, so a run dir that was
 moved, copied or archived verifies where it is now. An older run's absolute ``file://``
 URI is read as the part of its path below the run's id, looked up in the run dir as it is
 now (never the original place, which a copy must not lean on).
+
+See docs/contract/steps.md#artifacts.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Settings from flags, environment and ``runtime.yaml``, resolved in one place (SPEC §5.3).
+"""Settings from flags, environment and ``runtime.yaml``, resolved in one place.
 
 Each setting a flag, a variable or the file may give is one row of :data:`SETTINGS`, and
 :func:`_resolve` applies the one precedence to every row: explicit argument (a CLI flag,
@@ -6,6 +6,8 @@ an API argument, a pytest option) → environment → ``runtime.yaml`` → defau
 invalid value is a ConfigError that names where it came from (the flag, the variable, or
 the file and key) and what is allowed. The environment is passed in as a mapping, so only
 the edges (the CLI, the pytest plugin) ever read ``os.environ``.
+
+See docs/engines.md#configuration.
 """
 
 from __future__ import annotations
@@ -24,11 +26,11 @@ MODES = ("stub", "replay", "record", "sdk", "cli")
 """Every mode, in the order messages list them: the stub, recorded sdk calls, live ones."""
 DEFAULT_RUNS_DIR = Path("swarm/runs")
 NAVIGATOR_MODES = ("llm", "deterministic")
-"""How a navigator step's move is chosen (SPEC §4.5): ask the navigator, or take the first
-candidate whose condition holds, with no call."""
+"""How a navigator step's move is chosen (docs/flows.md#navigator): ask the navigator, or take the
+first candidate whose condition holds, with no call."""
 MAX_RETRY_AFTER_S = 30.0
 """The longest wait a server's ``retry-after`` may ask for before a retry, by default: past
-it the attempt is the last (SPEC §7.3)."""
+it the attempt is the last (docs/contract/steps.md#result-codes)."""
 
 
 class Settings(Record):
@@ -48,15 +50,17 @@ class Settings(Record):
     notices: tuple[str, ...] = ()
     """What to tell the user about the settings (an old key that moved, and where to)."""
     navigator: str = "llm"
-    """How a navigator step's move is chosen: ``llm`` or ``deterministic`` (SPEC §4.5)."""
+    """How a navigator step's move is chosen: ``llm`` or ``deterministic``
+    (docs/flows.md#navigator)."""
     max_run_mb: int | None = None
     """How big a run dir may grow, in MiB (runtime.yaml ``max_run_mb``); None: the default."""
     max_depth: int = 4
-    """The deepest flow stack (runtime.yaml ``navigator.max_depth``, SPEC §4.6)."""
+    """The deepest flow stack (runtime.yaml ``navigator.max_depth``,
+    docs/flows.md#detours-and-utility-flows)."""
     budget: Budget | None = None
-    """The run budget (runtime.yaml ``budget:``, SPEC §10.7); ``--budget`` wins."""
+    """The run budget (runtime.yaml ``budget:``, docs/budgets.md); ``--budget`` wins."""
     tools: ToolSettings = field(default_factory=ToolSettings)
-    """runtime.yaml's Python tools, MCP servers and limits of tool calls (SPEC §5.8)."""
+    """runtime.yaml's Python tools, MCP servers and limits of tool calls (docs/tools.md)."""
     max_retry_after_s: float = MAX_RETRY_AFTER_S
     """The longest wait a server's ``retry-after`` may ask for (SWARM_MAX_RETRY_AFTER_S, file)."""
     config_source: str = ""

@@ -4,10 +4,10 @@
 
     SwarmError                      root: catch this to catch everything we raise
     ├── SwarmUsageError             what a user wrote is wrong (exit code 2)
-    │   ├── FlowDefinitionError     a flow file breaks a rule of SPEC §1.2
+    │   ├── FlowDefinitionError     a flow file breaks a rule (docs/flows.md#loading-and-validation)
     │   ├── ScenarioError           a stub scenario or fault plan names an unknown step, key or kind
     │   ├── ConfigError             a setting (flag, env var, runtime.yaml) is invalid
-    │   ├── PlanError               an execution plan breaks a rule of SPEC §9
+    │   ├── PlanError               an execution plan breaks a rule (docs/plans.md)
     │   └── RunControlError         a run cannot be resumed, paused or stopped as asked
     └── SwarmRunError               something went wrong while running (exit code 1)
         ├── EngineError             an engine failed outside the step contract

@@ -1,7 +1,7 @@
-"""Golden runs: a run normalised for comparison, and the diff of two of them (SPEC §10.5).
+"""Golden runs: a run normalised for comparison, and the diff of two of them (docs/goldens.md).
 
-A normalised run has the §2 layout, with every value that changes from one run to the
-next replaced by a stable placeholder at any depth: run ids, timestamps, durations,
+A normalised run has the docs/contract/run-dir.md layout, with every value that changes from one run
+to the next replaced by a stable placeholder at any depth: run ids, timestamps, durations,
 absolute paths, and cost and timing (which live calls make volatile). Everything else is
 kept exactly; JSON documents are written with sorted keys and one trailing newline.
 

@@ -1,8 +1,9 @@
 """Ids: the shapes of flow keys, step ids, agent keys, engine names and run ids.
 
 Every id that names a file or a directory of a run is checked against its pattern twice:
-when a flow is loaded (SPEC §1.2) and again when a path is built from it (SPEC §2).
-A run id is ``run-YYYYMMDD-HHMMSS-xxxxxx``: UTC time and six random characters.
+when a flow is loaded (docs/flows.md#loading-and-validation) and again when a path is built from it
+(docs/contract/run-dir.md). A run id is ``run-YYYYMMDD-HHMMSS-xxxxxx``: UTC time and six random
+characters.
 """
 
 from __future__ import annotations

@@ -1,10 +1,12 @@
-"""``swarm-results.jsonl``: what each pytest session's tests and judges gave (SPEC §10.8).
+"""``swarm-results.jsonl``: what each pytest session's tests and judges gave.
 
 Every session appends one line per test that ran flows and one per judgement its runs or
 its ``swarm_judge`` calls made, each under an exclusive lock of the file, so sessions and
 xdist workers appending at once never interleave a line. :func:`trend` reads the file back
 and gives, per judge, its pass rate in each of the last sessions; a judge whose pass rate
 fell from one session to the next is flagged.
+
+See docs/judges.md#the-results-file.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""The run service (SPEC §8.1): backends that start runs in workers and control them.
+"""The run service: backends that start runs in workers and control them.
 
 ``get_backend(id)`` gives the backend of ``claude-step-orchestrator``,
-``gemini-step-orchestrator``, ``celery`` (runs on ``swarm worker`` processes, SPEC §8.3)
-or one added with :func:`register_backend`. A backend's
+``gemini-step-orchestrator``, ``celery`` (runs on ``swarm worker`` processes,
+docs/run-control.md#runs-across-machines) or one added with :func:`register_backend`. A backend's
 ``start(spec)`` creates the run directory and returns its id at once; the run goes on in
 a worker thread. ``pause``, ``stop`` and ``cancel`` are requests the run acts on at its
 next step boundary (``cancel`` also cuts short the engine call or wait under way);
@@ -12,6 +12,8 @@ has its own orchestrator, so runs started at once share nothing but the runs dir
     backend = get_backend("claude-step-orchestrator", runs_dir=Path("runs"))
     run_id = backend.start(RunSpec(flows=("signal",)))
     summary = backend.wait(run_id, timeout=60)
+
+See docs/run-control.md#backends-and-the-run-service.
 """
 
 from __future__ import annotations

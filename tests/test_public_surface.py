@@ -1,5 +1,5 @@
 """The public surface: what ``swarm_runtime``, ``swarm_runtime.plan`` and ``pytest_swarm``
-export. Everything else is internal and may change; the README and the examples import only
+export. Everything else is internal and may change; the docs and the examples import only
 from these. A name added or dropped here is a change users see: update the list on purpose."""
 
 from __future__ import annotations
@@ -63,15 +63,19 @@ def test_a_public_module_exports_exactly_its_names(module: str) -> None:
         getattr(loaded, name)  # every name resolves (lazy ones too)
 
 
-def test_the_readme_and_the_examples_import_only_public_modules() -> None:
-    texts = [REPO / "README.md", *sorted((REPO / "examples").rglob("*.py"))]
+def test_the_docs_and_the_examples_import_only_public_modules() -> None:
+    texts = [
+        REPO / "README.md",
+        *sorted((REPO / "docs").rglob("*.md")),
+        *sorted((REPO / "examples").rglob("*.py")),
+    ]
     found: set[str] = set()
     for path in texts:
         text = path.read_text(encoding="utf-8")
         found.update(
             re.findall(r"^\s*from ((?:swarm_runtime|pytest_swarm)[\w.]*) import", text, re.M)
         )
-    assert found, "the README shows no import at all"
+    assert found, "the docs show no import at all"
     assert found <= PUBLIC_MODULES, (
         f"internal modules in user-facing code: {found - PUBLIC_MODULES}"
     )

@@ -1,7 +1,9 @@
-"""The contract suite (SPEC §10.3), written once and run unchanged in every mode.
+"""The contract suite, written once and run unchanged in every mode.
 
 Every flow of the flows dir, and the whole run, in the current mode, checked by every
 assertion.
+
+See docs/pytest.md#one-contract-suite-for-every-mode.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """``swarm cassettes status``: the recorded calls the current flows would no longer send.
 
 Nothing runs and nothing is called: each cassette's request is compared with what the
-flows and settings of now would send for its step (SPEC §10.7), and the stale ones are
-listed by test with the command that records that test again. Exit 0 when nothing is
+flows and settings of now would send for its step (docs/record-replay.md#stale-cassettes), and the
+stale ones are listed by test with the command that records that test again. Exit 0 when nothing is
 stale, 1 when something is, 2 on a usage error.
 """
 

@@ -1,7 +1,7 @@
 """What every ``swarm`` command shares: the exit codes and where the flows are.
 
-Exit codes (SPEC §11): 0 success, 1 run failed, 2 usage or definition error, 3 FailFast,
-130 interrupted.
+Exit codes (docs/reference/cli.md): 0 success, 1 run failed, 2 usage or definition error,
+3 FailFast, 130 interrupted.
 """
 
 from __future__ import annotations

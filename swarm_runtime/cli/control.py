@@ -1,8 +1,10 @@
-"""``swarm pause|stop|resume RUN``: run control from another process (SPEC §8.2, §11).
+"""``swarm pause|stop|resume RUN``: run control from another process.
 
 ``pause`` and ``stop`` write a request into the run directory; the process running the run
 acts on it at its next step boundary. ``resume`` continues a paused, stopped, blocked or
 crashed run from its checkpoint, with everything it needs from ``spec.json``.
+
+See docs/run-control.md#pause-stop-and-resume and docs/reference/cli.md.
 """
 
 from __future__ import annotations

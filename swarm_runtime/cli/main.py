@@ -1,7 +1,7 @@
 """The ``swarm`` command: argument parsing, dispatch, and the mapping of errors to exit codes.
 
-Exit codes (SPEC §11): 0 success, 1 run failed, 2 usage or definition error, 3 FailFast,
-130 interrupted. A user never sees a traceback for a SwarmError: it is printed as one
+Exit codes (docs/reference/cli.md): 0 success, 1 run failed, 2 usage or definition error,
+3 FailFast, 130 interrupted. A user never sees a traceback for a SwarmError: it is printed as one
 line on stderr.
 """
 

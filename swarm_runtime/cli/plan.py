@@ -1,4 +1,4 @@
-"""``swarm plan validate|run``: check an execution plan, or run it once per input (SPEC §9).
+"""``swarm plan validate|run``: check an execution plan, or run it once per input (docs/plans.md).
 
 ``plan run`` runs one cycle per ``--input``, each into its own run directory, a run of the
 kernel assembled as ``swarm run`` assembles one. A cycle that fails (CycleFail) is reported

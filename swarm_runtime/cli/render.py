@@ -128,7 +128,8 @@ class ProgressPrinter:
         elif kind == "route_decision" and payload["decision"] == "loop":
             self.stream.write(f"       loop -> {payload['to_step']} ({payload['reason']})\n")
         elif kind == "log" and "retry_in_ms" in payload:
-            # A retry shows as it happens, not only in the log (SPEC §7.3).
+            # A retry shows as it happens, not only in the log
+            # (docs/contract/steps.md#result-codes).
             self.stream.write(
                 f"{clear}[wait] retrying {where} in {payload['retry_in_ms'] / 1000:.1f} s "
                 f"(attempt {payload['attempt'] + 1} of {payload['max_attempts']}): "
@@ -192,7 +193,7 @@ _KINDS = ("run_created", "run_resumed")
 
 
 def judgement_lines(path: Path) -> list[str]:
-    """A line per ``judgement`` of a run's event log (SPEC §10.8), read line by line."""
+    """A line per ``judgement`` of a run's event log (docs/judges.md#judges), read line by line."""
     from swarm_runtime.inputs.files import open_run_file
 
     lines: list[str] = []

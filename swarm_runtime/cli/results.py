@@ -1,4 +1,7 @@
-"""``swarm results``: the trend of each judge over the last pytest sessions (SPEC §10.8)."""
+"""``swarm results``: the trend of each judge over the last pytest sessions.
+
+See docs/judges.md#the-results-file.
+"""
 
 from __future__ import annotations
 

@@ -36,7 +36,7 @@ def add_parser(commands: Any) -> None:
     verify.add_argument("run", help="run id or run directory")
     verify.add_argument("--runs-dir", type=path_arg)
     verify.set_defaults(handler=handle_verify)
-    facts = sub.add_parser("facts", help="the facts a run's replies declared (SPEC §4.7)")
+    facts = sub.add_parser("facts", help="the facts a run's replies declared (docs/flows.md#facts)")
     facts.add_argument("run", help="run id or run directory")
     facts.add_argument("--runs-dir", type=path_arg)
     facts.add_argument(

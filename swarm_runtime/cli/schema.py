@@ -49,11 +49,13 @@ def handle(args: argparse.Namespace) -> int:
 
 
 def event_table() -> list[str]:
-    """The lines of the event-kind table, from the kinds' declarations (SPEC §3.3).
+    """The lines of the event-kind table, from the kinds' declarations.
 
     ``stands`` says where an event of the kind may come in the log (``in_step``: inside a
     step execution, ``routing``: between a step's end and its route_decision, …); a field
     marked ``?`` may be absent, ``...`` says other fields may come with them.
+
+    See docs/contract/events.md#event-kinds.
     """
     from swarm_runtime.documents.events import kind_table
 

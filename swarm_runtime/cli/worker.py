@@ -1,4 +1,7 @@
-"""``swarm worker``: a Celery worker that runs runs handed to it (SPEC §8.3)."""
+"""``swarm worker``: a Celery worker that runs runs handed to it.
+
+See docs/run-control.md#runs-across-machines.
+"""
 
 from __future__ import annotations
 

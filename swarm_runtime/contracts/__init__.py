@@ -1,4 +1,4 @@
-"""The contracts of SPEC §3, checked: ``swarm runs validate`` and the schemas.
+"""The contracts (docs/contract/index.md), checked: ``swarm runs validate`` and the schemas.
 
 The run documents (events, receipts, ``spec.json``, ``meta.json``) are declared once in
 :mod:`swarm_runtime.documents`; the envelopes, transcript lines and execution plans are

@@ -1,10 +1,10 @@
-"""Checking a run directory against the contracts of SPEC §3 (``swarm runs validate``).
+"""Checking a run directory against the contracts (``swarm runs validate``).
 
-Works on any directory in the §2 layout, also one written by another tool. Every finding
-names the file and line. Checks: spec.json and meta.json; every receipt (also earlier
+Works on any directory in the docs/contract/run-dir.md layout, also one written by another tool.
+Every finding names the file and line. Checks: spec.json and meta.json; every receipt (also earlier
 executions, ``~n``) and transcript; every event line, its ``seq``, and the sequencing
-invariants of §3.3; the tool calls of the events against the transcripts and the tools each
-step allows (:mod:`~swarm_runtime.contracts.tools`).
+invariants of docs/contract/events.md#where-events-may-stand; the tool calls of the events against
+the transcripts and the tools each step allows (:mod:`~swarm_runtime.contracts.tools`).
 """
 
 from __future__ import annotations

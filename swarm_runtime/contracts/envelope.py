@@ -1,4 +1,4 @@
-"""The A3 step envelopes (SPEC §7.1, §7.2, §7.4): StepInput, StepOutput and their parts.
+"""The A3 step envelopes: StepInput, StepOutput and their parts.
 
 JSON is camelCase, Python attributes snake_case. Beyond the schema, every rule reports
 the JSON path it concerns: ``timing.completedAt`` >= ``timing.startedAt`` and
@@ -7,6 +7,9 @@ code is ``retryable`` or ``fatal``; ``error.retryAfterMs`` only on ``retryable``
 1 <= ``attemptNumber`` <= ``maxAttempts``; an output's ``stepId`` and ``runId`` equal its
 input's (:func:`check_pair`). :func:`validate_partial` checks an envelope being built,
 field by field, without asking for what is not there yet.
+
+See docs/contract/steps.md#envelopes, docs/contract/steps.md#timing-and-cost and
+docs/contract/steps.md#artifacts.
 """
 
 from __future__ import annotations
@@ -64,7 +67,7 @@ class StepError(_Envelope):
 
 
 class Timing(_Envelope):
-    """Where a step's time went (SPEC §7.2)."""
+    """Where a step's time went (docs/contract/steps.md#timing-and-cost)."""
 
     started_at: Timestamp
     """When the step started."""
@@ -99,7 +102,7 @@ class CostTokens(_Envelope):
 
 
 class Cost(_Envelope):
-    """What a step cost (SPEC §7.2)."""
+    """What a step cost (docs/contract/steps.md#timing-and-cost)."""
 
     model: str
     """The model called."""
@@ -171,7 +174,7 @@ ResultCode = Literal["ok", "retryable", "fatal", "blocked", "skipped"]
 
 
 class StepInput(_Envelope):
-    """What a step is given (SPEC §7.1)."""
+    """What a step is given (docs/contract/steps.md#envelopes)."""
 
     run_id: str
     """The run."""
@@ -215,14 +218,17 @@ class StepInput(_Envelope):
 
 
 class StepOutput(_Envelope):
-    """What a step produced (SPEC §7.1); the receipt and StepResult derive from it."""
+    """What a step produced; the receipt and StepResult derive from it.
+
+    See docs/contract/steps.md#envelopes.
+    """
 
     run_id: str
     """The run (equal to the input's)."""
     step_id: str
     """The step (equal to the input's)."""
     result_code: ResultCode
-    """What the orchestrator does next (SPEC §7.3)."""
+    """What the orchestrator does next (docs/contract/steps.md#result-codes)."""
     summary: str
     """One line on what happened."""
     data: dict[str, Any] | None = None

@@ -1,8 +1,8 @@
-"""Execution plans, v1 (SPEC §9, PRD-007): a flat list of typed steps, and their results.
+"""Execution plans, v1 (docs/plans.md): a flat list of typed steps, and their results.
 
 Field names are those of the plan document (``topK``, ``llmMs``, ``step_contract_version``),
 so a plan reads the same in JSON and in Python. The models fix the shape; the ordering
-rules of §9 (canonical order, mandatory types, unique ids, ``topK``) are checked by
+rules of docs/plans.md (canonical order, mandatory types, unique ids, ``topK``) are checked by
 :func:`swarm_runtime.plan.validate.plan_violations`, which names the rule and the step.
 """
 

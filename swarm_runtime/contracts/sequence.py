@@ -1,4 +1,4 @@
-"""The sequencing invariants of SPEC §3.3 over the events of one run.
+"""The sequencing invariants over the events of one run.
 
 Walked once over the (line, event) pairs of an event log that parsed: the run's first
 event first, steps that open and close in turn with the events inside them between (each
@@ -53,7 +53,7 @@ def _payload(event: dict[str, Any]) -> dict[str, Any]:
 def check_event_sequence(
     events: Sequence[tuple[int, dict[str, Any]]], rel: str, *, crashed: bool = False
 ) -> list[Violation]:
-    """The §3.3 invariants over (line, event) pairs that already parsed.
+    """The sequencing invariants over (line, event) pairs that already parsed.
 
     A run is allowed to end open (no ``run_completed``, a step never ended) when it is
     paused (its log ends with ``run_paused``) or ``crashed`` (killed: ``swarm resume``
@@ -70,7 +70,10 @@ def check_event_sequence(
 
 
 class _SequenceCheck:
-    """Walks the events of a run once, noting every break of the §3.3 invariants."""
+    """Walks the events of a run once, noting every break of the sequencing invariants.
+
+    See docs/contract/events.md#where-events-may-stand.
+    """
 
     def __init__(self, rel: str) -> None:
         self.rel = rel
@@ -324,7 +327,10 @@ class _SequenceCheck:
 
 
 class _StackCheck:
-    """The flow stack (SPEC §4.6): pushes and pops nest, and only an injected flow runs."""
+    """The flow stack: pushes and pops nest, and only an injected flow runs.
+
+    See docs/flows.md#detours-and-utility-flows.
+    """
 
     def __init__(self, at: Callable[[int, str], None]) -> None:
         self.at = at

@@ -1,8 +1,10 @@
-"""JSON Schema of the engine-facing types StepContext and StepResult (SPEC §3.4).
+"""JSON Schema of the engine-facing types StepContext and StepResult.
 
 They are :class:`~swarm_runtime.record.Record` classes (msgspec structs) in
 :mod:`swarm_runtime.engines.base`; msgspec gives their schema as it gives every run
 document's, paths as strings.
+
+See docs/engines.md#the-engine-contract.
 """
 
 from __future__ import annotations

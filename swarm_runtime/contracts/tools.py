@@ -1,4 +1,4 @@
-"""A run's tool calls, read from its event log and held against its other files (SPEC §5.8).
+"""A run's tool calls, read from its event log and held against its other files.
 
 Each step execution's calls are the ``tool_start``/``tool_end`` pairs between its
 ``step_start`` and its ``step_end`` or ``step_error`` (:func:`step_executions`); a ``log``
@@ -16,6 +16,8 @@ event with ``retry_in_ms`` starts the execution's next attempt. What must agree
 
 That a call's ``tool_end`` follows its ``tool_start`` is a sequencing invariant of the
 event log itself (:mod:`swarm_runtime.contracts.sequence`).
+
+See docs/tools.md#tools.
 """
 
 from __future__ import annotations

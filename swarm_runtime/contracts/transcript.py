@@ -1,4 +1,4 @@
-"""One line of a step transcript (SPEC §3.2)."""
+"""One line of a step transcript (docs/contract/transcript.md)."""
 
 from __future__ import annotations
 

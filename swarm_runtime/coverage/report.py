@@ -19,7 +19,7 @@ without them still reads)::
                           "judges": [{"step": "open_pull_request", "judge": "tone",
                                       "judged": 3, "passed": 2}, ...]}, ...}}
 
-Each judge of a step (SPEC §10.8) is reported with how often it judged and passed; like
+Each judge of a step (docs/judges.md#judges) is reported with how often it judged and passed; like
 tools, judges are never counted in the percentage.
 """
 

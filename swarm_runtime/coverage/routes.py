@@ -1,4 +1,4 @@
-"""Route coverage (SPEC §10.7): every step and edge of a flows dir, and which ones runs took.
+"""Route coverage (docs/coverage.md): every step and edge of a flows dir, and which ones runs took.
 
 The universe is every step and every edge of every flow (utility flows included): one
 edge per (from step, to step, label). Labels:
@@ -15,7 +15,7 @@ What a run took is read from its events: a ``step_start`` takes its step, a
 calls a tool of its step. Collecting (:func:`collect`) only counts ``(flow, step)``, the
 raw route and ``(flow, step, tool)``; the edge is worked out once per distinct route, when
 the report is made. Beside the steps and edges, each tool a step's ``tools:`` names is
-reported as called or not (SPEC §5.8); that is no part of the coverage percentage.
+reported as called or not (docs/tools.md#tools); that is no part of the coverage percentage.
 """
 
 from __future__ import annotations

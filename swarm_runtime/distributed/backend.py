@@ -1,9 +1,9 @@
 """``get_backend("celery")``: the run service's backend whose runs go to the workers.
 
-Runs are made here and run by ``swarm worker`` processes (SPEC §8.3); everything else is
-read from and asked through the run dir, as for a run of any other process: ``pause`` and
-``stop`` write a request the run's holder acts on at its next step boundary, ``resume``
-hands the run to the workers again, ``wait`` follows its events until it ends.
+Runs are made here and run by ``swarm worker`` processes (docs/run-control.md#runs-across-machines);
+everything else is read from and asked through the run dir, as for a run of any other process:
+``pause`` and ``stop`` write a request the run's holder acts on at its next step boundary,
+``resume`` hands the run to the workers again, ``wait`` follows its events until it ends.
 """
 
 from __future__ import annotations

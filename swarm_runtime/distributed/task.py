@@ -1,4 +1,4 @@
-"""What a worker does with one delivery of a run's task (SPEC §8.3).
+"""What a worker does with one delivery of a run's task (docs/run-control.md#runs-across-machines).
 
 Delivery is at least once, so a task may come twice, late, or after its run was resumed
 elsewhere. The run dir decides, never the message:

@@ -1,10 +1,12 @@
-"""``swarm worker``'s process: a Celery worker whose one task runs runs (SPEC §8.3).
+"""``swarm worker``'s process: a Celery worker whose one task runs runs.
 
 Runs go on in threads of the worker process (``--concurrency``), each with its own
 orchestrator, as in the run service; a run that finds its run held by a live lease asks
 to be delivered again a little later instead of holding a thread while it waits. A worker
 that loses the broker says so and connects again, also when it notices only by failing to
 acknowledge a task.
+
+See docs/run-control.md#runs-across-machines.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The documents a run writes, each declared once (SPEC §3): events, receipts, spec, meta.
+"""The documents a run writes, each declared once: events, receipts, spec, meta.
 
 Every document is a frozen ``msgspec`` struct (:mod:`.base`): the run builds it and writes
 it, readers read it back through the same class, ``swarm schema`` prints its JSON Schema.
@@ -6,4 +6,6 @@ Event kinds are declared in :mod:`.run_events` and :mod:`.route_events`
 (:mod:`.payload` says how and why), the receipt in :mod:`.receipt`, ``spec.json`` and
 ``meta.json`` in :mod:`.run`. Every document carries ``schema_version``, the version of
 the contracts it follows. Nothing here imports pydantic: the run path pays only msgspec.
+
+See docs/contract/index.md.
 """

@@ -1,14 +1,15 @@
 """An event kind, declared once: its payload's fields, its name and where it may stand.
 
-Every kind of ``events.jsonl`` (SPEC §3.3, §4.5-4.7) is one class, as inspect_ai declares
-one class per event: a :class:`Payload` whose fields carry their types, constraints and a
-docstring line each, whose ``kind`` is its name and whose ``stands`` says where in a run's
-log it may come (:class:`Stands`). Declaring the class registers the kind (:data:`KINDS`)
-and makes its event type (``payload.event``: the envelope of SPEC §3.3 with ``kind`` as
-its tag). From that one declaration the run writes its events (the recorder takes a
-payload object, so mypy checks every writer), readers read them (``RunRecord.events``,
-Flow Studio, ``swarm runs validate``), ``swarm schema`` prints them, and the sequence
-checker, the checkpoint check of a resume and mode parity place them.
+Every kind of ``events.jsonl`` (docs/contract/events.md#event-kinds, docs/flows.md#navigator,
+docs/flows.md#detours-and-utility-flows, docs/flows.md#facts) is one class, as inspect_ai declares
+one class per event: a :class:`Payload` whose fields carry their types, constraints and a docstring
+line each, whose ``kind`` is its name and whose ``stands`` says where in a run's log it may come
+(:class:`Stands`). Declaring the class registers the kind (:data:`KINDS`) and makes its event type
+(``payload.event``: the envelope of docs/contract/events.md#event-kinds with ``kind`` as its tag).
+From that one declaration the run writes its events (the recorder takes a payload object, so mypy
+checks every writer), readers read them (``RunRecord.events``, Flow Studio, ``swarm runs
+validate``), ``swarm schema`` prints them, and the sequence checker, the checkpoint check of a
+resume and mode parity place them.
 
 Why ``msgspec`` structs and not ``TypedDict`` payloads validated through pydantic's
 ``TypeAdapter`` (``bench/event_declarations.py`` measures both, over every kind): a struct
@@ -33,7 +34,11 @@ from swarm_runtime.documents.base import Document, Problem, Timestamp, timestamp
 
 
 class Stands(enum.Enum):
-    """Where an event of a kind may stand in a run's log (SPEC §3.3, §4.5-4.7)."""
+    """Where an event of a kind may stand in a run's log.
+
+    See docs/contract/events.md#where-events-may-stand, docs/flows.md#navigator,
+    docs/flows.md#detours-and-utility-flows and docs/flows.md#facts.
+    """
 
     FIRST = "first"
     """The run's first event: nothing comes before it."""
@@ -77,8 +82,8 @@ class Payload(Document):
     """The payload of one event kind; a subclass that names ``kind`` declares the kind.
 
     A subclass sets ``kind`` and ``stands`` and declares the payload's fields; an open
-    kind (SPEC: ``{message, …}``) is declared with ``forbid_unknown_fields=False``, so a
-    reader takes fields beyond its own.
+    kind (``log``: ``{message, …}`` in docs/contract/events.md#event-kinds) is declared with
+    ``forbid_unknown_fields=False``, so a reader takes fields beyond its own.
     """
 
     kind: ClassVar[str]
@@ -115,7 +120,10 @@ class Payload(Document):
 
 
 class Event(Document, tag_field="kind"):
-    """One line of ``events.jsonl`` (SPEC §3.3); its ``kind`` is its payload's."""
+    """One line of ``events.jsonl``; its ``kind`` is its payload's.
+
+    See docs/contract/events.md#event-kinds.
+    """
 
     run_id: str
     """The run the event belongs to."""

@@ -1,10 +1,13 @@
-"""The receipt of one step execution (SPEC §3.1), declared once: written, read, schema.
+"""The receipt of one step execution, declared once: written, read, schema.
 
 A receipt is built once, when its verdict is known (:mod:`swarm_runtime.orchestrator.context`
 for flow steps, :mod:`swarm_runtime.plan.cycle` for plan steps), written as it is, and read
 back by ``swarm runs validate`` with :func:`~swarm_runtime.documents.base.read`. Fields a
 receipt may leave out are ``UNSET`` (absent from its JSON); its ``timing``, ``cost`` and
-``artifacts`` are the A3 StepOutput's (SPEC §7.2, §7.4), camelCase as there.
+``artifacts`` are the A3 StepOutput's (docs/contract/steps.md#timing-and-cost,
+docs/contract/steps.md#artifacts), camelCase as there.
+
+See docs/contract/receipt.md.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ NonNegative = Annotated[int, Meta(ge=0)]
 Mode = Literal["stub", "sdk", "cli", "local"]
 """How a step's model was called; ``local``: an execution-plan step whose handler called none."""
 ResultCode = Literal["ok", "retryable", "fatal", "blocked", "skipped"]
-"""How an engine answered (SPEC §7.3)."""
+"""How an engine answered (docs/contract/steps.md#result-codes)."""
 INLINE_LIMIT = 64 * 1024
 """An inline artifact's content stays under this many bytes; larger ones are pointers."""
 
@@ -58,7 +61,7 @@ class Tokens(Document):
 
 
 class ReceiptRouting(Document):
-    """The routing decision taken after the step (SPEC §4.4)."""
+    """The routing decision taken after the step (docs/flows.md#decisions)."""
 
     decision: RouteMove
     """loop, advance, terminate (or pending)."""
@@ -71,7 +74,7 @@ class ReceiptRouting(Document):
 
 
 class ContextTruncation(Document):
-    """What was cut from the step's history (SPEC §6.3)."""
+    """What was cut from the step's history (docs/flows.md#truncation)."""
 
     items_dropped: NonNegative
     """History items left out whole."""
@@ -80,7 +83,7 @@ class ContextTruncation(Document):
 
 
 class Timing(Document, rename="camel"):
-    """Where a step's time went (SPEC §7.2)."""
+    """Where a step's time went (docs/contract/steps.md#timing-and-cost)."""
 
     started_at: Timestamp
     """When the step started."""
@@ -115,7 +118,7 @@ class CostTokens(Document):
 
 
 class Cost(Document, rename="camel"):
-    """What a step cost (SPEC §7.2)."""
+    """What a step cost (docs/contract/steps.md#timing-and-cost)."""
 
     model: str
     """The model called."""
@@ -181,7 +184,10 @@ Artifact = InlineArtifact | PointerArtifact
 
 
 class ReceiptJudgement(Document):
-    """A judge's verdict on the execution (SPEC §10.8), as its ``judgement`` event says it."""
+    """A judge's verdict on the execution, as its ``judgement`` event says it.
+
+    See docs/judges.md#judges.
+    """
 
     name: str
     """The judge."""
@@ -246,30 +252,32 @@ class Receipt(Document, kw_only=True):
     tools_allowed: list[str] | UnsetType | None = UNSET
     """The tools the step may use (its ``tools:``)."""
     handoff: dict[str, Any] | UnsetType | None = UNSET
-    """What the step handed on (SPEC §3.4)."""
+    """What the step handed on (docs/engines.md#the-engine-contract)."""
     attempt: Annotated[int, Meta(ge=1)] | UnsetType | None = UNSET
     """The attempt that ended the execution."""
     max_attempts: Annotated[int, Meta(ge=1)] | UnsetType | None = UNSET
     """How many attempts it had."""
     timing: Timing | UnsetType | None = UNSET
-    """Where the step's time went (SPEC §7.2), from its StepOutput."""
+    """Where the step's time went (docs/contract/steps.md#timing-and-cost), from its StepOutput."""
     cost: Cost | UnsetType | None = UNSET
-    """What the call cost (SPEC §7.2), when a provider was called."""
+    """What the call cost (docs/contract/steps.md#timing-and-cost), when a provider was called."""
     artifacts: list[Artifact] | UnsetType | None = UNSET
-    """What the step wrote under ``<flow>/artifacts/`` (SPEC §7.4)."""
+    """What the step wrote under ``<flow>/artifacts/`` (docs/contract/steps.md#artifacts)."""
     context_truncation: ContextTruncation | UnsetType | None = UNSET
     """What was cut from its history."""
     iteration: NonNegative | UnsetType | None = UNSET
     """0-based count of earlier executions of this step in the run."""
     judgements: list[ReceiptJudgement] | UnsetType | None = UNSET
-    """What the step's judges made of its reply (SPEC §10.8), in declared order."""
+    """What the step's judges made of its reply (docs/judges.md#judges), in declared order."""
     result_code: ResultCode | UnsetType | None = UNSET
-    """How the engine answered, or ``fatal`` for a broken budget (SPEC §7.3, §10.7)."""
+    """How the engine answered, or ``fatal`` for a broken budget
+    (docs/contract/steps.md#result-codes, docs/budgets.md)."""
     cassette: str | UnsetType | None = UNSET
     """For a replayed sdk call: the cassette it was served from."""
     request_sha256: Annotated[str, Meta(pattern=r"^[0-9a-f]{64}$")] | UnsetType | None = UNSET
-    """The sha256 hex of the normalised request the engine sent (SPEC §10.7): for an sdk
-    call its JSON body with sorted keys; runs written before it existed have none."""
+    """The sha256 hex of the normalised request the engine sent
+    (docs/record-replay.md#stale-cassettes): for an sdk call its JSON body with sorted keys; runs
+    written before it existed have none."""
 
     def problems(self) -> list[Problem]:
         """Timestamps, the duration between them, sums, and an error on a failure."""

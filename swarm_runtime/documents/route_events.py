@@ -1,7 +1,9 @@
-"""The event kinds of navigation, the flow stack and facts (SPEC §4.5-4.7), one class each.
+"""The event kinds of navigation, the flow stack and facts, one class each.
 
 How a navigator chose a step's move stands between the step's end and its route_decision;
 what the move brought (a flow entered or left, facts) comes right after the route_decision.
+
+See docs/flows.md#navigator, docs/flows.md#detours-and-utility-flows and docs/flows.md#facts.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ class Condition(Document):
 
 
 class RoutingDecision(Payload):
-    """The navigator was asked to choose a step's move (SPEC §4.5)."""
+    """The navigator was asked to choose a step's move (docs/flows.md#navigator)."""
 
     kind = "routing_decision"
     stands = Stands.ROUTING
@@ -115,7 +117,7 @@ class StackOverflowPrevented(Payload):
 
 
 class StackPush(Payload):
-    """A flow paused at a step, another one entered (SPEC §4.6)."""
+    """A flow paused at a step, another one entered (docs/flows.md#detours-and-utility-flows)."""
 
     kind = "stack_push"
     stands = Stands.AFTER_ROUTE
@@ -173,7 +175,7 @@ class StackPop(Payload):
 
 
 class FactsUpdated(Payload, kw_only=True):
-    """The facts a step's reply added and updated (SPEC §4.7).
+    """The facts a step's reply added and updated (docs/flows.md#facts).
 
     The lists hold at most the first 100 ids of each; the counts say how many there were.
     """

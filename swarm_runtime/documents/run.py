@@ -1,4 +1,7 @@
-"""The run-level documents, declared once: ``spec.json`` and ``meta.json`` (SPEC §3.2)."""
+"""The run-level documents, declared once: ``spec.json`` and ``meta.json``.
+
+See docs/contract/run-dir.md.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
-"""The event kinds of a run and of its step executions (SPEC §3.3), one class each.
+"""The event kinds of a run and of its step executions, one class each.
 
 Each is a :class:`~swarm_runtime.documents.payload.Payload`: its fields are the payload's,
 ``kind`` its name, ``stands`` where it may come in the log.
+
+See docs/contract/events.md#event-kinds.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ RouteMove = Literal["loop", "advance", "terminate", "pending"]
 RoutingSource = Literal[
     "fast_path", "deterministic", "navigator", "navigator:detour", "envelope_fallback", "escalate"
 ]
-"""Who chose a route (SPEC §4.4)."""
+"""Who chose a route (docs/flows.md#decisions)."""
 Ended = Literal["succeeded", "failed", "stopped"]
 """How an attempt of a run ends."""
 
@@ -113,11 +115,11 @@ class Log(Payload, forbid_unknown_fields=False):
     result_code: str | UnsetType = UNSET
     """What the attempt answered."""
     tool: str | UnsetType = UNSET
-    """The tool a message is about: a refused, failed or timed-out call (SPEC §5.8)."""
+    """The tool a message is about: a refused, failed or timed-out call (docs/tools.md#tools)."""
 
 
 class Judgement(Payload):
-    """A judge graded the reply of the step under way against its rubric (SPEC §10.8)."""
+    """A judge graded the reply of the step under way against its rubric (docs/judges.md#judges)."""
 
     kind = "judgement"
     stands = Stands.IN_STEP
@@ -170,7 +172,7 @@ class StepError(Payload):
 
 
 class RouteDecision(Payload):
-    """Where the run goes after a step, and why (SPEC §4.4)."""
+    """Where the run goes after a step, and why (docs/flows.md#decisions)."""
 
     kind = "route_decision"
     stands = Stands.ROUTE

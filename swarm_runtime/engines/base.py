@@ -1,9 +1,10 @@
 """The engine interface: what a step engine receives, returns, and must promise.
 
 An engine runs exactly one LLM call for one step. It gets a :class:`StepContext` and the
-prompt, and returns a :class:`StepOutcome`: the :class:`StepResult` of SPEC §3.4, the
-events it saw (tool calls), and what the orchestrator needs to write the receipt and the
-transcript. The orchestrator alone writes files, so there is one place that does it.
+prompt, and returns a :class:`StepOutcome`: the :class:`StepResult` of
+docs/engines.md#the-engine-contract, the events it saw (tool calls), and what the orchestrator needs
+to write the receipt and the transcript. The orchestrator alone writes files, so there is one place
+that does it.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ TRUNCATION_MARKER = "\n[OUTPUT_TRUNCATED: full text in the transcript]"
 
 
 class Prompt(Record):
-    """The two parts of a step's prompt (SPEC §6.1)."""
+    """The two parts of a step's prompt (docs/flows.md#prompt)."""
 
     system: str
     user: str
@@ -99,7 +100,7 @@ class StepContext(Record):
     """How the step routes (``linear``, ``microloop``, ``branch``): what its handoff decides."""
     prompt: Prompt | None = None
     tools: tuple[str, ...] = ()
-    """The tools the step's model may call (SPEC §5.8)."""
+    """The tools the step's model may call (docs/tools.md#tools)."""
     max_tool_calls: int | None = None
     """How many tool calls the step may make (None: runtime.yaml's, default 20)."""
     timeout_s: float | None = None
@@ -108,11 +109,11 @@ class StepContext(Record):
     """Anything else; ``input`` holds the external input a ``blocked`` step waited for."""
     call: str = "step"
     """``step``, or ``navigator``: the kernel asks which move to make after the step
-    (SPEC §4.5); ``handoff_fields["choice"]`` then lists the candidate ids."""
+    (docs/flows.md#navigator); ``handoff_fields["choice"]`` then lists the candidate ids."""
 
 
 class StepResult(Record):
-    """What a step produced (SPEC §3.4)."""
+    """What a step produced (docs/engines.md#the-engine-contract)."""
 
     step_id: str
     status: Literal["succeeded", "failed", "skipped"]
@@ -247,8 +248,8 @@ class StepOutcome(Record):
     tool_call_ms: int = 0
     """Time the call spent in tools (an engine that runs tools says so)."""
     request_sha256: str | None = None
-    """The sha256 of the normalised request the engine sent (SPEC §10.7); the
-    orchestrator fills it from :meth:`StepEngine.request_sha256` when an engine does not."""
+    """The sha256 of the normalised request the engine sent (docs/record-replay.md#stale-cassettes);
+    the orchestrator fills it from :meth:`StepEngine.request_sha256` when an engine does not."""
     prompt: Prompt | None = None
     """What the step's transcript shows as its system and user lines, when not the prompt
     of its context (a plan step's handler asks the model its own prompt)."""
@@ -259,7 +260,10 @@ class StepOutcome(Record):
         timing: dict[str, Any],
         artifacts: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
-        """The answer as an A3 StepOutput document (SPEC §7.1, camelCase JSON)."""
+        """The answer as an A3 StepOutput document, camelCase JSON.
+
+        See docs/contract/steps.md#envelopes.
+        """
         result = self.result
         code = self.result_code
         error: dict[str, Any] | None = None

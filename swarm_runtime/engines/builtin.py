@@ -1,4 +1,7 @@
-"""The engines that ship: one registration each (SPEC §5.2, §5.7)."""
+"""The engines that ship: one registration each.
+
+See docs/engines.md#engines-and-modes and docs/engines.md#engines-over-http.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Record and replay of an engine's HTTP with vcrpy: one cassette per step call (SPEC §10.4).
+"""Record and replay of an engine's HTTP with vcrpy: one cassette per step call.
 
 A :class:`Cassettes` is one directory of cassettes, ``<flow>/<step>-<agent>-<iteration>.yaml``
 (the plugin gives each test its own; ``swarm run --cassette-dir`` names one). Requests match
@@ -13,6 +13,8 @@ scanned for every credential value in the environment.
 
 vcrpy is imported only when a cassette engine is built (record and replay modes); without
 it, those modes stop with what to install.
+
+See docs/record-replay.md#cassettes.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from swarm_runtime.install import install_command
 from swarm_runtime.storage.store import write_text_atomic
 
 ENGINE_LINE = "engine: "
-"""A cassette's first line names the engine that recorded it (SPEC §5.7)."""
+"""A cassette's first line names the engine that recorded it (docs/engines.md#engines-over-http)."""
 DROPPED_HEADERS = re.compile(
     r"^(authorization|x-api-key|cookie|set-cookie|anthropic-.*-id|request-id"
     r"|openai-organization|openai-project)$",
@@ -67,7 +69,8 @@ class Cassettes:
         self.episodes = record and episodes
         """New episodes: a call whose request its cassette holds replays it; a call whose
         request changed (or that has none) is recorded in place of the old one; a
-        cassette no call asked for goes (SPEC §10.4). Staged like a recording."""
+        cassette no call asked for goes (docs/record-replay.md#cassettes). Staged like a
+        recording."""
         self.rerecord_command = rerecord_command
         # A symlinked directory is the directory it names: a recording is staged beside
         # that one and replaces it, and the link stays (replacing the link would leave its
@@ -127,7 +130,8 @@ class Cassettes:
         ``needs`` says what recording the step's engine needs (its key or base URL).
         """
         where = f"replay of {ctx.flow_key}/{ctx.step_id} iteration {ctx.iteration}"
-        if ctx.call == "judge":  # a judge's call (SPEC §10.8): named, as its rubric may differ
+        # A judge's call (docs/judges.md#judges): named, as its rubric may differ.
+        if ctx.call == "judge":
             where = (
                 f"replay of judge '{ctx.extra.get('judge')}' of {where.removeprefix('replay of ')}"
             )
@@ -333,8 +337,9 @@ class Recorder:
 
     def _before_response(self, response: dict[str, Any]) -> dict[str, Any]:
         _scrub_headers(response.get("headers") or {})
-        # A server may echo a key in any header or in its body: scrubbed (SPEC §10.4), then
-        # the whole response is scanned, the fence behind the scrub.
+        # A server may echo a key in any header or in its body: scrubbed
+        # (docs/record-replay.md#secrets), then the whole response is scanned, the fence behind the
+        # scrub.
         for part in ("headers", "body"):
             if part in response:
                 response[part] = self.credentials.scrub_value(response[part])
@@ -370,7 +375,8 @@ class Recorder:
             sent = getattr(cause, "failed_request", None)
             raise self._divergence(ctx, path, cassette, sent) from None
 
-    # -- the tool tape (SPEC §5.8): tool calls kept in the step's cassette, in order ------
+    # -- the tool tape: tool calls kept in the step's cassette, in order --------------------------
+    # (docs/tools.md#tools-in-record-and-replay)
 
     replays = False
 

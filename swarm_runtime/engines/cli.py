@@ -2,12 +2,12 @@
 
 The argv is a list (never a shell), the prompt goes on stdin, and the process gets an
 environment that keeps it quiet and non-interactive: no telemetry, no update checks, no
-side traffic, no retries of its own (the orchestrator owns retries, SPEC §7.3). Its
-``stream-json`` output is read line by line as it is written (:mod:`.streams`). A missing
-executable, a non-zero exit, a timeout, a malformed line and a stream without a result
-line each end the call with a clear error; the process group is always ended. A step's
-tools reach the CLI as :mod:`.cli_tools` says: the CLI's own by name, MCP servers' and the
-run's Python tools through an MCP config written for the call.
+side traffic, no retries of its own (the orchestrator owns retries,
+docs/contract/steps.md#result-codes). Its ``stream-json`` output is read line by line as it is
+written (:mod:`.streams`). A missing executable, a non-zero exit, a timeout, a malformed line and a
+stream without a result line each end the call with a clear error; the process group is always
+ended. A step's tools reach the CLI as :mod:`.cli_tools` says: the CLI's own by name, MCP servers'
+and the run's Python tools through an MCP config written for the call.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ class CliEngine(StepEngine):
     install = ""
     """How to install the CLI (in messages)."""
     fault_kinds: frozenset[str] = frozenset({"cli_exit"})
-    """The fault kinds of a plan this engine serves (SPEC §10.7); the others are refused."""
+    """The fault kinds of a plan this engine serves (docs/faults.md); the others are refused."""
     mcp_name: McpName = staticmethod(claude_mcp_name)
     """How the CLI names a tool of an MCP server."""
 

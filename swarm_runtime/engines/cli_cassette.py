@@ -246,8 +246,8 @@ class CassetteServer:
             "response": {
                 "status": status,
                 "content_type": content_type,
-                # A server that echoes a key gets it scrubbed (SPEC §10.4); the CLI gets
-                # the reply as it came, and the run's own files are scanned as ever.
+                # A server that echoes a key gets it scrubbed (docs/record-replay.md#secrets); the
+                # CLI gets the reply as it came, and the run's own files are scanned as ever.
                 "body": self.credentials.scrub(
                     placeholders(payload.decode("utf-8", "replace"), self.paths)
                 ),

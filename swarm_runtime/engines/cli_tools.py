@@ -1,6 +1,6 @@
 """A step's tools as a CLI knows them: its own tools, MCP servers' tools, the run's Python tools.
 
-A step's ``tools:`` names tools of the run (SPEC §5.8): a Python tool (``lookup``), a tool
+A step's ``tools:`` names tools of the run (docs/tools.md#tools): a Python tool (``lookup``), a tool
 of an MCP server declared in runtime.yaml's ``mcp_servers`` (``fs.write_file``), or the
 CLI's own tool (``Read``, ``Bash(git:*)``): anything that is neither passes through as
 written. A CLI runs tools in its own process, so the MCP servers a step uses are declared

@@ -1,4 +1,4 @@
-"""An engine wrapped by a fault plan (SPEC §10.7): each attempt of a step takes its entry.
+"""An engine wrapped by a fault plan (docs/faults.md): each attempt of a step takes its entry.
 
 In stub mode the fault is answered here, at the engine boundary, with the outcome the
 live engine makes of it: ``retryable`` for the HTTP and connection kinds (a 429's

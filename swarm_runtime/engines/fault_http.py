@@ -1,4 +1,4 @@
-"""Faults served through an SDK's own HTTP transport (SPEC §10.7), in the provider's shapes.
+"""Faults served through an SDK's own HTTP transport (docs/faults.md), in the provider's shapes.
 
 :func:`wrap_client` puts a :class:`FaultTransport` in front of an httpx2 client's
 transport. A request made while a fault is armed (see :class:`~.faults.FaultInjector`) is

@@ -1,4 +1,4 @@
-"""The CLI's loopback server, and the faults of a plan it serves (SPEC §10.7, cli mode).
+"""The CLI's loopback server, and the faults of a plan it serves (docs/faults.md, cli mode).
 
 A CLI step that records or replays talks to a server on 127.0.0.1 (see
 :mod:`.cli_cassette`). While a fault of the plan is armed for the attempt, the first

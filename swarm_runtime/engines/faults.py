@@ -1,12 +1,12 @@
-"""Fault plans (SPEC §10.7): which attempts of which steps fail, and how.
+"""Fault plans (docs/faults.md): which attempts of which steps fail, and how.
 
 A plan maps a step id (or ``flow/step``) to a list of entries, each a fault — a mapping
 ``{kind: http_429, retry_after_ms: 0}`` or just the kind, ``http_500`` — or ``null`` for
 a clean attempt. The entries of a step are used in order, one per attempt, across every
 attempt of every execution of that step in the run: ``[http_429, null, http_500]`` makes
 the first attempt of the first execution a 429, its retry clean, and the first attempt
-of the next execution a 500. Attempts past the list are clean. Navigator calls (§4.5)
-use no entry.
+of the next execution a 500. Attempts past the list are clean. Navigator calls
+(docs/flows.md#navigator) use no entry.
 
 A plan comes from a stub scenario's ``faults:`` key, the pytest marker ``swarm_faults``
 or ``swarm run --faults FILE``; anything unknown (a step, a kind, a field) is a usage
@@ -49,11 +49,12 @@ RETRYABLE_KINDS = frozenset(
         "overloaded_mid_stream",
     }
 )
-"""The kinds an engine answers ``retryable`` (SPEC §7.3)."""
+"""The kinds an engine answers ``retryable`` (docs/contract/steps.md#result-codes)."""
 
 TOOL_KINDS = frozenset({"tool_error", "tool_timeout"})
 """The kinds that answer a tool call of the attempt (its ``tool``, else the first) without
-running the tool (SPEC §5.8): served by every engine that runs a tool loop, and the stub."""
+running the tool (docs/tools.md#tools): served by every engine that runs a tool loop, and the
+stub."""
 HTTP_KINDS = frozenset(FAULT_FIELDS) - {"cli_exit"} - TOOL_KINDS
 """The kinds served through the SDK's HTTP transport (sdk, record and replay modes)."""
 

@@ -1,4 +1,7 @@
-"""Parsing the handoff block an agent ends its reply with (SPEC §4.2)."""
+"""Parsing the handoff block an agent ends its reply with.
+
+See docs/flows.md#where-routing-values-come-from.
+"""
 
 from __future__ import annotations
 

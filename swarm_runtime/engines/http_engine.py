@@ -4,7 +4,7 @@
 the mode (record, replay, faults: :mod:`.http_layers`), the handoff block, the price, and
 the outcome. A provider's engine says only how to call its SDK (:meth:`HttpEngine.send`),
 what its errors mean (:meth:`HttpEngine.failure`, with :func:`status_outcome` for the HTTP
-statuses of SPEC §7.3) and what its request body is.
+statuses, docs/contract/steps.md#result-codes) and what its request body is.
 """
 
 from __future__ import annotations
@@ -170,7 +170,10 @@ class HttpEngine(StepEngine, abc.ABC):
     def status_outcome(
         self, ctx: StepContext, status: int, error: str, headers: Any = None
     ) -> StepOutcome:
-        """An HTTP error status as SPEC §7.3 maps it (``retry-after`` honoured)."""
+        """An HTTP error status as a result code (``retry-after`` honoured).
+
+        See docs/contract/steps.md#result-codes.
+        """
         if code_for_status(status) == "retryable":
             return self.failed(ctx, "retryable", error, retry_after_ms(headers))
         return self.failed(ctx, "fatal", error)

@@ -1,4 +1,4 @@
-"""Record, replay, faults and the secret scrub, as layers over HTTP, for any provider (SPEC §5.7).
+"""Record, replay, faults and the secret scrub, as layers over HTTP, for any provider.
 
 An engine whose SDK sends its requests through an httpx2 client (the anthropic and openai
 SDKs both take one as ``http_client=``) gets every mode by taking the client
@@ -13,6 +13,8 @@ SDKs both take one as ``http_client=``) gets every mode by taking the client
 
 One cassette format (vcrpy YAML), one strict matcher, one scrub, one fault injector for
 every engine; the layers never import a provider SDK.
+
+See docs/engines.md#engines-over-http.
 """
 
 from __future__ import annotations

@@ -7,11 +7,11 @@ server, …). The base URL and key come from ``OPENAI_BASE_URL`` / ``OPENAI_API_
 (``engines.openai.stream: false`` turns it off) with ``stream_options.include_usage``, so
 the tokens come from the stream's last chunk; the cost from the price table.
 
-Errors map as SPEC §7.3: connection errors, 408, 409, 429, 5xx → ``retryable`` with
-``retry-after`` honoured; 400, 401, 403, 404, 413, 422 and ``context_length_exceeded``
-(whatever its status) → ``fatal``. Record, replay and fault plans are the HTTP layers'
-(:mod:`.http_layers`): the SDK is handed their client. The openai package is imported only
-when the engine is built (``pip install 'swarm-stepwise[openai]'``).
+Errors map to result codes (docs/contract/steps.md#result-codes): connection errors, 408, 409, 429,
+5xx → ``retryable`` with ``retry-after`` honoured; 400, 401, 403, 404, 413, 422 and
+``context_length_exceeded`` (whatever its status) → ``fatal``. Record, replay and fault plans are
+the HTTP layers' (:mod:`.http_layers`): the SDK is handed their client. The openai package is
+imported only when the engine is built (``pip install 'swarm-stepwise[openai]'``).
 """
 
 from __future__ import annotations

@@ -305,7 +305,8 @@ class Replayer:
                 self._refuse_secrets(text + recorded.uri, recording, "request")
         return recording
 
-    # -- the tool tape (SPEC §5.8): a step's tool answers, served from its cassette -------
+    # -- the tool tape: a step's tool answers, served from its cassette ---------------------------
+    # (docs/tools.md#tools-in-record-and-replay)
 
     replays = True
 

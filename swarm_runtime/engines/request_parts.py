@@ -1,10 +1,10 @@
 """Which part of a provider request differs from another: prompt, model, tools, parameters.
 
-A recorded call stops matching when a part of its request changes (SPEC §10.7): the
-``prompt`` (the system prompt and the messages: persona, teaching notes, role, the request
-and the history), the ``model``, the ``tools``, or the ``parameters`` (everything else the
-body carries: ``max_tokens``, ``stream``, …). A replay miss and ``swarm cassettes status``
-both name the parts this module finds.
+A recorded call stops matching when a part of its request changes
+(docs/record-replay.md#stale-cassettes): the ``prompt`` (the system prompt and the messages:
+persona, teaching notes, role, the request and the history), the ``model``, the ``tools``, or the
+``parameters`` (everything else the body carries: ``max_tokens``, ``stream``, …). A replay miss and
+``swarm cassettes status`` both name the parts this module finds.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Stub scenarios (SPEC §5.5): per-step, per-execution outcomes for the stub engine.
+"""Stub scenarios: per-step, per-execution outcomes for the stub engine.
 
 A scenario is a mapping from a step id (or ``flow/step`` where ids repeat across flows) to
 one outcome (used for every execution) or a list of outcomes (one per execution, the last
@@ -8,6 +8,8 @@ repeating). It comes from a YAML file or a dict; anything unknown is an error na
 creating it, so a pause, a stop or a kill lands inside a chosen step however slow the
 machine is. It does nothing unless a scenario scripts it (the stub alone reads it), and it
 waits no longer than the step's deadline.
+
+See docs/engines.md#stub-scenarios.
 """
 
 from __future__ import annotations
@@ -382,10 +384,10 @@ class Scenario(Record):
     """``navigator:``: per step (or flow/step), the candidate the stub's navigator chooses,
     one per execution (the last one repeats)."""
     faults: FaultPlan | None = None
-    """``faults:``: the fault plan of runs with this scenario (SPEC §10.7)."""
+    """``faults:``: the fault plan of runs with this scenario (docs/faults.md)."""
     judges: dict[str, dict[str, tuple[JudgeReply, ...]]] = field(default_factory=dict)
     """``judges:``: per step (or flow/step), per judge, what the stub's judge answers, one
-    per execution (the last one repeats) (SPEC §10.8)."""
+    per execution (the last one repeats) (docs/judges.md#judges)."""
     source: str = "<scenario>"
     used: set[str] = field(default_factory=set)
     raw: Any = None

@@ -1,7 +1,7 @@
 """``claude-step`` over HTTP: one Messages API call per step through the anthropic SDK.
 
-The SDK's own retries are off: the orchestrator owns retries (SPEC §7.3), so API errors
-become result codes here — connection errors, 408, 409, 429, 5xx and 529 are
+The SDK's own retries are off: the orchestrator owns retries (docs/contract/steps.md#result-codes),
+so API errors become result codes here — connection errors, 408, 409, 429, 5xx and 529 are
 ``retryable`` (with ``retry-after`` honoured), 400, 401, 403, 404, 413 and 422 are
 ``fatal``, and a reply that is not a Messages response is a clear ``fatal`` error. Replies
 are streamed by default (``engines.claude.stream: false`` in runtime.yaml turns it off); an

@@ -1,4 +1,7 @@
-"""How a provider's HTTP status maps to a result code (SPEC §7.3), for every live engine."""
+"""How a provider's HTTP status maps to a result code, for every live engine.
+
+See docs/contract/steps.md#result-codes.
+"""
 
 from __future__ import annotations
 

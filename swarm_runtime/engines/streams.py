@@ -208,7 +208,7 @@ class ClaudeStream(StreamReport):
                 self.fail(f"Claude Code CLI: the API answered HTTP {status}: {detail}", status)
             elif detail.startswith("API Error:"):
                 # An API call with no HTTP status: the connection or the stream broke
-                # (SPEC §7.3: connection errors are retryable).
+                # (docs/contract/steps.md#result-codes: connection errors are retryable).
                 self.fail(f"Claude Code CLI: the API call broke off: {detail}", None)
                 self.error_code = "retryable"
             else:

@@ -1,4 +1,4 @@
-"""The deterministic stub engine: no network, same input, same output (SPEC §5.5).
+"""The deterministic stub engine: no network, same input, same output (docs/engines.md#the-stub).
 
 By default a microloop's condition step declares a failing value on its first execution
 and a success value on its second, and a branch step declares its first branch key, so

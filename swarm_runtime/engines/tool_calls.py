@@ -1,4 +1,4 @@
-"""The tool calls of one step call (SPEC §5.8): checked, run, recorded, answered, counted.
+"""The tool calls of one step call (docs/tools.md#tools): checked, run, recorded, answered, counted.
 
 An engine that runs a tool loop hands each tool call its model makes to :class:`StepTools`,
 which answers it — always with an answer for the model, never by raising, except past the

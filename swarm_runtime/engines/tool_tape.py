@@ -1,9 +1,11 @@
-"""A tool call as a cassette keeps it: one more recorded call of the step, in order (SPEC §5.8).
+"""A tool call as a cassette keeps it: one more recorded call of the step, in order.
 
 A step's cassette holds its model calls and its tool calls as they happened. A tool call is
 kept in the shape of an HTTP call, so one reader, one matcher and one credential scan serve
 both: ``POST swarm-tool://local/<tool>`` whose body is the tool and its input (JSON, sorted
 keys), answered with a 200 whose body is ``{"success": …, "output": …}``.
+
+See docs/tools.md#tools-in-record-and-replay.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A run budget as a user gives it (SPEC §10.7): ``--budget``, runtime.yaml, a marker.
+"""A run budget as a user gives it (docs/budgets.md): ``--budget``, runtime.yaml, a marker.
 
 ``swarm run --budget tokens=N,cost_usd=X,duration_ms=M`` (any subset), the same keys under
 ``budget:`` in runtime.yaml, and ``@pytest.mark.swarm_budget(tokens=…)`` all become one

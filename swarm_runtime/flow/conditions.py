@@ -1,4 +1,4 @@
-"""Conditions (SPEC §4.8): CEL expressions over what a step left behind.
+"""Conditions (docs/flows.md#conditions): CEL expressions over what a step left behind.
 
 A condition (a navigator candidate's ``when``) is a CEL expression over five names:
 ``handoff``, ``receipt``, ``params``, ``loop_state`` and ``facts``. It is checked when its

@@ -1,10 +1,12 @@
-"""Reading the detours of a step and the utility keys of a flow file (SPEC §4.6).
+"""Reading the detours of a step and the utility keys of a flow file.
 
 A step's ``detours:`` is a list of ``{id, flow | step, when?, return?}``; a flow file may
 say ``utility: true`` with an ``injection_trigger`` and ``on_complete``. Each value is
 checked here, and each error names the file, the line, the step and the field; whether
 the flows named exist is checked when flows are planned into a run (they may live in
 other files).
+
+See docs/flows.md#detours-and-utility-flows.
 """
 
 from __future__ import annotations

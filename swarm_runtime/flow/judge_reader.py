@@ -1,4 +1,4 @@
-"""Reading the ``judges:`` of a step (SPEC §10.8).
+"""Reading the ``judges:`` of a step (docs/judges.md#judges).
 
 A step's ``judges:`` is a non-empty list of ``{name, rubric, threshold, engine?,
 min_pass_rate?}``: after each execution of the step, a model grades its reply against the

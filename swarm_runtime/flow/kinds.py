@@ -1,4 +1,4 @@
-"""Routing kinds (SPEC §4.1): one table entry carries everything about a kind.
+"""Routing kinds (docs/flows.md#routing-kinds): one table entry carries everything about a kind.
 
 An entry says which routing keys the kind takes and which it needs; the edges out of a
 step of that kind, each with the key that names it (validation), how a graph draws it
@@ -22,7 +22,8 @@ from swarm_runtime.flow.spec import FlowSpec, RoutingSpec, StepSpec
 from swarm_runtime.record import Record
 
 NO_FURTHER_HELP_FIELD = "can_further_iteration_help"
-"""The handoff field with which an agent ends a microloop early (SPEC §4.3 rule 2)."""
+"""The handoff field with which an agent ends a microloop early: the second rule of
+docs/flows.md#microloop-exits."""
 STUB_FAILING_VALUE = "NEEDS_WORK"
 """What the stub declares on a microloop's first execution, so every loop goes round once."""
 
@@ -48,7 +49,7 @@ class RouteEdge(Record):
     caption: str
     """What a graph writes on it (``status=OK``, a candidate's id, ``default``)."""
     label: str
-    """Its name in route coverage (``next``, ``loop``, ``branch=GO``, …; SPEC §10.7)."""
+    """Its name in route coverage (``next``, ``loop``, ``branch=GO``, …; docs/coverage.md)."""
 
 
 class RoutingKind(Record):
@@ -327,7 +328,10 @@ a whole number from 1, a mapping of handoff value to step id, or a navigator's m
 
 
 def stub_handoff(kind: str, fields: dict[str, tuple[str, ...]], iteration: int) -> dict[str, Any]:
-    """The handoff the deterministic stub declares for a step of ``kind`` (SPEC §5.5)."""
+    """The handoff the deterministic stub declares for a step of ``kind``.
+
+    See docs/engines.md#the-stub.
+    """
     return KINDS[kind].stub_handoff(fields, iteration)
 
 

@@ -1,10 +1,12 @@
-"""Rules that look across the flows of a directory: where each detour goes (SPEC §4.6).
+"""Rules that look across the flows of a directory: where each detour goes.
 
 A detour names another flow (``flow: KEY``) or one step of one (``step: FLOW/STEP``); the
 flow may live in any file of the directory, so this is checked once every file is read,
 by :meth:`swarm_runtime.flow.registry.FlowRegistry.problems` (what ``swarm flows validate``
 prints and ``swarm run`` refuses). A detour into a file that does not load is not reported
 here: that file's own errors are.
+
+See docs/flows.md#detours-and-utility-flows.
 """
 
 from __future__ import annotations

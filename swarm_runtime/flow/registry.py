@@ -94,10 +94,12 @@ class FlowRegistry:
         return sorted(self._paths)
 
     def utilities(self) -> list[FlowSpec]:
-        """The utility flows with an ``injection_trigger`` (SPEC §4.6), by key.
+        """The utility flows with an ``injection_trigger``, by key.
 
         A flow file that does not load is left out here (``swarm flows validate`` names
         its errors): it cannot be injected.
+
+        See docs/flows.md#detours-and-utility-flows.
         """
         if self._utilities is None:
             self._utilities = [

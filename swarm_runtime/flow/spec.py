@@ -27,17 +27,23 @@ class TeachingNotes(Record):
 
 
 class Candidate(Record):
-    """A move a navigator step may make (SPEC §4.5): an edge of its flow, maybe conditional."""
+    """A move a navigator step may make: an edge of its flow, maybe conditional.
+
+    See docs/flows.md#navigator.
+    """
 
     id: str
     to: str
     """The step of this flow it goes to."""
     when: str | None = None
-    """A condition (SPEC §4.8); absent, the candidate is always in the set."""
+    """A condition (docs/flows.md#conditions); absent, the candidate is always in the set."""
 
 
 class Detour(Record):
-    """A detour a step may take (SPEC §4.6): another flow, or one step of one, then back."""
+    """A detour a step may take: another flow, or one step of one, then back.
+
+    See docs/flows.md#detours-and-utility-flows.
+    """
 
     id: str
     flow: str
@@ -45,7 +51,7 @@ class Detour(Record):
     step: str | None = None
     """The one step it runs (``step: FLOW/STEP``); None: the whole flow."""
     when: str | None = None
-    """A condition (SPEC §4.8); absent, the detour is always a candidate."""
+    """A condition (docs/flows.md#conditions); absent, the detour is always a candidate."""
     returns: str = "resume"
     """``resume``, ``halt`` or ``bounce_to:<step>`` (a step of the flow that left)."""
 
@@ -57,7 +63,7 @@ class Detour(Record):
 
 
 class RoutingSpec(Record):
-    """How to pick the step after this one (SPEC §4)."""
+    """How to pick the step after this one (docs/flows.md#routing)."""
 
     kind: RoutingKind = "linear"
     next: str | None = None
@@ -72,7 +78,7 @@ class RoutingSpec(Record):
 
 
 class Budget(Record):
-    """Limits of a step, a flow or a run (SPEC §10.7); exceeding one fails the step."""
+    """Limits of a step, a flow or a run (docs/budgets.md); exceeding one fails the step."""
 
     tokens: int | None = None
     cost_usd: float | None = None
@@ -80,7 +86,10 @@ class Budget(Record):
 
 
 class JudgeSpec(Record):
-    """A rubric a model grades a step's reply against, after each execution (SPEC §10.8)."""
+    """A rubric a model grades a step's reply against, after each execution.
+
+    See docs/judges.md#judges.
+    """
 
     name: str
     """Names the judge in receipts, events and cassettes (``<step>-judge-<name>-<i>.yaml``)."""
@@ -110,16 +119,16 @@ class StepSpec(Record):
     max_attempts: int | None = None
     budget: Budget | None = None
     tools: tuple[str, ...] | None = None
-    """The tools the step's model may call (SPEC §5.8): the run's Python and MCP tools, or a
+    """The tools the step's model may call (docs/tools.md): the run's Python and MCP tools, or a
     CLI engine's own (none when absent)."""
     max_tool_calls: int | None = None
     """How many tool calls one execution may make (None: the flow's, else runtime.yaml's)."""
     timeout_s: float | None = None
     """How long a CLI engine's process may run for one call (the engine's default when absent)."""
     detours: tuple[Detour, ...] = ()
-    """Other flows (or steps) the step may detour into (SPEC §4.6)."""
+    """Other flows (or steps) the step may detour into (docs/flows.md#detours-and-utility-flows)."""
     judges: tuple[JudgeSpec, ...] = ()
-    """Rubrics its reply is graded against after each execution (SPEC §10.8)."""
+    """Rubrics its reply is graded against after each execution (docs/judges.md#judges)."""
     field_lines: dict[str, int] = field(default_factory=dict)
     """The YAML line of each field that names another step, for error messages."""
 
@@ -143,13 +152,15 @@ class FlowSpec(Record, dict=True):
     path: Path
     charter: dict[str, Any] | None = None
     utility: bool = False
-    """A utility flow (SPEC §4.6): never run from the flow order, only injected."""
+    """A utility flow (docs/flows.md#detours-and-utility-flows): never run from the flow order, only
+    injected."""
     injection_trigger: str | None = None
-    """When a utility flow is injected: a condition over the step that just ran (SPEC §4.8)."""
+    """When a utility flow is injected: a condition over the step that just ran
+    (docs/flows.md#conditions)."""
     on_complete: str = "return"
     """What a utility flow does when it ends: ``return`` (like ``resume``) or ``halt``."""
     budget: Budget | None = None
-    """The flow's ``budget:``, summed over all its executions in a run (SPEC §10.7)."""
+    """The flow's ``budget:``, summed over all its executions in a run (docs/budgets.md)."""
     max_tool_calls: int | None = None
     """Tool calls one execution of any of its steps may make, where the step says none."""
 

@@ -1,4 +1,7 @@
-"""Rules that look across the steps of a flow (SPEC §1.2): duplicates, targets, reachability."""
+"""Rules that look across the steps of a flow: duplicates, targets, reachability.
+
+See docs/flows.md#loading-and-validation.
+"""
 
 from __future__ import annotations
 

@@ -16,10 +16,10 @@ go, the engines (the plugin adds its hooks' engines and cassettes), the listener
 
 What every run-service backend shares: reading runs, and building orchestrators.
 
-A backend (SPEC §8.1) starts runs and controls them; where they run differs (threads of
-this process in :mod:`swarm_runtime.service`, ``swarm worker`` processes in
-:mod:`swarm_runtime.distributed.backend`), but every backend reads runs the same way, from
-the run dirs: a run's summary is its ``meta.json`` with its status as seen now.
+A backend (docs/run-control.md#backends-and-the-run-service) starts runs and controls them; where
+they run differs (threads of this process in :mod:`swarm_runtime.service`, ``swarm worker``
+processes in :mod:`swarm_runtime.distributed.backend`), but every backend reads runs the same way,
+from the run dirs: a run's summary is its ``meta.json`` with its status as seen now.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``checkpoint.json``: the state of a run after its last completed step (SPEC §8.2).
+"""``checkpoint.json``: the state of a run after its last completed step.
 
 A checkpoint is written atomically after every completed step, *before* that step's
 ``step_end`` and ``route_decision`` are appended: it carries those two events, so a kill
@@ -11,6 +11,8 @@ same way, with the step still open.
 Its size does not grow with the flow or the run: how often each step has run is not in
 it, but counted from the ``step_start`` events the log holds up to the checkpoint
 (:func:`executions_in`), once, when the run is resumed.
+
+See docs/contract/checkpoint.md.
 
 Run control: pause, stop and abort requests, and the engine call they may interrupt.
 
@@ -118,7 +120,8 @@ class Checkpoint(Record):
     """The lines of each journal (``facts.jsonl``, ``graph_proposals.jsonl``) the run had
     written."""
     stack: list[Frame] = field(default_factory=list)
-    """The flows paused by injections (SPEC §4.6); the position is in the top one's flow."""
+    """The flows paused by injections (docs/flows.md#detours-and-utility-flows); the position is in
+    the top one's flow."""
 
     @classmethod
     def capture(
@@ -326,7 +329,10 @@ class Interrupted(Exception):
 
 
 class Blocked(Exception):
-    """A step answered ``blocked``: the run pauses with the step open (SPEC §7.3)."""
+    """A step answered ``blocked``: the run pauses with the step open.
+
+    See docs/contract/steps.md#result-codes.
+    """
 
     def __init__(self, step: BlockedStep) -> None:
         super().__init__(f"{step.flow_key}/{step.step_id} is blocked: {step.reason}")

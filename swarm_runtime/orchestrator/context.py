@@ -1,8 +1,9 @@
-"""Context handoff between steps (SPEC §6.2–§6.3): earlier outputs within budgets.
+"""Context handoff between steps: earlier outputs within budgets (docs/flows.md#history).
 
 Items are taken newest first. The most recent step may use ``recent_chars``, each older
 one ``older_chars``, all together ``total_chars``. Whatever is cut is marked in the text
-with ``[CONTEXT_TRUNCATED …]`` and counted, so the receipt can say what the step missed.
+with ``[CONTEXT_TRUNCATED …]`` and counted, so the receipt can say what the step missed
+(docs/flows.md#truncation).
 
 Rendering happens before every step, so each item's text is rendered once and kept; when
 everything fits (the usual case) a prompt's history is one join. Otherwise rendering walks
@@ -11,7 +12,7 @@ costs the same however long the run has been. An item that no future prompt can 
 (the items between it and the newest already fill ``total_chars`` on their own) is let
 go, and only counted: a run's memory does not grow with its length.
 
-Building a step's prompt (SPEC §6.1).
+Building a step's prompt (docs/flows.md#prompt).
 
 System part: agent persona, flow title and step header, role, the four teaching-note
 sections, and the handoff fields the step must declare. User part: the run's request and
@@ -23,7 +24,7 @@ What an engine is handed for one step execution: its :class:`StepContext`.
 The parts that stay the same for a whole run (a flow's run base, a step's handoff fields)
 are made once per run and kept.
 
-A step execution's receipt (SPEC §3.1): built once, when its verdict is known.
+A step execution's receipt (docs/contract/receipt.md): built once, when its verdict is known.
 
 What the engine answered (the :class:`Call`, after its retries), where the time went and
 what the step wrote make an :class:`Execution`; with its :class:`Verdict` (the route it
@@ -426,17 +427,21 @@ class Verdict(Record):
     error: str | None = None
     routing: ReceiptRouting | None = None
     over_budget: bool = False
-    """It broke a budget: a fatal failure whatever the engine answered (SPEC §10.7)."""
+    """It broke a budget: a fatal failure whatever the engine answered (docs/budgets.md)."""
 
 
 def build_receipt(made: Execution, verdict: Verdict) -> Receipt:
-    """The receipt of an execution (SPEC §3.1), from its StepOutput's parts and its verdict."""
+    """The receipt of an execution, from its StepOutput's parts and its verdict.
+
+    See docs/contract/receipt.md.
+    """
     call, step, engine, timing = made.call, made.step, made.engine, made.timing
     outcome = call.outcome
     agent = step.primary_agent
     return Receipt(
         engine=engine.engine_id,
-        mode=cast(Mode, outcome.mode),  # an engine's; a reader refuses one SPEC §3.1 has not
+        # The engine's mode; a reader refuses one docs/contract/receipt.md does not list.
+        mode=cast(Mode, outcome.mode),
         provider=outcome.provider,
         model=outcome.model,
         step_id=step.id,
@@ -501,7 +506,10 @@ def tokens_of(usage: TokenUsage) -> Tokens:
 
 
 def cost_of(outcome: StepOutcome, tokens: TokenUsage, cost_usd: float | None) -> Cost:
-    """A receipt's ``cost`` (SPEC §7.2): the call's model and provider, its tokens and USD."""
+    """A receipt's ``cost``: the call's model and provider, its tokens and USD.
+
+    See docs/contract/steps.md#timing-and-cost.
+    """
     return Cost(
         model=outcome.model,
         provider=outcome.provider,
@@ -513,9 +521,11 @@ def cost_of(outcome: StepOutcome, tokens: TokenUsage, cost_usd: float | None) ->
 def step_timing(
     span: tuple[datetime, datetime], call: Call, started_at: str | None = None
 ) -> Timing:
-    """The ``timing`` of an execution (SPEC §7.2); ``started_at``: its start, formatted.
+    """The ``timing`` of an execution; ``started_at``: its start, formatted.
 
     ``ioMs`` is the rest of its time (files, events, prompt), retry waits left out.
+
+    See docs/contract/steps.md#timing-and-cost.
     """
     started, completed = span
     duration = ms_between(started, completed)

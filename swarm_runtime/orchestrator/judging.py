@@ -1,4 +1,4 @@
-"""Judges (SPEC §10.8): a model grades a step's reply against a rubric, after the step.
+"""Judges (docs/judges.md#judges): a model grades a step's reply against a rubric, after the step.
 
 A judge's call goes through an engine of the run's mode like any call: the stub answers
 what a scenario's ``judges:`` scripts (else a score of 1); ``record`` and ``replay`` have its

@@ -108,7 +108,7 @@ boundary - a loop whose prompts keep growing must not fill the disk."""
 
 
 class RunSpec(Record):
-    """What to run (SPEC §3): flows in order, the request, and an optional slice."""
+    """What to run (docs/contract/index.md): flows in order, the request, and an optional slice."""
 
     flows: tuple[str, ...]
     params: dict[str, Any] = field(default_factory=dict)
@@ -229,10 +229,12 @@ def plan_run(
 
 
 def injectable(loaded: Sequence[FlowSpec], flows: FlowRegistry) -> list[FlowSpec]:
-    """The flows a run of ``loaded`` may enter by a detour or an injection (SPEC §4.6).
+    """The flows a run of ``loaded`` may enter by a detour or an injection.
 
     Raises a usage error naming the step and detour when a detour names no flow, or a step
     its flow does not have.
+
+    See docs/flows.md#detours-and-utility-flows.
     """
     found: dict[str, FlowSpec] = {utility.key: utility for utility in flows.utilities()}
     todo = [*loaded, *found.values()]
@@ -379,7 +381,7 @@ class RunDeps(Record):
     """Random id suffixes (default: the secrets module's)."""
     sleep: Callable[[float], None] = interruptible_sleep
     jitter: Callable[[], float] = _random_fraction
-    """A fraction in [0, 1) that spreads retry waits (SPEC §7.3)."""
+    """A fraction in [0, 1) that spreads retry waits (docs/contract/steps.md#result-codes)."""
     engines: EngineRegistry = field(default_factory=engine_registry)
     """The built-in engines and the plugins' (``swarm_register_engines``)."""
     plugins: SwarmPlugins = field(default_factory=process_plugins)
@@ -411,15 +413,16 @@ class EngineChoice(Record):
     where: str = "runtime.yaml"
     """The runtime.yaml the sections came from, for messages."""
     tools: ToolSettings = field(default_factory=ToolSettings)
-    """runtime.yaml's tool settings: MCP servers, limits (SPEC §5.8)."""
+    """runtime.yaml's tool settings: MCP servers, limits (docs/tools.md)."""
     tool_registry: ToolRegistry | None = None
     """The run's Python tools (plugins' and runtime.yaml's); None: none."""
     navigator: str = "llm"
     """How a navigator step's move is chosen: asked of the navigator through the step's
-    engine (``llm``), or the first candidate that holds (``deterministic``), SPEC §4.5."""
+    engine (``llm``), or the first candidate that holds (``deterministic``),
+    docs/flows.md#navigator."""
     faults: FaultPlan | None = None
     """A fault plan given on its own (``--faults``, the ``swarm_faults`` marker): it
-    replaces the scenario's ``faults:`` (SPEC §10.7)."""
+    replaces the scenario's ``faults:`` (docs/faults.md)."""
 
     @property
     def fault_plan(self) -> FaultPlan | None:
@@ -441,8 +444,8 @@ class EngineChoice(Record):
     def written_mode(self) -> str:
         """The mode meta.json and spec.json name (a recording's and a replay's: ``sdk``).
 
-        A recorded or replayed call is an ``sdk`` call (SPEC §3.1): a recording and its
-        replay write the same documents.
+        A recorded or replayed call is an ``sdk`` call (docs/contract/receipt.md): a recording and
+        its replay write the same documents.
         """
         return "sdk" if self.mode in ("record", "replay") else self.mode
 
@@ -473,16 +476,18 @@ class RunLimits(Record):
     max_run_mb: int | None = None
     """How big a run dir may grow, in MiB (default ``DEFAULT_MAX_RUN_MB``)."""
     max_attempts: int = 3
-    """Calls per step execution when the engine answers ``retryable`` (§7.3)."""
+    """Calls per step execution when the engine answers ``retryable``
+    (docs/contract/steps.md#result-codes)."""
     max_retry_after_s: float = MAX_RETRY_AFTER_S
     """The longest wait a server's ``retry-after`` may ask for: a longer one is not retried."""
     history_budget: HistoryBudget = field(default_factory=HistoryBudget)
     durable: bool = False
     """fsync every write (slower; survives a power cut, not just a crash)."""
     max_depth: int = 4
-    """The deepest flow stack (SPEC §4.6): flows on it, the run's own included."""
+    """The deepest flow stack (docs/flows.md#detours-and-utility-flows): flows on it, the run's own
+    included."""
     budget: Budget | None = None
-    """The run budget (SPEC §10.7): tokens, cost and step time the whole run may spend."""
+    """The run budget (docs/budgets.md): tokens, cost and step time the whole run may spend."""
 
     def check(self) -> None:
         """A clear error for a limit that cannot be."""

@@ -24,24 +24,25 @@ What a line of ``events.jsonl`` may hold: text from outside is cut, visibly.
 
 A navigator's rationale, its choice, the edge it proposes, a fact's text, an engine's
 error or a tool's input come from a model or an engine and may be any size. Each is cut
-where it is made (:func:`~.state.cut`, with a marker that says how much went, as SPEC §6.3
-marks a prompt), and :func:`bounded_event` is the last guard of every event line: one longer than
-:data:`MAX_EVENT_LINE` characters has its strings and lists cut, visibly, until it fits.
+where it is made (:func:`~.state.cut`, with a marker that says how much went, as
+docs/flows.md#truncation marks a prompt), and :func:`bounded_event` is the last guard of every event
+line: one longer than :data:`MAX_EVENT_LINE` characters has its strings and lists cut, visibly,
+until it fits.
 
 The verdict on an engine's answer: does it fail the step, and how long to wait to retry.
 
-SPEC §7.3: ``fatal`` and ``blocked`` fail the step, ``retryable`` is retried within the
-execution (``retry-after`` or equal-jitter backoff) until its attempts run out; a server
-that asks for a longer wait than ``max_retry_after_s`` is not waited for. Budgets (a
-step that breaks one fails however the engine answered) are
+By result code (docs/contract/steps.md#result-codes): ``fatal`` and ``blocked`` fail the step,
+``retryable`` is retried within the execution (``retry-after`` or equal-jitter backoff) until its
+attempts run out; a server that asks for a longer wait than ``max_retry_after_s`` is not waited for.
+Budgets (a step that breaks one fails however the engine answered) are
 :class:`~.state.BudgetCheck`'s.
 
 The engine call of one step execution, made again while the engine answers ``retryable``.
 
-SPEC §7.3: every attempt's events are recorded as they come; between attempts a ``log``
-event says when the next one starts, and the run sleeps the engine's ``retry_after_ms``
-when it gave one (up to ``max_retry_after_s``: a longer one ends the call at once), else an
-equal-jitter backoff. An engine that raises ends the call.
+Every attempt's events are recorded (docs/contract/steps.md#result-codes) as they come; between
+attempts a ``log`` event says when the next one starts, and the run sleeps the engine's
+``retry_after_ms`` when it gave one (up to ``max_retry_after_s``: a longer one ends the call at
+once), else an equal-jitter backoff. An engine that raises ends the call.
 """
 
 from __future__ import annotations
@@ -501,10 +502,12 @@ class RunRecorder:
     def write_artifacts(
         self, flow_key: str, step_id: str, iteration: int, artifacts: tuple[dict[str, Any], ...]
     ) -> list[PointerArtifact]:
-        """Write a step's artifacts under ``<flow>/artifacts/``; their pointers (SPEC §7.4).
+        """Write a step's artifacts under ``<flow>/artifacts/``; their pointers.
 
         An artifact is ``{name, content, content_type}``; a name already written by an
         earlier execution of the step is kept as ``~n`` first, as receipts are.
+
+        See docs/contract/steps.md#artifacts.
         """
         refs: list[PointerArtifact] = []
         if not artifacts:
@@ -615,7 +618,7 @@ def _digest(data: bytes) -> str:
 
 
 BACKOFF_BASE_S = 0.5
-"""The first retry waits about this long (SPEC §7.3: 0.5 s × 2ⁿ)."""
+"""The first retry waits about this long (docs/contract/steps.md#result-codes: 0.5 s × 2ⁿ)."""
 BACKOFF_CAP_S = 30.0
 """No backoff waits longer."""
 
@@ -642,7 +645,7 @@ def retry_after_refused(outcome: StepOutcome, attempt: int, max_retry_after_s: f
 
 
 def outcome_error(step: StepSpec, outcome: StepOutcome, max_attempts: int) -> str | None:
-    """Why the engine's answer fails the step (SPEC §7.3), or None."""
+    """Why the engine's answer fails the step (docs/contract/steps.md#result-codes), or None."""
     code = outcome.result_code
     result = outcome.result
     if result.step_id != step.id:
@@ -735,7 +738,7 @@ class EngineCaller:
                     outcome, error, attempt, max_attempts, llm_ms, waited_ms, earlier, earlier_cost
                 )
             spent = outcome.tokens
-            if spent.total:  # a retried answer's tokens still count (SPEC §10.7)
+            if spent.total:  # a retried answer's tokens still count (docs/budgets.md)
                 earlier = TokenUsage(
                     earlier.prompt + spent.prompt, earlier.completion + spent.completion
                 )
@@ -747,7 +750,10 @@ class EngineCaller:
     def _wait_before_retry(
         self, flow: FlowSpec, step: StepSpec, outcome: StepOutcome, attempt: int, max_attempts: int
     ) -> None:
-        """Log the retry, then sleep: ``retry_after_ms`` when given, else backoff (§7.3)."""
+        """Log the retry, then sleep: ``retry_after_ms`` when given, else backoff.
+
+        See docs/contract/steps.md#result-codes.
+        """
         delay = backoff_delay(attempt, outcome.retry_after_ms, self.jitter())
         self.recorder.emit(
             Log(

@@ -1,4 +1,4 @@
-"""Reopening a run to resume it: after a pause, a stop, a block or a crash (SPEC §8.2).
+"""Reopening a run to resume it: after a pause, a stop, a block or a crash.
 
 Whatever instant a run was killed at, its directory is brought back to a state the run
 loop can go on from: leftover temporary files are removed, a torn last line of the event
@@ -9,7 +9,10 @@ so the step's re-run files keep their places. Counters come from ``checkpoint.js
 history from the first items of ``history.jsonl`` (checked against the checkpoint's
 digest); a run killed before its first checkpoint starts again from its first step.
 
-The step execution a crash left open: found, closed, its files moved aside (SPEC §8.2).
+See docs/run-control.md#pause-stop-and-resume.
+
+The step execution a crash left open: found, closed, its files moved aside
+(docs/run-control.md#pause-stop-and-resume).
 
 A resumed run closes it with ``step_error{error: "interrupted"}``; a receipt or transcript
 it wrote goes to ``<flow>/interrupted/``, so the files of the step's re-run keep their
@@ -148,8 +151,9 @@ def check_checkpoint(
 ) -> None:
     """Raise RunControlError (one line, naming ``where``) when the checkpoint disagrees.
 
-    ``injectable``: the flows the run's steps may enter besides its plan (SPEC §4.6);
-    ``max_depth``: the run's deepest stack. Each frame must be a push the run could make.
+    ``injectable``: the flows the run's steps may enter besides its plan
+    (docs/flows.md#detours-and-utility-flows); ``max_depth``: the run's deepest stack. Each frame
+    must be a push the run could make.
     """
     problem = _problem(checkpoint, plan, events, (injectable, max_depth))
     if problem is not None:
@@ -314,7 +318,10 @@ PUSHED = ("paused_flow", "paused_step", "injected_flow")
 
 
 def _logged_stack_problem(checkpoint: Checkpoint, events: Sequence[dict[str, Any]]) -> str | None:
-    """Whether the stack is the one the run pushed, as its event log says (SPEC §4.6)."""
+    """Whether the stack is the one the run pushed, as its event log says.
+
+    See docs/flows.md#detours-and-utility-flows.
+    """
     logged = _logged_stack(checkpoint, events)
     if len(logged) != len(checkpoint.stack):
         return (
@@ -427,9 +434,9 @@ def reopen_run(
     """Lock ``run_dir`` and mend it for the run loop; RunControlError if it cannot go on.
 
     ``plan`` is the run's flows as they are now, ``injectable`` the flows its steps may
-    enter and ``max_depth`` how deep (SPEC §4.6): the checkpoint must agree with them. A run
-    that has just paused is waited for (``sleep``) while the process that paused it lets go,
-    said to ``notice``.
+    enter and ``max_depth`` how deep (docs/flows.md#detours-and-utility-flows): the checkpoint must
+    agree with them. A run that has just paused is waited for (``sleep``) while the process that
+    paused it lets go, said to ``notice``.
     """
     run_dir = Path(os.path.abspath(run_dir))
     if not RUN_ID_RE.fullmatch(run_dir.name) or not run_dir.is_dir():

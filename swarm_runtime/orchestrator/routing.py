@@ -1,23 +1,27 @@
-"""Where a run goes after a step (SPEC §4): its routing's move, or a choice among candidates.
+"""Where a run goes after a step: its routing's move, or a choice among candidates.
 
 A step whose candidate set may hold more than its routing's own move (a navigator step, a
 step with detours, any step of a non-utility flow when utility flows may be injected) has
 its move chosen by :func:`route`; a detour too deep, or into a flow already on the stack,
-is refused here. :meth:`StepRouter.next` then moves the flow stack (SPEC §4.6).
+is refused here. :meth:`StepRouter.next` then moves the flow stack
+(docs/flows.md#detours-and-utility-flows).
 
-Choosing the next step (SPEC §4): linear, microloop and branch, from handoff then receipt.
+See docs/flows.md#routing.
+
+Choosing the next step (docs/flows.md#routing): linear, microloop and branch, from handoff then
+receipt.
 
 A navigator step's move is the navigator's (below); its router here is its golden path,
 the step it takes when no candidate holds.
 
-Navigator routing (SPEC §4.5): the move after a step whose candidate set has a choice.
+Navigator routing (docs/flows.md#navigator): the move after a step whose candidate set has a choice.
 
 The kernel builds the candidate set: the move the step's routing makes (for ``kind:
 navigator``, its candidates whose ``when`` holds), the step's detours whose ``when`` holds,
-and the utility flows whose ``injection_trigger`` holds (SPEC §4.6). The navigator may only
-choose from it. One candidate, or none, needs no choice; in ``deterministic`` mode the first
-candidate in declared order (edges, then detours, then utility flows) is taken with no
-call; in ``llm`` mode the navigator is asked (one call through the run's engine, see
+and the utility flows whose ``injection_trigger`` holds (docs/flows.md#detours-and-utility-flows).
+The navigator may only choose from it. One candidate, or none, needs no choice; in ``deterministic``
+mode the first candidate in declared order (edges, then detours, then utility flows) is taken with
+no call; in ``llm`` mode the navigator is asked (one call through the run's engine, see
 :class:`NavigatorCall`). A choice outside the set, a failed call or a reply with no choice
 falls back to the golden path: the run goes on.
 
@@ -25,7 +29,7 @@ What the navigator decided is written as ``routing_decision`` (when it was asked
 ``routing_offroad`` (whenever the move is not the golden path), between the step's
 ``step_end`` and its ``route_decision``.
 
-The navigator's call (SPEC §4.5): one engine call that chooses a move after a step.
+The navigator's call (docs/flows.md#navigator): one engine call that chooses a move after a step.
 
 It goes through the engine that ran the step, in the run's mode, as a call of its own
 (``StepContext.call == "navigator"``, agent ``navigator``): a recorded or replayed call has
@@ -81,8 +85,9 @@ def on_stack(stack: Sequence[Frame], running: str) -> list[str]:
 def push_refusal(flows: Sequence[str], injected: str, max_depth: int) -> str | None:
     """Why ``injected`` may not be pushed onto a stack of ``flows`` (bottom first), or None.
 
-    The rule of every push (SPEC §4.6), the kernel's and a resumed checkpoint's alike: a
-    flow is on the stack at most once, and the stack holds at most ``max_depth`` flows.
+    The rule of every push (docs/flows.md#detours-and-utility-flows), the kernel's and a resumed
+    checkpoint's alike: a flow is on the stack at most once, and the stack holds at most
+    ``max_depth`` flows.
     """
     if injected in flows:
         return f"flow {injected!r} is already on the stack ({' > '.join(flows)})"
@@ -157,7 +162,7 @@ class Decision(Record):
 
     @property
     def receipt_routing(self) -> ReceiptRouting:
-        """The receipt's ``routing`` (SPEC §4.4)."""
+        """The receipt's ``routing`` (docs/flows.md#decisions)."""
         if self.loop is None:
             return ReceiptRouting(decision=self.decision, reason=self.reason)
         iteration, most = self.loop
@@ -286,7 +291,10 @@ class Move(Record):
 
 
 class Injections(Record):
-    """What a run may inject (SPEC §4.6): its utility flows, each flow's first step, the depth."""
+    """What a run may inject: its utility flows, each flow's first step, the depth.
+
+    See docs/flows.md#detours-and-utility-flows.
+    """
 
     utilities: tuple[FlowSpec, ...] = ()
     """The utility flows with an ``injection_trigger``."""
@@ -624,7 +632,7 @@ class StepRouter:
     ) -> None:
         self.state = state
         self.mode = mode
-        """``llm`` or ``deterministic`` (SPEC §4.5)."""
+        """``llm`` or ``deterministic`` (docs/flows.md#navigator)."""
         self.injections = injections
         self.navigator = navigator
         self.spec = spec
@@ -684,9 +692,11 @@ class StepRouter:
         asked: tuple[StepEngine, StepContext],
         own: Decision | None,
     ) -> NavigatorRoute:
-        """The move chosen from the candidate set, over what the step left (SPEC §4.5).
+        """The move chosen from the candidate set, over what the step left.
 
         ``read``: the step's receipt and the facts, as conditions read them.
+
+        See docs/flows.md#navigator.
         """
         receipt, facts = read
         values = {

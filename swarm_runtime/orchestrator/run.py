@@ -1,10 +1,11 @@
 """The lifecycle of one run around its step loop: begin, run the flows, pause or complete.
 
-SPEC §3.3 and §8: ``run_created``/``run_started`` (or, for a resumed run, the events that
-close what a crash left open and ``run_resumed``); the flows from where the run stands;
-then a pause (a request or a ``blocked`` step: ``run_pausing``, ``run_paused``, then status
-``paused``) or the end (a stop adds ``run_stopping`` and ``run_stopped``; every end has
-exactly one ``run_completed``). A checkpoint is written after every completed step.
+The events (docs/contract/events.md, docs/run-control.md): ``run_created``/``run_started`` (or, for
+a resumed run, the events that close what a crash left open and ``run_resumed``); the flows from
+where the run stands; then a pause (a request or a ``blocked`` step: ``run_pausing``,
+``run_paused``, then status ``paused``) or the end (a stop adds ``run_stopping`` and
+``run_stopped``; every end has exactly one ``run_completed``). A checkpoint is written after every
+completed step.
 
 A run's ``meta.json`` and the events that open and end it, for flow runs and plan cycles.
 
@@ -19,8 +20,8 @@ The stepwise orchestrator: runs flows one step at a time and records everything.
 
 The run loop lives here: plan the run (:mod:`.plan`), create its directory
 (:mod:`.recorder`), then run each flow step by step (:mod:`.step`) until routing ends it.
-The sequencing invariants of SPEC §3.3 hold on every path out of a run: a failing step,
-an engine that raises, a routing error and Ctrl-C all end in exactly one
+The sequencing invariants of docs/contract/events.md#where-events-may-stand hold on every path out
+of a run: a failing step, an engine that raises, a routing error and Ctrl-C all end in exactly one
 ``run_completed``.
 """
 
@@ -341,10 +342,12 @@ class RunLifecycle:
             self._timing = (key, began, spent)
 
     def _checkpoint(self, pending: list[Any], nxt: Next) -> list[str]:
-        """After a completed step: save where the run goes next (SPEC §8.2).
+        """After a completed step: save where the run goes next.
 
         The pending events' lines are returned, for the log. Inside an injected flow the
         position's step is of that flow (the stack, saved with it, says which).
+
+        See docs/run-control.md#pause-stop-and-resume.
         """
         position = (
             Position(self.flow_index, nxt.step)
@@ -352,7 +355,8 @@ class RunLifecycle:
             else Position(self.flow_index + 1)
         )
         recorder = self.recorder
-        recorder.lock.renew_at_boundary()  # the lease goes on (SPEC §8.3)
+        # The lease goes on (docs/run-control.md#runs-across-machines).
+        recorder.lock.renew_at_boundary()
         self._count_time()  # a resume from this checkpoint counts the step's time too
         lines = [recorder.encode(event) for event in pending]
         recorder.write_checkpoint(
@@ -405,7 +409,7 @@ class RunLifecycle:
 
         The log comes first: ``meta.json`` never says paused before the log does, so a
         resume asked for on seeing "paused" finds ``run_paused`` (and waits for this
-        process to let go of the run, SPEC §8.2).
+        process to let go of the run, docs/run-control.md#pause-stop-and-resume).
         """
         self.recorder.emit(RunPausing(reason=reason))
         self.recorder.emit(RunPaused(reason=reason))
@@ -530,7 +534,8 @@ class PreparedRun(Record):
     path: Path
     execute: Callable[[], RunOutcome]
     hand_over: Callable[[], None] = lambda: None
-    """Give the run up unexecuted (its lock): a worker will run it (SPEC §8.3)."""
+    """Give the run up unexecuted (its lock): a worker will run it
+    (docs/run-control.md#runs-across-machines)."""
 
 
 class Orchestrator:
@@ -651,10 +656,12 @@ class Orchestrator:
         return run
 
     def resume(self, run_dir: Path, *, external_input: str | None = None) -> RunOutcome:
-        """Continue a paused, stopped or crashed run from its checkpoint (SPEC §8.2).
+        """Continue a paused, stopped or crashed run from its checkpoint.
 
         ``external_input`` answers a step that is ``blocked``. The orchestrator must be
         built as the run's ``spec.json`` says (see :func:`.resume.read_run_spec`).
+
+        See docs/contract/checkpoint.md.
         """
         return self.prepare_resume(run_dir, external_input=external_input).execute()
 

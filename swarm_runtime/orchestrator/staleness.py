@@ -1,4 +1,4 @@
-"""Which recorded calls the current flows would no longer send (SPEC §10.7), without a run.
+"""Which recorded calls the current flows would no longer send, without a run.
 
 A cassette ``<test>/<flow>/<step>-<agent>-<iteration>.yaml`` holds the requests one step
 call sent. The parts of such a request that come from the flow files and the settings are
@@ -10,6 +10,8 @@ recomputed: nothing runs. A call whose flow or step no longer exists is listed a
 
 A cassette a CLI recorded (``recorded_via: cli``) is checked for its flow and step only:
 the CLI builds its own request around the prompt.
+
+See docs/record-replay.md#stale-cassettes.
 """
 
 from __future__ import annotations

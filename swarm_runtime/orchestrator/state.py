@@ -3,12 +3,14 @@
 Its ``meta.json`` and its ``run_completed`` are made from it here, for flow runs and plan
 cycles alike.
 
-Microloop counters: how often each loop of a run has gone round (SPEC §4.3–§4.4).
+Microloop counters: how often each loop of a run has gone round (docs/flows.md#microloop-exits,
+docs/flows.md#decisions).
 
 One bookkeeping, used by the orchestrator while it routes and by ``assert_routing`` when
 it recomputes the decisions of a finished run from its event log, so the two agree.
 
-The flow stack (SPEC §4.6): detours and utility flows entered, and returned from.
+The flow stack (docs/flows.md#detours-and-utility-flows): detours and utility flows entered, and
+returned from.
 
 A run starts in a flow of its plan; a detour or a utility flow taken after a step pushes a
 :class:`Frame` (the paused flow, the step that left, where to come back to) and the run
@@ -17,7 +19,7 @@ goes on at the frame's return address; a ``halt`` (or a golden path that ended t
 flow) ends the paused flow too. The stack is part of the checkpoint, so a run killed
 inside an injected flow resumes inside it.
 
-Facts (SPEC §4.7): requirements, solutions, traces, assumptions and decisions.
+Facts (docs/flows.md#facts): requirements, solutions, traces, assumptions and decisions.
 
 A reply declares a fact in its handoff (``facts: [{id: REQ-001, text: …}]``) or as a
 marker line (``[REQ-001] text``); ids are ``REQ|SOL|TRC|ASM|DEC`` + ``-`` + digits. Each is
@@ -31,7 +33,7 @@ Neither costs a step more as the facts pile up: the prompt's section is made fro
 newest facts back until the budget is spent, and conditions see a list kept in CEL's
 types that each fact is converted into once, when a condition first reads the facts.
 
-Step, flow and run budgets (SPEC §10.7), checked after every engine call of a run.
+Step, flow and run budgets (docs/budgets.md), checked after every engine call of a run.
 
 A step's budget bounds one execution (all its attempts); a flow's bounds everything the
 flow spent in the run so far (every execution, loops and retries included, its time being
@@ -417,7 +419,8 @@ class RunState:
         self.journals: dict[str, int] = {}
         """Lines written to each journal (``facts``, ``graph_proposals``), for the checkpoint."""
         self.stack: list[Frame] = []
-        """The flows paused by detours and utility flows, bottom first (SPEC §4.6)."""
+        """The flows paused by detours and utility flows, bottom first
+        (docs/flows.md#detours-and-utility-flows)."""
 
     def flow(self, flow_key: str) -> Totals:
         """The totals of one flow, created on first use."""
@@ -558,7 +561,7 @@ class BudgetCheck:
     def over(
         self, state: RunState, flow: FlowSpec, step: StepSpec, call: Call, timing: Timing
     ) -> str | None:
-        """The step's, flow's or run's budget an execution broke (SPEC §10.7), or None."""
+        """The step's, flow's or run's budget an execution broke (docs/budgets.md), or None."""
         if flow.budget is None and step.budget is None and self.run is None:
             return None
         return self.check(

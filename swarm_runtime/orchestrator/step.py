@@ -1,13 +1,13 @@
 """One step execution: its events, the verdict on the engine's answer, its files.
 
-:class:`StepRunner` runs a step the way SPEC §3.3 and §7.3 say: ``step_start``; the engine
-call, retried within the execution while it answers ``retryable``
-(:class:`~.recorder.EngineCaller`, with the context of :class:`~.context.ContextMaker`);
-the verdict (engine failure, budgets, routing); the transcript and the receipt
-(:func:`~.context.build_receipt`); then ``step_end`` + ``route_decision``, or
+:class:`StepRunner` runs a step the way docs/contract/events.md and
+docs/contract/steps.md#result-codes say: ``step_start``; the engine call, retried within the
+execution while it answers ``retryable`` (:class:`~.recorder.EngineCaller`, with the context of
+:class:`~.context.ContextMaker`); the verdict (engine failure, budgets, routing); the transcript and
+the receipt (:func:`~.context.build_receipt`); then ``step_end`` + ``route_decision``, or
 ``step_error``, written by the :class:`StepLog` that plan cycles use too.
 
-The events of step executions, for flow runs and plan cycles alike (SPEC §3.3).
+The events of step executions, for flow runs and plan cycles alike (docs/contract/events.md).
 
 A step execution opens with ``step_start`` and ends with ``step_end`` + ``route_decision``
 or with ``step_error``; :class:`StepLog` writes those events for every kind of run, keeps
@@ -226,11 +226,12 @@ class StepSettings(Record):
     result_observer: Callable[[str, StepResult], None] | None = None
     navigator: str = "llm"
     """``llm``: a navigator step's move is asked of the navigator; ``deterministic``: the
-    first candidate that holds is taken with no call (SPEC §4.5)."""
+    first candidate that holds is taken with no call (docs/flows.md#navigator)."""
     injections: Injections = Injections()
-    """The utility flows a step may inject, and how deep (SPEC §4.6)."""
+    """The utility flows a step may inject, and how deep
+    (docs/flows.md#detours-and-utility-flows)."""
     run_budget: Budget | None = None
-    """The run's budget (SPEC §10.7), checked after every call with the step's and flow's."""
+    """The run's budget (docs/budgets.md), checked after every call with the step's and flow's."""
 
 
 class StepRunner:
@@ -328,7 +329,7 @@ class StepRunner:
                 error = str(exc)
         decision = moved.decision if moved is not None else None
         routing = decision.receipt_routing if decision is not None else None
-        # SPEC §10.7: a broken budget is a fatal failure, whatever the engine answered.
+        # A broken budget is a fatal failure, whatever the engine answered (docs/budgets.md).
         receipt = build_receipt(made, Verdict(error, routing, over_budget=bool(over)))
         if judged:
             receipt = msgspec.structs.replace(receipt, judgements=judged)
@@ -359,9 +360,11 @@ class StepRunner:
         step: StepSpec,
         outcome: StepOutcome,
     ) -> list[ReceiptJudgement] | None:
-        """The step's judges on its reply (SPEC §10.8): their events; the receipt's entries.
+        """The step's judges on its reply: their events; the receipt's entries.
 
         Before the budgets are checked: the judges' calls count in the flow's and the run's.
+
+        See docs/judges.md#judges.
         """
         if not step.judges or outcome.result_code != "ok":
             return None

@@ -1,4 +1,4 @@
-"""Execution plans (SPEC §9): a flat list of typed steps run in order by a neutral core.
+"""Execution plans (docs/plans.md): a flat list of typed steps run in order by a neutral core.
 
 Names are imported on first use, so importing the package costs nothing until a plan
 is read or run.

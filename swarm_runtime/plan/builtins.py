@@ -1,4 +1,4 @@
-"""The built-in handler of each v1 step type (SPEC §9).
+"""The built-in handler of each v1 step type (docs/plans.md).
 
 Each reads its payload (``{"$ref": …}`` values resolved, see :mod:`.refs`), checks it, and
 returns its type's result. The repository ones live in :mod:`.repo`. Summaries are

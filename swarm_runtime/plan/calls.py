@@ -6,7 +6,7 @@ told to give up (``StepCall.cancelled``: a store write rolls back). Events the h
 model calls produce are kept and handed to the kernel with the step's answer, so a late
 worker never writes into a later step. A model that answers ``retryable`` ends the
 handler's attempt (:class:`RetryableAnswer`): the kernel's attempts run the step again,
-with the one backoff every step has (SPEC §7.3).
+with the one backoff every step has (docs/contract/steps.md#result-codes).
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
 """The plan-handler engine: the kernel's engine of one plan step, which runs its handler.
 
-The kernel calls it as it calls any engine, once per attempt (SPEC §9 on the kernel of
-§3.3 and §7.3). It hands the handler the step's payload as the plan wrote it (a copy) and
-the results of the steps before it (read-only, read from the run: a resumed cycle has
-them too), within the type's time limit. A handler that fails fails the step (``fatal``);
-a model that answers ``retryable`` makes the step's answer ``retryable``, and the kernel
-runs the step again after its one backoff.
+The kernel calls it as it calls any engine, once per attempt (docs/plans.md), so a plan step has
+the events and result codes of a flow step (docs/contract/events.md,
+docs/contract/steps.md#result-codes). It hands the handler the step's payload as the plan wrote it
+(a copy) and the results of the steps before it (read-only, read from the run: a resumed cycle has
+them too), within the type's time limit. A handler that fails fails the step (``fatal``); a model
+that answers ``retryable`` makes the step's answer ``retryable``, and the kernel runs the step
+again after its one backoff.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The plan executor: runs the steps of an execution plan in order, one cycle at a time.
 
-The core is neutral (SPEC §9): it checks the plan's rules before any step runs, then runs
+The core is neutral (docs/plans.md): it checks the plan's rules before any step runs, then runs
 the steps in plan order, handing each handler its payload as written (a copy) and the
 results so far (read-only); it never wires, reorders or changes anything. Every cycle is a
 run of the one kernel (:mod:`swarm_runtime.plan.kernel`): the same attempts and backoff,

@@ -1,7 +1,7 @@
 """Plan step handlers: what one receives (:class:`StepCall`), and the registry by type.
 
 A handler is a callable taking a :class:`StepCall` and returning its type's result (a
-mapping, SPEC §9). It validates its own payload: the core hands the payload over as the
+mapping, docs/plans.md). It validates its own payload: the core hands the payload over as the
 plan wrote it and never interprets it. Raising fails the step; the core applies the
 type's failure class. Third parties register handlers through the entry-point group
 ``swarm_runtime.plan_handlers`` (each entry point is a callable taking the registry),
@@ -60,7 +60,7 @@ class StepCall(Record):
     """The plan store (opened on first use)."""
     complete: Callable[..., LLMReply]
     """``complete(prompt, system=None, engine=None)``: one model call through the run's
-    engines (SPEC §5), recorded in the step's receipt and transcript."""
+    engines (docs/engines.md), recorded in the step's receipt and transcript."""
     cancelled: threading.Event = field(default_factory=threading.Event)
     """Set when the step ran out of time: a handler that stores data must not commit."""
 

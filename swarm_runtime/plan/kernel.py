@@ -37,7 +37,7 @@ def cycle_flow(plan: ExecutionPlan, where: Path) -> FlowSpec:
     return FlowSpec(
         key=CYCLE_FLOW,
         title="execution plan",
-        description="a cycle of an execution plan (SPEC §9)",
+        description="a cycle of an execution plan (docs/plans.md)",
         steps=tuple(
             StepSpec(
                 id=step.id,
@@ -77,7 +77,7 @@ class PlanFlows(FlowRegistry):
         return [CYCLE_FLOW]
 
     def utilities(self) -> list[FlowSpec]:
-        """None: a plan injects no flow (SPEC §9: no branches, no loops)."""
+        """None: a plan injects no flow (docs/plans.md: no branches, no loops)."""
         return []
 
     def utility_flows(self) -> list[FlowSpec]:

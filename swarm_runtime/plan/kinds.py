@@ -1,6 +1,6 @@
 """The v1 step types in one table: order, whether mandatory, failure class, limit, agent.
 
-Everything the executor knows about a type is its row here (SPEC §9); adding a type in a
+Everything the executor knows about a type is its row here (docs/plans.md); adding a type in a
 later version is one row, and nothing else in the core changes.
 """
 

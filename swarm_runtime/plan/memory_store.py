@@ -1,4 +1,4 @@
-"""The embedded store of execution plans: memories and sessions in one SQLite file (SPEC §9).
+"""The embedded store of execution plans: memories and sessions in one SQLite file (docs/plans.md).
 
 Memories are found by full-text search (SQLite FTS5, Porter stemming, best match first).
 Every write is one transaction, so a failure leaves no partial row: a memory is its row

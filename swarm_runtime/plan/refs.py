@@ -1,6 +1,6 @@
 """References and templates in payloads, as the built-in handlers read them.
 
-The core never wires one step's result into another's payload (SPEC §9). A plan says
+The core never wires one step's result into another's payload (docs/plans.md). A plan says
 where a value comes from, and the handler that reads the payload looks it up:
 
 - ``{"$ref": "input"}``: the cycle's input; ``{"$ref": "session"}``: its session ref;

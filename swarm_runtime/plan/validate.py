@@ -1,4 +1,4 @@
-"""The rules a v1 plan must meet before any of its steps runs (SPEC §9, PRD-007 §4, §6, §7).
+"""The rules a v1 plan must meet before any of its steps runs (docs/plans.md).
 
 :func:`plan_violations` reads a plan document (as parsed from JSON) and names every rule
 it breaks with the step concerned; :func:`checked_plan` turns a clean one into an

@@ -1,4 +1,7 @@
-"""Where a run's files live (SPEC §2), and the fence that keeps every path inside runs_dir."""
+"""Where a run's files live, and the fence that keeps every path inside runs_dir.
+
+See docs/contract/run-dir.md.
+"""
 
 from __future__ import annotations
 
@@ -28,7 +31,8 @@ def _check(value: str, pattern: re.Pattern[str], what: str) -> str:
 
 JOURNALS = ("facts", "graph_proposals")
 """Files a run appends to a step at a time and its checkpoint counts the lines of: the
-facts replies declared (SPEC §4.7) and the edges a navigator proposed (§4.5)."""
+facts replies declared (docs/flows.md#facts) and the edges a navigator proposed
+(docs/flows.md#navigator)."""
 
 
 class RunLayout:

@@ -1,10 +1,10 @@
 """The run lock, a lease: one process runs a run at a time, and a dead holder is seen as dead.
 
 ``<run>/run.lock`` holds the pid, host and start time of the process running the run, and
-when its lease expires (SPEC §8.3). It is made with ``O_EXCL``, so two processes cannot
-both take it. The holder renews the lease at step boundaries (at most every tenth of a
-lease) and, between them, every third of the lease from the process's one heartbeat thread
-(the :class:`_Keeper` of every lock the process holds, started with its first), so a long
+when its lease expires (docs/run-control.md#runs-across-machines). It is made with ``O_EXCL``, so
+two processes cannot both take it. The holder renews the lease at step boundaries (at most every
+tenth of a lease) and, between them, every third of the lease from the process's one heartbeat
+thread (the :class:`_Keeper` of every lock the process holds, started with its first), so a long
 engine call keeps it. A lock whose
 holder is gone (a SIGKILL, a power cut, a lost machine) is *stale*: on this host that is a
 pid that no longer exists, or one that now belongs to a later process (its start time

@@ -1,9 +1,11 @@
-"""``<run>/queued.json``: a run handed to the workers, waiting for one to take it (SPEC §8.3).
+"""``<run>/queued.json``: a run handed to the workers, waiting for one to take it.
 
 ``swarm run --backend celery`` (and a resume sent to the workers) writes it with a fresh
 *ticket* before the task goes to the broker; the task carries the same ticket. A worker runs
 the run only for the ticket it finds here (or to resume a crashed run), and the marker is
 removed under the run's lock as the run goes on, so a task delivered twice runs it once.
+
+See docs/run-control.md#runs-across-machines.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ A run whose ``meta.json`` says ``pending`` or ``running`` but whose lock holder 
 unless its log ends with ``run_paused`` (killed after pausing, before ``meta.json`` said
 so: the log is written first), when it is ``paused``. A run handed to the workers that none
 has taken yet is ``queued``, one a worker would not run (another version, its flows not
-there) ``refused`` (SPEC §8.3).
+there) ``refused`` (docs/run-control.md#runs-across-machines).
 
 A run that has just paused is still held for a moment by the process that paused it (it
 closes its files, then lets go of the lock): :func:`wait_for_pauser` lets a resume asked

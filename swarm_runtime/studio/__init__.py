@@ -1,4 +1,4 @@
-"""Flow Studio (SPEC §11, §12): a local web viewer of runs, updated live.
+"""Flow Studio (docs/studio.md): a local web viewer of runs, updated live.
 
 The parts that need no web framework (reading runs safely, the run index, graphs, the
 event tail, the buttons' actions) are importable without the ``studio`` extra;

@@ -1,11 +1,11 @@
 """What the studio's buttons do: start, pause, stop and resume runs, through the run service.
 
-A run started from the page runs in a worker of this process (SPEC §8.1), heard by the
-process's plugins and the studio's own listeners (its run index). Pause and stop
-go to that worker; a run another process is running (``swarm run`` in a terminal) is
-asked through its control file instead, as ``swarm pause|stop`` does. Resume continues a
-paused, stopped or crashed run in a worker here, with the backend and mode it was made
-with.
+A run started from the page runs in a worker of this process
+(docs/run-control.md#backends-and-the-run-service), heard by the process's plugins and the studio's
+own listeners (its run index). Pause and stop go to that worker; a run another process is running
+(``swarm run`` in a terminal) is asked through its control file instead, as ``swarm pause|stop``
+does. Resume continues a paused, stopped or crashed run in a worker here, with the backend and mode
+it was made with.
 """
 
 from __future__ import annotations

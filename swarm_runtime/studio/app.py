@@ -190,7 +190,7 @@ class _Studio:
         return _JSONResponse(result)
 
     async def control(self, request: Request) -> Response:
-        """Pause, stop or resume a run (SPEC §8).
+        """Pause, stop or resume a run (docs/run-control.md#pause-stop-and-resume).
 
         Needs an Origin header naming the studio (403 otherwise).
         ---

@@ -197,7 +197,7 @@ class RunFiles:
         self, run_id: str, flow_key: str, receipt: dict[str, Any], earlier: int | None
     ) -> list[Any]:
         # A receipt names its transcript before both are moved aside as ``~N`` when the step
-        # runs again (SPEC §2): the transcript of receipt ``~N`` is ``~N`` too.
+        # runs again (docs/contract/run-dir.md): the transcript of receipt ``~N`` is ``~N`` too.
         match = _TRANSCRIPT_RE.fullmatch(str(receipt.get("transcript_path") or ""))
         if match is None:
             return []

@@ -81,8 +81,9 @@ def run_graphs(
 ) -> list[Graph]:
     """One graph per flow of a run, each node with ``status`` and ``count`` from ``events``.
 
-    A flow the run entered by a detour or an injection (SPEC §4.6) follows the flow that
-    entered it, with ``injected_by`` (that flow and step) and ``depth`` (its stack depth).
+    A flow the run entered by a detour or an injection (docs/flows.md#detours-and-utility-flows)
+    follows the flow that entered it, with ``injected_by`` (that flow and step) and ``depth`` (its
+    stack depth).
     """
     states = step_states(events)
     planned = list(flow_keys)

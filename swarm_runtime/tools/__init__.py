@@ -1,4 +1,4 @@
-"""Tools a step's model may call: Python functions and MCP servers' tools (SPEC §5.8)."""
+"""Tools a step's model may call: Python functions and MCP servers' tools (docs/tools.md)."""
 
 from __future__ import annotations
 

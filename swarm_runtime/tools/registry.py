@@ -1,4 +1,4 @@
-"""The tools a step may offer its model: Python functions, named and described (SPEC §5.8).
+"""The tools a step may offer its model: Python functions, named and described.
 
 A Python tool is a function; its input schema comes from its signature and type hints
 through pydantic's :class:`~pydantic.TypeAdapter` (a parameter's ``Annotated[..., Field(
@@ -11,6 +11,8 @@ plugins (the hook ``swarm_register_tools(registry)``: an installed package's ent
 the ``swarm_runtime`` group, or a ``conftest.py`` under pytest) and from code
 (:meth:`ToolRegistry.register`). MCP servers add theirs as ``server.tool``
 (:mod:`swarm_runtime.tools.mcp`).
+
+See docs/tools.md#tools.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Artifacts (SPEC §7.4), ``swarm runs verify``, ``swarm schema step_input|step_output``,
-and a retry shown on the progress line as it happens, as a user meets them: ``swarm``
-as a subprocess."""
+"""Artifacts (docs/contract/steps.md#artifacts), ``swarm runs verify``, ``swarm schema
+step_input|step_output``, and a retry shown on the progress line as it happens, as a user meets
+them: ``swarm`` as a subprocess."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``swarm run --budget`` and runtime.yaml's ``budget:`` as a user runs them (SPEC §10.7)."""
+"""``swarm run --budget`` and runtime.yaml's ``budget:`` as a user runs them (docs/budgets.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Judges on a step, as ``swarm`` runs and checks them (SPEC §10.8).
+"""Judges on a step, as ``swarm`` runs and checks them (docs/judges.md#judges).
 
 A flow's ``judges:`` are read with the step: each mistake is a flow error naming the file,
 the line, the step and the field (an engine no plugin registers too), reported by ``swarm

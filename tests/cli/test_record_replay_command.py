@@ -178,7 +178,8 @@ def test_a_key_echoed_in_a_response_header_is_scrubbed_and_the_recording_replays
     tmp_path: Path,
 ) -> None:
     server = AnthropicServer().start()
-    server.echo_key_header = "x-echoed-key"  # every reply sends the key back (SPEC §10.4)
+    # Every reply sends the key back (docs/record-replay.md#secrets).
+    server.echo_key_header = "x-echoed-key"
     try:
         result = _swarm(
             tmp_path, "--mode", "record", "--cassette-dir", "cas", "--runs-dir", "a", server=server

@@ -27,7 +27,8 @@ def test_default_run_is_the_sdlc_in_stub_mode(
     header = result.out.splitlines()[0].split()
     assert header == ["flow", "steps", "loops", "tokens", "cost_usd", "time_ms"]
     rows = [line.split()[0] for line in result.out.splitlines()[2:]]
-    # security-scan ran inside review (a detour: SPEC §4.6), so its row follows review's.
+    # security-scan ran inside review (a detour: docs/flows.md#detours-and-utility-flows), so its
+    # row follows review's.
     assert rows[:8] == [
         "signal",
         "plan",

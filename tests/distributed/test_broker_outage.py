@@ -1,4 +1,5 @@
-"""A worker goes on serving after Redis was lost and came back (SPEC §8.3).
+"""A worker goes on serving after Redis was lost and came back
+(docs/run-control.md#runs-across-machines).
 
 Redis is killed while a worker runs a run; the run ends (here: paused from another shell)
 while Redis is down, so the worker cannot acknowledge its task. Celery logs such a failed

@@ -1,8 +1,8 @@
 """A run handed to the workers with ``--detach``, paused and resumed from other shells.
 
-SPEC §8.3: ``swarm pause|stop|resume RUN`` work the same for a run a worker runs: a
-request goes through the run dir to whoever holds the run's lease, and a paused run is
-resumed from another shell (here, in that shell's process) or handed to the workers again
+docs/run-control.md#runs-across-machines: ``swarm pause|stop|resume RUN`` work the same for a run a
+worker runs: a request goes through the run dir to whoever holds the run's lease, and a paused run
+is resumed from another shell (here, in that shell's process) or handed to the workers again
 through the run service. The run's first step is held by a gate (the stub's ``wait_for``)
 until the pause has been asked for, so the pause lands mid-run however slow the machine is.
 """

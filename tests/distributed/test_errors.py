@@ -1,8 +1,8 @@
 """The clear errors of runs on workers, and ``swarm run --backend celery`` as a user sees it.
 
-Every command runs as a real process, as a user types it (SPEC §8.3): a broker that cannot
-be reached, a runs dir a worker cannot use, options that do not go together, a worker of
-another package version, and the table and run id a submitter prints.
+Every command runs as a real process, as a user types it (docs/run-control.md#runs-across-machines):
+a broker that cannot be reached, a runs dir a worker cannot use, options that do not go together, a
+worker of another package version, and the table and run id a submitter prints.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """40 SDLC stub runs on two real ``swarm worker`` processes, ten SIGKILLed inside a step.
 
-SPEC §8.3: delivery is at least once and a run is idempotent by its id. A worker killed
-mid-run leaves its run with a stale lease and its task unacknowledged; the broker gives the
-task again within about a lease, and a worker resumes the run from its checkpoint. In the
-end no run failed, no step ran twice at once, and every run's receipts are those of an
+docs/run-control.md#runs-across-machines: delivery is at least once and a run is idempotent by its
+id. A worker killed mid-run leaves its run with a stale lease and its task unacknowledged; the
+broker gives the task again within about a lease, and a worker resumes the run from its checkpoint.
+In the end no run failed, no step ran twice at once, and every run's receipts are those of an
 uninterrupted run.
 
 Ten of the runs each have one step execution (seeded, all over the run) held by a gate

@@ -1,4 +1,5 @@
-"""Tasks no worker can run leave the queue, each said once (SPEC §8.3).
+"""Tasks no worker can run leave the queue, each said once
+(docs/run-control.md#runs-across-machines).
 
 A task whose arguments are not a run id, a ticket and a version (``../x-1``, a number,
 too few) can never be run: it used to come back about once a second for good, the queue

@@ -1,4 +1,5 @@
-"""Eight ``swarm resume`` started at once on one crashed run: exactly one runs it (SPEC §8.2)."""
+"""Eight ``swarm resume`` started at once on one crashed run: exactly one runs it
+(docs/run-control.md#pause-stop-and-resume)."""
 
 from __future__ import annotations
 

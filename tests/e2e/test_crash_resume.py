@@ -1,9 +1,9 @@
 """SIGKILL a real ``swarm run`` at seeded points of the run, ``swarm resume`` it: the same run.
 
-SPEC §8.2: a crashed-then-resumed stub run ends with the same receipts and routing as an
-uninterrupted one, the interrupted step is closed by ``step_error{error: "interrupted"}``,
-``seq`` runs on with no gap or repeat, and the run validates. The kill points are step
-executions chosen (seeded) from the whole run, each held by a gate until the kill has
+docs/run-control.md#pause-stop-and-resume: a crashed-then-resumed stub run ends with the same
+receipts and routing as an uninterrupted one, the interrupted step is closed by ``step_error{error:
+"interrupted"}``, ``seq`` runs on with no gap or repeat, and the run validates. The kill points are
+step executions chosen (seeded) from the whole run, each held by a gate until the kill has
 landed: half inside the chosen step, half at the boundary after it (between its
 ``step_end`` and the next step, gated, whatever the run writes in between). Where a kill
 lands does not depend on how fast the machine is.

@@ -2,9 +2,9 @@
 flows deep, inside each of its steps and at each boundary between them, then ``swarm
 resume`` it: the run that was never killed.
 
-SPEC §4.6: the flow stack is part of the checkpoint, so a run killed inside an injected
-flow resumes inside it and returns to the same address. Each kill point is held by a gate
-(the stub's ``wait_for``) until the kill has landed, so where it lands does not depend on
+docs/flows.md#detours-and-utility-flows: the flow stack is part of the checkpoint, so a run killed
+inside an injected flow resumes inside it and returns to the same address. Each kill point is held
+by a gate (the stub's ``wait_for``) until the kill has landed, so where it lands does not depend on
 how fast the machine is.
 """
 

@@ -156,7 +156,7 @@ def test_ctrl_c_once_stops_at_the_next_step_boundary(tmp_path: Path) -> None:
     assert not [e for e in events if e["kind"] == "step_error"]
     ended = [e["step_id"] for e in events if e["kind"] == "step_end" and e["flow_key"] == "plan"]
     assert ended == ["load_signal_context", "compare_design_options"]
-    # SPEC §8.2: a stop says so in the log, then completes the run.
+    # A stop says so in the log, then completes the run (docs/run-control.md#pause-stop-and-resume).
     assert [e["kind"] for e in events][-4:] == [
         "route_decision",
         "run_stopping",

@@ -1,5 +1,6 @@
 """``swarm resume`` right after a run says ``paused``, while the process that paused it is
-still letting go of it (SPEC §8.2): the resume waits for it, says so, and takes the run.
+still letting go of it (docs/run-control.md#pause-stop-and-resume): the resume waits for it, says
+so, and takes the run.
 
 The run runs in this test's process (the run service), so the test can hold it at the
 instant under test: its step ``signal/frame_problem`` waits on a gate (the stub's

@@ -1,4 +1,4 @@
-"""Golden runs of the shipped flows (SPEC §10.5): drift here fails CI.
+"""Golden runs of the shipped flows (docs/goldens.md): drift here fails CI.
 
 Accept an intended change with ``pytest --snapshot-update`` and review the diff of
 ``golden/`` before committing it.

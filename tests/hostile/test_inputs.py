@@ -1,5 +1,5 @@
 """Every hostile input is refused with one line naming it: no traceback, no crash, no
-hang, nothing written outside the runs dir (SPEC §12)."""
+hang, nothing written outside the runs dir (docs/bad-input.md)."""
 
 from __future__ import annotations
 

@@ -61,7 +61,7 @@ def test_a_hostile_plan_is_refused_in_a_few_lines(
     assert checked.code == 2, checked.err[:2000]
     ran = swarm("plan", "run", "plan.json", "--input", "q", "--runs-dir", "runs")
     # Unreadable: refused at once (2). Readable but breaking a rule: the cycle fails before
-    # any step runs (1), its run dir saying why, as SPEC §9 has it.
+    # any step runs (1), its run dir saying why, as docs/plans.md has it.
     assert ran.code in (1, 2)
     for result in (checked, ran):
         assert "Traceback" not in result.err

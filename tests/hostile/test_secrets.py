@@ -1,5 +1,5 @@
 """No credential reaches a run file in any mode: params, scenarios and error bodies are
-scanned before their bytes reach the disk (SPEC §12)."""
+scanned before their bytes reach the disk (docs/bad-input.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""swarm_expect: checks on what a step said, as a user's tests write them (SPEC §10.8).
+"""swarm_expect: checks on what a step said, as a user's tests write them
+(docs/judges.md#expectations).
 
 A user project (its own flow, a Python tool named in runtime.yaml, a stub scenario that
 scripts what each execution says) runs its tests through pytester: every expectation

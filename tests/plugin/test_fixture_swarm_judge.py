@@ -1,4 +1,4 @@
-"""swarm_judge: a test's own judge of a step, on the stub (SPEC §10.8).
+"""swarm_judge: a test's own judge of a step, on the stub (docs/judges.md#judges).
 
 The stub's judge answers what the test's scenario scripts under ``judges:`` (else a score
 of 1). A pass returns the verdict; a low score, a reply with no score, a score outside

@@ -1,4 +1,4 @@
-"""A user project with a judge on a step, in stub, record and replay (SPEC §10.8).
+"""A user project with a judge on a step, in stub, record and replay (docs/judges.md#judges).
 
 Its flow's ``draft`` step has a judge (``judges:``); its tests add one of their own with
 ``swarm_judge``. On the stub a scenario scripts a pass and a fail; then the suite records

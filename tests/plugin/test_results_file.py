@@ -1,4 +1,5 @@
-"""swarm-results.jsonl and ``swarm results`` (SPEC §10.8), as a user's sessions write them.
+"""swarm-results.jsonl and ``swarm results`` (docs/judges.md#the-results-file), as a user's sessions
+write them.
 
 A user project with a judge on a step runs its suite under ``pytest -n 2``: the file at
 the rootdir has exactly one line per test that ran flows and one per judgement, all of

@@ -1,5 +1,6 @@
 """The contract suite holds a run's tool calls: paired, inside their step, in the transcript,
-and never a tool the step does not allow (SPEC §3.2, §3.3, §5.8).
+and never a tool the step does not allow (docs/contract/transcript.md, docs/contract/events.md,
+docs/tools.md#tools).
 
 Each test breaks one thing in a run dir by hand and checks the assertion names the file, the
 line and the step; the CLI's ``swarm runs validate`` reports the same.

@@ -1,4 +1,4 @@
-"""A user project whose flow uses a Python tool and the real filesystem MCP server (SPEC §5.8).
+"""A user project whose flow uses a Python tool and the real filesystem MCP server (docs/tools.md).
 
 The project is written as the README says: its tools in a module beside its flows, named
 in runtime.yaml with the filesystem server of the npm registry; its tests call

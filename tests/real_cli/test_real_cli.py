@@ -95,7 +95,8 @@ def test_stepwise_demo_through_claude_code(
     assert {(d["engine"], d["mode"]) for d in docs} == {("claude-step", "cli")}
     reported = anthropic_server.usage
     assert len(reported) == DEMO_EXECUTIONS  # one model turn per step
-    # The run's tokens are what the server reported, turn by turn (SPEC §7.2).
+    # The run's tokens are what the server reported, turn by turn
+    # (docs/contract/steps.md#timing-and-cost).
     meta = json.loads((run / "meta.json").read_text(encoding="utf-8"))
     assert meta["tokens"]["prompt"] == sum(u["input_tokens"] for u in reported)
     assert meta["tokens"]["completion"] == sum(u["output_tokens"] for u in reported)

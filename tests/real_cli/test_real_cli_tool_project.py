@@ -1,5 +1,5 @@
 """The user project of tests/plugin/test_tool_project.py in ``cli`` mode, on the real Claude
-Code CLI (SPEC §5.8): its Python tool and the real filesystem MCP server, allowed and used.
+Code CLI (docs/tools.md): its Python tool and the real filesystem MCP server, allowed and used.
 
 The project is built as that module builds it and run as its user runs it (``pytest
 --swarm-mode=cli``). The loopback server answers the ``answer`` step with a call of the

@@ -1,4 +1,4 @@
-"""A step's Python and MCP tools, called by the real Claude Code and Gemini CLIs (SPEC §5.8).
+"""A step's Python and MCP tools, called by the real Claude Code and Gemini CLIs (docs/tools.md).
 
 The loopback server answers the step's first request with a call of the tool, by the name
 the CLI knows it by (``mcp__swarm__note``), and ends the turn once it has the result. The

@@ -1,4 +1,5 @@
-"""The run service (SPEC §8.1): runs started in workers, read and controlled by id."""
+"""The run service (docs/run-control.md#backends-and-the-run-service): runs started in workers, read
+and controlled by id."""
 
 from __future__ import annotations
 

@@ -153,7 +153,8 @@ def test_validate_survives_foreign_shapes_and_reports_everything(tmp_path: Path)
 
 
 def test_each_attempt_of_a_run_ends_with_exactly_one_run_completed(tmp_path: Path) -> None:
-    """A stopped attempt has its run_completed, the resumed one its own (SPEC §3.3, 4)."""
+    """A stopped attempt has its run_completed, the resumed one its own (rule 4 of
+    docs/contract/events.md#where-events-may-stand)."""
     from pytest_swarm import assertions
     from pytest_swarm.run_record import RunRecord
     from swarm_runtime.flow.registry import FlowRegistry

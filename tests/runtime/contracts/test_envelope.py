@@ -1,4 +1,5 @@
-"""The A3 envelopes (SPEC §7.1): camelCase JSON, and every rule names its JSON path."""
+"""The A3 envelopes (docs/contract/steps.md#envelopes): camelCase JSON, and every rule names its
+JSON path."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""What a worker does with one delivery of a run's task, over run dirs of every kind (§8.3).
+"""What a worker does with one delivery of a run's task, over run dirs of every kind
+(docs/run-control.md#runs-across-machines).
 
 The queued runs are made as a user makes them, ``swarm run --backend celery --detach``,
 with the broker stood in for by an app that keeps the tasks sent.

@@ -1,5 +1,6 @@
 """A provider that echoes the key into its reply, recorded through the CLI's loopback server:
-the key is scrubbed from the cassette (SPEC §10.4), the recording is kept, and it replays.
+the key is scrubbed from the cassette (docs/record-replay.md#secrets), the recording is kept, and it
+replays.
 
 The server is driven over a real socket as a CLI would drive it (tests/real_cli runs the
 real CLIs).

@@ -109,7 +109,7 @@ def test_a_misbehaving_cli_ends_the_step_cleanly(tmp_path: Path, case: str, mess
 def test_a_retryable_cli_error_is_retried_then_ends_the_step(tmp_path: Path) -> None:
     outcome = _run(tmp_path, "overloaded")
     logs = [e for e in events_of(outcome) if e["kind"] == "log"]
-    assert len(logs) == 2  # three attempts: 529 is retryable (SPEC §7.3)
+    assert len(logs) == 2  # three attempts: 529 is retryable (docs/contract/steps.md#result-codes)
     assert receipt(outcome, "solo", "only", "worker")["attempt"] == 3
 
 

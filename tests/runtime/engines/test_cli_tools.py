@@ -1,4 +1,4 @@
-"""A step's tools in cli mode: Python tools, MCP servers' tools and the CLI's own (SPEC §5.8).
+"""A step's tools in cli mode: Python tools, MCP servers' tools and the CLI's own (docs/tools.md).
 
 Runs go through a stand-in for Claude Code (``fake_cli.py``, case ``tools``) that notes
 the argv and the MCP config it was given and reports the tool calls a test lists, as the

@@ -1,8 +1,9 @@
 """openai-step through the official openai SDK and a local Chat Completions server.
 
-Every error of SPEC §7.3 ends as the table says; the fault plans that pass for claude-step
-pass for openai-step; a flow mixing both engines records against both servers and replays
-with none; a changed teaching note fails the replay naming the part that changed.
+Every error of the table in docs/contract/steps.md#result-codes ends as it says; the fault plans
+that pass for claude-step pass for openai-step; a flow mixing both engines records against both
+servers and replays with none; a changed teaching note fails the replay naming the part that
+changed.
 """
 
 from __future__ import annotations

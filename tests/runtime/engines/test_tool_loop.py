@@ -1,4 +1,4 @@
-"""Steps that use tools on claude-step and openai-step (SPEC §5.8): the tool loop.
+"""Steps that use tools on claude-step and openai-step (docs/tools.md#tools): the tool loop.
 
 A local Messages / Chat Completions server asks for tool calls; the runtime runs the
 step's Python tools, answers, and the model ends its turn. Every bad tool and bad model case

@@ -1,4 +1,5 @@
-"""Fault plans in stub mode (SPEC §10.7): each kind, its receipt, its log events, the run's end."""
+"""Fault plans in stub mode (docs/faults.md): each kind, its receipt, its log events, the run's
+end."""
 
 from __future__ import annotations
 

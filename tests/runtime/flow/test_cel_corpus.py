@@ -1,4 +1,4 @@
-"""Conditions mean the same whichever CEL implementation evaluates them (SPEC §4.8).
+"""Conditions mean the same whichever CEL implementation evaluates them (docs/flows.md#conditions).
 
 A corpus of conditions, each checked as a flow's would be, evaluated by cel-expr-python
 and by cel-python over the same values: the same answer from both, and the answer

@@ -1,4 +1,5 @@
-"""Conditions (SPEC §4.8): CEL over handoff, receipt, params, loop_state and facts."""
+"""Conditions (docs/flows.md#conditions): CEL over handoff, receipt, params, loop_state and
+facts."""
 
 from __future__ import annotations
 

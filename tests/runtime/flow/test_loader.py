@@ -1,4 +1,5 @@
-"""SPEC §1.2: every malformed flow file gives a FlowDefinitionError naming file, line and field.
+"""Every malformed flow file gives a FlowDefinitionError naming file, line and field
+(docs/flows.md#loading-and-validation).
 
 Each case is the valid base flow below with one or a few lines replaced (line numbers are kept,
 removed lines become comments), so the expected line of every error can be read off BASE.

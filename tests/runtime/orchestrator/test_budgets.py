@@ -1,4 +1,4 @@
-"""Flow and run budgets (SPEC §10.7): summed over loops and retries, named when exceeded."""
+"""Flow and run budgets (docs/budgets.md): summed over loops and retries, named when exceeded."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Detours, utility flows and the flow stack (SPEC §4.6), in stub and deterministic modes.
+"""Detours, utility flows and the flow stack (docs/flows.md#detours-and-utility-flows), in stub and
+deterministic modes.
 
 The flow set: ``build`` (a linear step with a detour into ``rebase``, a navigator step),
 ``rebase`` (a flow with a detour into ``resolve``: a stack three flows deep), ``resolve``,

@@ -1,4 +1,4 @@
-"""Facts (SPEC §4.7): declared by marker lines or the handoff, journalled per step,
+"""Facts (docs/flows.md#facts): declared by marker lines or the handoff, journalled per step,
 superseded by id, announced by events, and carried by the prompts that follow."""
 
 from __future__ import annotations

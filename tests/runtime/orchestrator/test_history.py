@@ -1,4 +1,5 @@
-"""History in prompts (SPEC §6.2–§6.3): newest first, within budgets, cuts visible."""
+"""History in prompts (docs/flows.md#history, docs/flows.md#truncation): newest first, within
+budgets, cuts visible."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Navigator routing (SPEC §4.5): the kernel builds the candidate set from the conditions
-(§4.8), the navigator chooses from it, and a bad choice or a failed call falls back to the
-golden path; the events say what was offered, what was chosen and when the run went off
-the golden path."""
+"""Navigator routing (docs/flows.md#navigator): the kernel builds the candidate set from the
+conditions (docs/flows.md#conditions), the navigator chooses from it, and a bad choice or a failed
+call falls back to the golden path; the events say what was offered, what was chosen and when the
+run went off the golden path."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Prompts (SPEC §6.1): persona, step header, teaching notes, and the handoff to declare."""
+"""Prompts (docs/flows.md#prompt): persona, step header, teaching notes, and the handoff to
+declare."""
 
 from __future__ import annotations
 

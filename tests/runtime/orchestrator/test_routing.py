@@ -1,4 +1,5 @@
-"""Routing in a run: microloops exit as SPEC §4.3 says, branches follow the handoff."""
+"""Routing in a run: microloops exit as docs/flows.md#microloop-exits says, branches follow the
+handoff."""
 
 from __future__ import annotations
 

@@ -131,7 +131,7 @@ def test_a_missing_dir_is_a_usage_error(tmp_path: Path) -> None:
 def test_a_step_whose_agent_is_called_judge_something_is_compared_as_the_step(
     tmp_path: Path,
 ) -> None:
-    """Only a name that is none of the step's agents is a judge's call (SPEC §10.8)."""
+    """Only a name that is none of the step's agents is a judge's call (docs/judges.md#judges)."""
     root, _ = _one_test(tmp_path)
     flow = tmp_path / "flows" / "gate.yaml"
     flow.write_text(flow.read_text().replace("policy-analyst", "judge-panel"))

@@ -108,8 +108,8 @@ def test_retry_after_is_respected(loop_flows: Path, tmp_path: Path) -> None:
 def test_scenario_outcomes_are_counted_per_execution_not_per_call(
     loop_flows: Path, tmp_path: Path
 ) -> None:
-    # SPEC §5.5: one outcome per execution. A retry is the same execution, so it keeps
-    # its outcome: the list's second entry belongs to the loop's second execution.
+    # docs/engines.md#stub-scenarios: one outcome per execution. A retry is the same execution, so
+    # it keeps its outcome: the list's second entry belongs to the loop's second execution.
     outcome = run_flows(
         loop_flows,
         tmp_path / "runs",

@@ -1,4 +1,4 @@
-"""The executor (SPEC §9): plan order, untouched payloads, CycleFail and FailFast, limits."""
+"""The executor (docs/plans.md): plan order, untouched payloads, CycleFail and FailFast, limits."""
 
 from __future__ import annotations
 

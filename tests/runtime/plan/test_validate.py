@@ -1,4 +1,4 @@
-"""The v1 rules (SPEC §9): a plan that breaks one fails its cycle before any handler runs.
+"""The v1 rules (docs/plans.md): a plan that breaks one fails its cycle before any handler runs.
 
 One test per rule. Each runs the broken plan through a runtime whose handlers record
 every call, and checks that none was made, that the cycle failed naming the rule and the

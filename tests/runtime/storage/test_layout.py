@@ -1,4 +1,5 @@
-"""SPEC §1.1 / §2: ids that would escape the runs dir are refused at load, and again by RunLayout.
+"""Ids that would escape the runs dir are refused at load (docs/flows.md#files), and again by
+RunLayout (docs/contract/run-dir.md).
 
 The first fence is the loader (id and agent syntax). The second is RunLayout: a path built from
 a forged id (a FlowSpec made by hand, bypassing the loader) raises StorageError before anything
@@ -348,7 +349,8 @@ def test_orchestrator_run_over_a_forged_flow_writes_nothing_outside_runs_dir(
     assert events[-1]["payload"]["status"] == "failed"
     assert events[-1]["payload"]["error"] == outcome.error
     kinds = [e["kind"] for e in events]
-    # Every step_start is closed by exactly one step_end or step_error (SPEC §3.3).
+    # Every step_start is closed by exactly one step_end or step_error
+    # (docs/contract/events.md#where-events-may-stand).
     assert kinds.count("step_start") == kinds.count("step_end") + kinds.count("step_error")
     if what != "flow key":
         assert kinds[-2] == "step_error"

@@ -1,4 +1,5 @@
-"""The run lock as a lease (SPEC §8.3): judged by its expiry on another host, by the pid here.
+"""The run lock as a lease (docs/run-control.md#runs-across-machines): judged by its expiry on
+another host, by the pid here.
 
 A lease that was taken over makes its old holder write nothing more, and ``swarm resume``
 respects a live lease of another machine while it takes over an expired one.
