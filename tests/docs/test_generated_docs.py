@@ -170,10 +170,10 @@ def test_a_docs_reference_in_a_docstring_becomes_a_link_from_the_page(
     generator: ModuleType,
 ) -> None:
     said = generator.prose(
-        "Who chose (docs/flows.md#decisions); see docs/budgets.md, not ``docs/x.md``.",
+        "Who chose (docs/flows.md#decisions); see docs/budgets.md, not ``docs/index.md``.",
         "docs/contract/events.md",
     )
     assert said == (
-        "Who chose ([docs/flows.md#decisions](../flows.md#decisions)); "
-        "see [docs/budgets.md](../budgets.md), not `docs/x.md`."
+        "Who chose ([decisions](../flows.md#decisions)); "
+        "see [budgets](../budgets.md), not `docs/index.md`."
     )
