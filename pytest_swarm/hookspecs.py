@@ -21,5 +21,7 @@ def pytest_swarm_register_engines(registry: EngineRegistry) -> None:
 def pytest_swarm_normalize(record: RunRecord) -> None:
     """Add volatile fields of your own to the normalisation of a run before it is compared.
 
-    Call ``record.add_volatile(path_or_key)`` for each field that differs between runs.
+    Call ``record.add_volatile(key)`` with the name of each field that differs between
+    runs: its value becomes ``<VOLATILE>`` wherever that key stands, at any depth of any
+    file of the run (a key name, not a file path).
     """
