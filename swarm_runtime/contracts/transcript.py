@@ -13,27 +13,39 @@ class MessageLine(Contract):
     """A message of the conversation."""
 
     timestamp: Timestamp
+    """When the line was written."""
     role: Literal["system", "user", "assistant"]
+    """Who speaks: the system prompt, the user prompt, or the model's reply."""
     content: str
+    """The message's text."""
 
 
 class ToolUseLine(Contract):
     """The model called a tool."""
 
     timestamp: Timestamp
+    """When the call began."""
     type: Literal["tool_use"]
+    """A tool call."""
     tool: str
+    """The tool's name."""
     input: Any = None
+    """What the tool was given."""
 
 
 class ToolResultLine(Contract):
     """A tool answered."""
 
     timestamp: Timestamp
+    """When the answer came."""
     type: Literal["tool_result"]
+    """A tool's answer."""
     tool: str
+    """The tool's name."""
     success: bool
+    """Whether the call succeeded."""
     output: Any = None
+    """What the tool gave back."""
 
 
 TranscriptLine = MessageLine | ToolUseLine | ToolResultLine
