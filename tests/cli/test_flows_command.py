@@ -51,37 +51,37 @@ def test_validate_names_each_condition_past_its_limits_with_file_and_line(
     assert result.err.count("at most") == 3
 
 
-def _readme_block(marker: str) -> str:
-    """The body of the README's code block whose first line is ``marker``."""
+def _docs_block(page: str, block_id: str) -> str:
+    """The body of the block ``block_id`` of the docs page ``page``."""
     from tests.conftest import REPO
+    from tests.docs.blocks import page_blocks
 
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    start = text.index(marker + "\n") + len(marker) + 1
-    return text[start : text.index("```", start)]
+    (block,) = [b for b in page_blocks(REPO / page, REPO) if b.id == block_id]
+    return block.body
 
 
-def test_flows_yaml_and_a_persona_do_what_the_readme_says(
+def test_flows_yaml_and_a_persona_do_what_the_docs_say(
     cli: Callable[..., CliResult], tmp_path: Path
 ) -> None:
     from tests.runtime.helpers import step_yaml, write_flow
 
     flows = tmp_path / "desk"
-    order = _readme_block("# flows/flows.yaml")
-    persona = _readme_block("<!-- flows/agents/claims-adjuster.md -->")
+    order = _docs_block("docs/flows.md", "order-example")
+    written = _docs_block("docs/flows.md", "triage-persona")
+    persona = written.split("<<'EOF'\n", 1)[1].split("\nEOF", 1)[0]
     (flows / "agents").mkdir(parents=True)
     (flows / "flows.yaml").write_text(order)
-    (flows / "agents" / "claims-adjuster.md").write_text(persona)
-    for key in ("settle", "intake", "assess", "spare"):  # spare: not in the order
-        agents = "[claims-adjuster, clerk]" if key == "assess" else "[clerk]"
+    (flows / "agents" / "triage-intake.md").write_text(persona)
+    for key in ("triage", "alpha", "spare"):  # alpha, spare: not in the order
+        agents = "[triage-intake, clerk]" if key == "triage" else "[clerk]"
         write_flow(flows, key, [step_yaml(f"{key}_step").replace("[worker]", agents)])
     result = cli("run", "--flows-dir", str(flows), "--runs-dir", str(tmp_path / "runs"))
     assert result.code == 0, result.err
     (run,) = (tmp_path / "runs").iterdir()
     first = json.loads((run / "events.jsonl").read_text().splitlines()[0])
-    assert first["payload"]["flows"] == ["intake", "assess", "settle"]
-    (transcript,) = (run / "assess" / "llm").glob("assess_step-claims-adjuster-*.jsonl")
+    assert first["payload"]["flows"] == ["triage"]
+    (transcript,) = (run / "triage" / "llm").glob("triage_step-triage-intake-*.jsonl")
     system = json.loads(transcript.read_text().splitlines()[0])
     assert system["role"] == "system"
-    assert system["content"].startswith(persona.strip() + "\n\n# Flow assess")
-    (other,) = (run / "intake" / "llm").glob("intake_step-clerk-*.jsonl")
-    assert persona.strip() not in other.read_text()
+    assert system["content"].startswith(persona.strip() + "\n\n# Flow triage")
+    assert not (run / "alpha").exists() and not (run / "spare").exists()

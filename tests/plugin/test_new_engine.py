@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -257,12 +256,13 @@ def test_claude_steps_beside_an_engines_own_still_need_their_key_at_start_up(
 
 
 def _readme_engine() -> str:
-    """The README's whole engine, as a user copies it into their conftest.py."""
+    """The docs' whole engine (docs/engines.md), as a user copies it into their conftest.py."""
     from tests.conftest import REPO
+    from tests.docs.blocks import page_blocks
 
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    (block,) = re.findall(r"```python\n(# conftest\.py\n.*?)```", text, re.DOTALL)
-    return block
+    page = REPO / "docs" / "engines.md"
+    (block,) = [b for b in page_blocks(page, REPO) if b.id == "echo-conftest"]
+    return block.body
 
 
 README_ENGINE_TEST = """
