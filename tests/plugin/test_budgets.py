@@ -1,7 +1,7 @@
 """Budgets in a user's suite (docs/budgets.md): a flow file's ``budget:`` and ``swarm_budget``.
 
 Driven as a user would: a project with its own flows dir and tests written from the
-README, in stub mode (in one process and under ``-n 2``), then recorded against a local
+docs, in stub mode (in one process and under ``-n 2``), then recorded against a local
 Anthropic-compatible server and replayed with the server stopped.
 """
 

@@ -30,7 +30,7 @@ def test_each_test_gets_its_own_dirs(swarm_pytester: pytest.Pytester) -> None:
 
 
 def test_the_run_service_is_reset_around_each_test(swarm_pytester: pytest.Pytester) -> None:
-    # As the README shows it: get_backend() in a test, its runs in the test's runs dir; a
+    # As the docs show it: get_backend() in a test, its runs in the test's runs dir; a
     # run still going when the test ends is cancelled, and the next test starts afresh.
     swarm_pytester.makepyfile(
         """

@@ -1,4 +1,4 @@
-"""``@pytest.mark.swarm_faults({...})`` in a user's own project, written from the README.
+"""``@pytest.mark.swarm_faults({...})`` in a user's own project, written from the docs.
 
 Recorded against a local Anthropic-compatible server, then replayed with the server
 stopped: the marker's faults are answered by the SDK's own transport in both, so the

@@ -1,7 +1,7 @@
 """Every command the plugin prints works verbatim: run in a shell as a user would, then the
 replay (or the plain run), and both pass.
 
-A user project (its own flow, tests written from the README) recorded against a local
+A user project (its own flow, tests written from the docs) recorded against a local
 Anthropic-compatible server; each printed command is taken from pytest's output and run
 with ``sh -c`` in the project, with only the server's address (and a fake key) set.
 """

@@ -1,7 +1,7 @@
 """Record once, replay in CI: a user's own suite, with two tests of one flow and a golden.
 
 Driven as a user would: a project with its own flows dir and tests written from the
-README, recorded against a local Anthropic-compatible server, then replayed with the
+docs, recorded against a local Anthropic-compatible server, then replayed with the
 server stopped, in one process and under ``-n 2``.
 """
 

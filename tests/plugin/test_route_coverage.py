@@ -1,4 +1,4 @@
-"""Route coverage as a user meets it: a project of their own, the README's options."""
+"""Route coverage as a user meets it: a project of their own, the docs' options."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A user project whose flow uses a Python tool and the real filesystem MCP server (docs/tools.md).
 
-The project is written as the README says: its tools in a module beside its flows, named
+The project is written as the docs say: its tools in a module beside its flows, named
 in runtime.yaml with the filesystem server of the npm registry; its tests call
 ``flow_runner`` and ``swarm_contract``. It runs on the stub (a scenario drives the tools
 for real), records against a local Anthropic-compatible server that asks for tool calls,
