@@ -9,7 +9,9 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from importlib.machinery import SourceFileLoader
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -18,6 +20,15 @@ from swarm_runtime.cli.main import main
 
 REPO = Path(__file__).resolve().parent.parent
 SHIPPED_FLOWS = REPO / "flows"
+
+
+def load_script(name: str) -> ModuleType:
+    """``scripts/<name>`` (an executable with no ``.py``) as a module, to test its parts."""
+    loader = SourceFileLoader(name.replace("-", "_"), str(REPO / "scripts" / name))
+    module = ModuleType(loader.name)
+    module.__file__ = loader.path
+    loader.exec_module(module)
+    return module
 
 
 def pytest_configure(config: pytest.Config) -> None:

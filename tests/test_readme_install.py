@@ -9,19 +9,14 @@ README's, and that CI runs it.
 from __future__ import annotations
 
 import re
-from importlib.machinery import SourceFileLoader
 from pathlib import Path
 from types import ModuleType
 
-from tests.conftest import REPO
+from tests.conftest import REPO, load_script
 
 
 def _check_install() -> ModuleType:
-    loader = SourceFileLoader("check_install", str(REPO / "scripts" / "check-install"))
-    module = ModuleType(loader.name)
-    module.__file__ = loader.path
-    loader.exec_module(module)
-    return module
+    return load_script("check-install")
 
 
 def test_ci_runs_the_readmes_install_line_from_a_checkout() -> None:

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from importlib.machinery import SourceFileLoader
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, load_script
 from tests.docs import blocks
 from tests.fakes.anthropic_server import AnthropicServer
 from tests.fakes.openai_server import OpenAIServer
@@ -39,11 +38,7 @@ def servers() -> Iterator[dict[str, str]]:
 
 
 def _check_install() -> ModuleType:
-    loader = SourceFileLoader("check_install", str(REPO / "scripts" / "check-install"))
-    module = ModuleType(loader.name)
-    module.__file__ = loader.path
-    loader.exec_module(module)
-    return module
+    return load_script("check-install")
 
 
 def test_every_block_of_every_page_is_marked_to_run_or_shown_as_text() -> None:

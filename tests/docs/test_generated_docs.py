@@ -12,23 +12,18 @@ from __future__ import annotations
 import argparse
 import re
 import shutil
-from importlib.machinery import SourceFileLoader
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, load_script
 
 DOCS = REPO / "docs"
 
 
 def _generator() -> ModuleType:
-    loader = SourceFileLoader("generate_docs", str(REPO / "scripts" / "generate-docs"))
-    module = ModuleType(loader.name)
-    module.__file__ = loader.path
-    loader.exec_module(module)
-    return module
+    return load_script("generate-docs")
 
 
 @pytest.fixture(scope="module")
