@@ -24,7 +24,9 @@ SHIPPED_FLOWS = REPO / "flows"
 
 def load_script(name: str) -> ModuleType:
     """``scripts/<name>`` (an executable with no ``.py``) as a module, to test its parts."""
-    loader = SourceFileLoader(name.replace("-", "_"), str(REPO / "scripts" / name))
+    loader = SourceFileLoader(
+        name.removesuffix(".py").replace("-", "_"), str(REPO / "scripts" / name)
+    )
     module = ModuleType(loader.name)
     module.__file__ = loader.path
     loader.exec_module(module)

@@ -102,3 +102,34 @@ def test_a_page_whose_command_fails_says_which_block(tmp_path: Path) -> None:
         run.run(blocks.read_blocks(text, "docs/p.md"))
     assert "docs/p.md:7 (block broken) exited 3, the page expects 0" in str(failed.value)
     assert "out" in str(failed.value)
+
+
+def test_the_site_renders_every_block_of_every_page_as_code() -> None:
+    """The attributes the tests read never cost the reader a block: each fence of a page is
+    one highlighted block of the page the site renders, whatever attributes it carries."""
+    import markdown
+    import yaml
+
+    config = yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))
+    names, settings = [], {}
+    for entry in config["markdown_extensions"]:
+        name, options = next(iter(entry.items())) if isinstance(entry, dict) else (entry, {})
+        names.append(name)
+        settings[name] = options or {}
+    settings["pymdownx.snippets"] = {
+        **settings.get("pymdownx.snippets", {}),
+        "base_path": [str(REPO)],
+    }
+    hooks = load_script("docs_hooks.py")
+    broken = []
+    for page, found in PAGES.items():
+        if page == "README.md":
+            continue
+        text = (REPO / page).read_text(encoding="utf-8")
+        html = markdown.Markdown(extensions=names, extension_configs=settings).convert(
+            hooks.on_page_markdown(text)
+        )
+        rendered = html.count('class="highlight"')
+        if rendered != len(found):
+            broken.append(f"{page}: {len(found)} blocks, {rendered} rendered as code")
+    assert not broken, "\n".join(broken)
