@@ -471,6 +471,7 @@ class StepRunner:
         state, decision = self.state, moved.decision
         skipped = outcome.result_code == "skipped"
         state.totals.steps_completed += 1
+        state.flow(flow.key).steps_completed += 1
         item = HistoryItem(flow.key, step.id, step.primary_agent, iteration, outcome.result.output)
         state.history.add(item)
         self.recorder.append_history(item)

@@ -221,3 +221,18 @@ def test_a_run_crashed_and_crashed_again_while_resuming_ends_as_if_never_stopped
     assert _transcripts(run_dir) == _transcripts(baseline)
     assert _routing(run_dir) == _routing(baseline)
     assert validate_run_dir(run_dir) == []
+
+
+def test_the_checkpoint_counts_each_flows_completed_steps(tmp_path: Path) -> None:
+    """A resumed run's totals per flow start from the checkpoint's: each flow's count of
+    completed steps is its own, and together they make the run's."""
+    from tests.runtime.helpers import run_flows, step_yaml, write_flow
+
+    flows = tmp_path / "flows"
+    write_flow(flows, "one", [step_yaml("a"), step_yaml("b")])
+    write_flow(flows, "two", [step_yaml("c")])
+    outcome = run_flows(flows, tmp_path / "runs", ("one", "two"))
+    checkpoint = json.loads((outcome.path / "checkpoint.json").read_text())
+    per_flow = {k: v["steps_completed"] for k, v in checkpoint["flow_totals"].items()}
+    assert per_flow == {"one": 2, "two": 1}
+    assert checkpoint["totals"]["steps_completed"] == 3
