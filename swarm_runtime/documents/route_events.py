@@ -54,7 +54,7 @@ class RoutingDecision(Payload):
     chosen: str | None
     """The id of the move it chose (null: none)."""
     routing_source: Literal["navigator", "navigator:detour"]
-    """Who chose."""
+    """Who chose: the runtime writes ``navigator`` (even when a detour is chosen)."""
     rationale: str | None
     """Why, in the navigator's words (cut to 2 000 characters)."""
     confidence: Confidence | None
