@@ -66,7 +66,7 @@ class RoutingDecision(Payload):
 
 
 class RoutingOffroad(Payload):
-    """A move off the golden path (the seed's payload, exactly)."""
+    """A move off the golden path: a loop back, a skip forward, a detour or an injected flow."""
 
     kind = "routing_offroad"
     stands = Stands.ROUTING
