@@ -133,9 +133,11 @@ class IsolatedRunsEnv:
 
 @pytest.fixture
 def isolated_runs_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[IsolatedRunsEnv]:
-    """A fresh runs dir and examples dir for one test, and a run service with no runs.
+    """A fresh runs dir (``SWARM_RUNS_DIR``), a scratch ``examples_dir`` and an idle run service.
 
-    Runs still going at the end of the test are cancelled; the environment is restored.
+    ``examples_dir`` is an empty directory beside the runs dir for the test's own files (the
+    runtime reads nothing there). Runs still going at the end of the test are cancelled;
+    the environment is restored.
     """
     from swarm_runtime.service import reset_backends
 

@@ -12,7 +12,7 @@
     └── SwarmRunError               something went wrong while running (exit code 1)
         ├── EngineError             an engine failed outside the step contract
         │   └── HandoffError        a reply's handoff block is not a mapping (also ValueError)
-        ├── FailFast                a plan step that stores data failed: stop at once
+        ├── FailFast                a plan step that stores data failed: stop at once (exit 3)
         ├── ReplayDivergence        a replayed call has no matching recording
         ├── RoutingError            routing could not decide where to go
         └── StorageError            a run directory could not be written or read

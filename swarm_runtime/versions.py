@@ -1,4 +1,4 @@
-"""Versions: of the package, and of the run-file contracts it writes (every document has it)."""
+"""Versions: of the package, and of the run-file contracts it writes (its JSON documents say it)."""
 
 from __future__ import annotations
 

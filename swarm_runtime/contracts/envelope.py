@@ -174,26 +174,31 @@ ResultCode = Literal["ok", "retryable", "fatal", "blocked", "skipped"]
 
 
 class StepInput(_Envelope):
-    """What a step is given (docs/contract/steps.md#envelopes)."""
+    """A step request for callers outside the runtime (docs/contract/steps.md#envelopes).
+
+    The runtime never builds one: an engine is given a ``StepContext``. This envelope is
+    for a system that queues steps of a code-change pipeline and hands them to a runner;
+    the runtime only prints its schema and checks it.
+    """
 
     run_id: str
     """The run."""
     step_id: str
     """The step."""
     tenant_id: str
-    """Whose run it is."""
+    """Whose run it is: the account or team a shared service runs it for."""
     repo: str
     """The repository worked on."""
     pr: int | None = None
-    """The pull request, if any."""
+    """The pull request number the step works on, if any."""
     issue: int | None = None
-    """The issue, if any."""
+    """The issue number the step works on, if any."""
     step_type: StepType
-    """What kind of step."""
+    """Which stage of the pipeline: triage an issue, plan, write code, resolve, review, apply."""
     risk_mode: RiskMode
-    """How far the step may go."""
+    """How far the step may go: comment only, suggest a patch, apply it, or push it."""
     capabilities_mode: CapabilitiesMode
-    """What the step may do to the repository."""
+    """What the step may do to the repository: comment, patch, or commit once approved."""
     previous_output: dict[str, Any] | None = None
     """The previous step's StepOutput."""
     artifacts: list[ArtifactRef] | None = None

@@ -68,7 +68,10 @@ class StepDefinition(Contract):
 
 
 class ExecutionPlan(Contract):
-    """A plan fixed ahead of time by a policy layer; the executor only runs it in order."""
+    """Typed steps fixed ahead of time by the plan's author; the executor runs them in order.
+
+    The author is you, or a program of yours that decides what to run (docs/plans.md).
+    """
 
     step_contract_version: Literal["1"]
     extensions: list[Any] = Field(max_length=0)

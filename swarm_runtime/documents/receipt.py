@@ -217,12 +217,14 @@ class Receipt(Document, kw_only=True):
     schema_version: SchemaVersion = CURRENT_VERSION
     """The contract version the receipt follows."""
     engine: Annotated[str, Meta(min_length=1)]
-    """``claude-step``, ``gemini-step`` or a registered engine id."""
+    """``claude-step``, ``gemini-step``, ``openai-step``, ``plan-handler`` (an execution-plan
+    step whose handler called no model) or a registered engine id."""
     mode: Mode
     """How the model was called; ``local``: an execution-plan step whose handler called none."""
     provider: Annotated[str, Meta(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
-    """Whom the model was called at (``anthropic``, ``anthropic_compat``, ``gemini``, or a
-    registered engine's provider); ``none`` when no model was called."""
+    """Whom the model was called at (``anthropic``, ``anthropic_compat``, ``gemini``,
+    ``openai``, ``openai_compat``, or a registered engine's provider); ``none`` when no model
+    was called (the stub, a plan handler). ``_compat``: a server at another base URL."""
     model: str
     """The model called (``none`` when none was)."""
     step_id: str

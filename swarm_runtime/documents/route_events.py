@@ -54,7 +54,7 @@ class RoutingDecision(Payload):
     chosen: str | None
     """The id of the move it chose (null: none)."""
     routing_source: Literal["navigator", "navigator:detour"]
-    """Who chose."""
+    """Who chose: the runtime writes ``navigator`` (even when a detour is chosen)."""
     rationale: str | None
     """Why, in the navigator's words (cut to 2 000 characters)."""
     confidence: Confidence | None
@@ -66,7 +66,7 @@ class RoutingDecision(Payload):
 
 
 class RoutingOffroad(Payload):
-    """A move off the golden path (the seed's payload, exactly)."""
+    """A move off the golden path: a loop back, a skip forward, a detour or an injected flow."""
 
     kind = "routing_offroad"
     stands = Stands.ROUTING

@@ -35,7 +35,10 @@ class RunSpecDocument(Document, kw_only=True):
     params: dict[str, Any]
     """The run's params (what its prompts and conditions read)."""
     backend: str
-    """What runs it (``local``, ``celery``, ``plan-executor``)."""
+    """What runs it: ``claude-step-orchestrator`` (``swarm run``, pytest and the API by default),
+    ``gemini-step-orchestrator``, ``celery`` (on ``swarm worker`` processes),
+    ``plan-executor`` (a cycle of an execution plan) or the id of a backend added with
+    ``register_backend``."""
     initiator: str
     """Who started it."""
     mode: str

@@ -34,7 +34,10 @@ class RunCreated(Payload):
     flows: list[str]
     """The flows it runs, in order."""
     backend: str
-    """What runs it (``local``, ``celery``, ``plan-executor``)."""
+    """What runs it: ``claude-step-orchestrator`` (``swarm run``, pytest and the API by default),
+    ``gemini-step-orchestrator``, ``celery`` (on ``swarm worker`` processes),
+    ``plan-executor`` (a cycle of an execution plan) or the id of a backend added with
+    ``register_backend``."""
     initiator: str
     """Who started it (``cli``, ``pytest``, …)."""
     stepwise: Literal[True]
@@ -187,7 +190,8 @@ class RouteDecision(Payload):
     loop_state: dict[str, int]
     """Executions of the flow's loop steps so far."""
     routing_source: RoutingSource
-    """Who chose."""
+    """Who chose. ``envelope_fallback`` and ``escalate`` are declared, but the runtime
+    never writes them."""
 
 
 class _Reason(Payload, forbid_unknown_fields=False):
