@@ -40,7 +40,8 @@ def _pytest(cwd: Path, *args: str, env: dict[str, str] | None = None, offline: b
     result = subprocess.run(
         _offline(command) if offline else command,
         cwd=cwd,
-        env={**clean, **(env or {})},
+        # The examples live in this checkout: their sessions keep no results file in it.
+        env={**clean, "SWARM_RESULTS": "none", **(env or {})},
         capture_output=True,
         text=True,
         timeout=300,
@@ -52,6 +53,7 @@ def _pytest(cwd: Path, *args: str, env: dict[str, str] | None = None, offline: b
 def test_the_example_passes_in_stub_mode() -> None:
     out = _pytest(REPO / "examples")
     assert "9 passed" in out and "mode stub:" in out
+    assert not (REPO / "examples" / "swarm-results.jsonl").exists(), "the checkout was written to"
 
 
 def test_the_example_replays_its_recordings_with_the_network_blocked() -> None:
