@@ -14,7 +14,7 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from swarm_runtime.cli.common import EXIT_FAILED, EXIT_OK, path_arg
+from swarm_runtime.cli.common import EXIT_FAILED, EXIT_OK, FLOWS_DIR_HELP, path_arg
 
 if TYPE_CHECKING:
     from swarm_runtime.engines.request_parts import Expected
@@ -41,7 +41,7 @@ def add_parser(commands: Any) -> None:
         type=path_arg,
         help="cassettes directory (default: $SWARM_CASSETTE_DIR, else golden/cassettes)",
     )
-    status.add_argument("--flows-dir", type=path_arg, help="flows directory (default: ./flows)")
+    status.add_argument("--flows-dir", type=path_arg, help=FLOWS_DIR_HELP)
     status.add_argument(
         "--golden-dir",
         type=path_arg,

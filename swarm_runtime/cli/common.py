@@ -14,6 +14,9 @@ EXIT_USAGE = 2
 EXIT_FAILFAST = 3
 EXIT_INTERRUPTED = 130
 
+RUNS_DIR_HELP = "where runs are (default: $SWARM_RUNS_DIR, else ./swarm/runs)"
+FLOWS_DIR_HELP = "flows directory (default: ./flows)"
+
 
 def interrupted() -> int:
     """Say that ``swarm`` was interrupted, in one line; the exit code.

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from swarm_runtime.cli.common import EXIT_FAILFAST, EXIT_OK, path_arg
+from swarm_runtime.cli.common import EXIT_FAILFAST, EXIT_OK, RUNS_DIR_HELP, path_arg
 
 if TYPE_CHECKING:
     from swarm_runtime.orchestrator.run import Orchestrator
@@ -30,7 +30,7 @@ def add_parser(commands: Any) -> None:
     ):
         parser = commands.add_parser(name, help=text, description=text)
         parser.add_argument("run", metavar="RUN", help="run id or run directory")
-        parser.add_argument("--runs-dir", type=path_arg)
+        parser.add_argument("--runs-dir", type=path_arg, help=RUNS_DIR_HELP)
         parser.add_argument("--reason", default="", help="why (kept in the run's events)")
         parser.set_defaults(handler=handle_request, request=name)
     resume = commands.add_parser(
@@ -40,7 +40,7 @@ def add_parser(commands: Any) -> None:
         "engine come from the run's spec.json; a flag given here overrides it, and says so.",
     )
     resume.add_argument("run", metavar="RUN", help="run id or run directory")
-    resume.add_argument("--runs-dir", type=path_arg)
+    resume.add_argument("--runs-dir", type=path_arg, help=RUNS_DIR_HELP)
     resume.add_argument("--input", help="what a blocked step waits for (it is re-invoked)")
     resume.add_argument("--flows-dir", type=path_arg, help="override the run's flows dir")
     resume.add_argument("--mode", help="override the run's engine mode (stub, sdk, cli)")

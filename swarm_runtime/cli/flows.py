@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from swarm_runtime.cli.common import EXIT_OK, EXIT_USAGE, path_arg
+from swarm_runtime.cli.common import EXIT_OK, EXIT_USAGE, FLOWS_DIR_HELP, path_arg
 from swarm_runtime.errors import SwarmUsageError
 
 
@@ -16,7 +16,7 @@ def add_parser(commands: Any) -> None:
     sub = parser.add_subparsers(dest="flows_command", metavar="ACTION")
     sub.required = True
     listing = sub.add_parser("list", help="list the flows of a flows dir")
-    listing.add_argument("--flows-dir", type=path_arg)
+    listing.add_argument("--flows-dir", type=path_arg, help=FLOWS_DIR_HELP)
     listing.set_defaults(handler=handle_list)
     validate = sub.add_parser(
         "validate", help="check every flow file as swarm run does; exit 2 on any error"
@@ -25,8 +25,8 @@ def add_parser(commands: Any) -> None:
     validate.add_argument("--flows-dir", type=path_arg, help="same as DIR")
     validate.set_defaults(handler=handle_validate)
     show = sub.add_parser("show", help="show the steps and routing of a flow")
-    show.add_argument("flow")
-    show.add_argument("--flows-dir", type=path_arg)
+    show.add_argument("flow", help="the flow key")
+    show.add_argument("--flows-dir", type=path_arg, help=FLOWS_DIR_HELP)
     show.set_defaults(handler=handle_show)
 
 

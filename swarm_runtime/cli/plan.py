@@ -40,7 +40,7 @@ def add_parser(commands: Any) -> None:
     actions = parser.add_subparsers(dest="plan_command", metavar="ACTION")
     actions.required = True
     check = actions.add_parser("validate", help="check a plan against the v1 rules")
-    check.add_argument("plan", type=path_arg, metavar="PLAN.json")
+    check.add_argument("plan", type=path_arg, metavar="PLAN.json", help="the plan file")
     check.set_defaults(handler=handle_validate)
     run = actions.add_parser(
         "run",
@@ -48,7 +48,7 @@ def add_parser(commands: Any) -> None:
         description="Run an execution plan once per --input, each cycle into its own run "
         "directory. Exit 0: every cycle succeeded; 1: a cycle failed; 3: FailFast.",
     )
-    run.add_argument("plan", type=path_arg, metavar="PLAN.json")
+    run.add_argument("plan", type=path_arg, metavar="PLAN.json", help="the plan file")
     run.add_argument(
         "--input",
         action="append",

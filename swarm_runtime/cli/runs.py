@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from swarm_runtime.cli.common import EXIT_FAILED, EXIT_OK, path_arg
+from swarm_runtime.cli.common import EXIT_FAILED, EXIT_OK, RUNS_DIR_HELP, path_arg
 from swarm_runtime.errors import SwarmUsageError
 
 
@@ -18,27 +18,27 @@ def add_parser(commands: Any) -> None:
     sub = parser.add_subparsers(dest="runs_command", metavar="ACTION")
     sub.required = True
     listing = sub.add_parser("list", help="list runs, newest first")
-    listing.add_argument("--runs-dir", type=path_arg)
+    listing.add_argument("--runs-dir", type=path_arg, help=RUNS_DIR_HELP)
     listing.set_defaults(handler=handle_list)
     show = sub.add_parser("show", help="show a run's summary and steps")
     show.add_argument("run", help="run id or run directory")
-    show.add_argument("--runs-dir", type=path_arg)
+    show.add_argument("--runs-dir", type=path_arg, help=RUNS_DIR_HELP)
     show.set_defaults(handler=handle_show)
     validate = sub.add_parser(
         "validate", help="check a run directory against the contracts; exit 1 on any violation"
     )
     validate.add_argument("run", help="run id or run directory (also one written by another tool)")
-    validate.add_argument("--runs-dir", type=path_arg)
+    validate.add_argument("--runs-dir", type=path_arg, help=RUNS_DIR_HELP)
     validate.set_defaults(handler=handle_validate)
     verify = sub.add_parser(
         "verify", help="re-hash the artifacts receipts point to; exit 1 if any changed"
     )
     verify.add_argument("run", help="run id or run directory")
-    verify.add_argument("--runs-dir", type=path_arg)
+    verify.add_argument("--runs-dir", type=path_arg, help=RUNS_DIR_HELP)
     verify.set_defaults(handler=handle_verify)
     facts = sub.add_parser("facts", help="the facts a run's replies declared (docs/flows.md#facts)")
     facts.add_argument("run", help="run id or run directory")
-    facts.add_argument("--runs-dir", type=path_arg)
+    facts.add_argument("--runs-dir", type=path_arg, help=RUNS_DIR_HELP)
     facts.add_argument(
         "--all", action="store_true", help="every entry, superseded ones too, in order"
     )

@@ -172,3 +172,23 @@ def test_a_docs_reference_in_a_docstring_becomes_a_link_from_the_page(
         "Who chose ([decisions](../flows.md#decisions)); "
         "see [budgets](../budgets.md), not `docs/index.md`."
     )
+
+
+def test_every_argument_of_every_command_says_what_it_is() -> None:
+    """The command-line reference has no empty meaning: each argument has its help text."""
+    import argparse
+
+    from swarm_runtime.cli.main import build_parser
+
+    silent: list[str] = []
+
+    def walk(parser: argparse.ArgumentParser, path: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(sub, f"{path} {name}")
+            elif not action.help and not isinstance(action, argparse._HelpAction):
+                silent.append(f"{path} {'/'.join(action.option_strings) or action.dest}")
+
+    walk(build_parser(), "swarm")
+    assert not silent, f"arguments with no help text: {silent}"
