@@ -18,6 +18,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_swarm.commands import CONTRACT_FILE
 from pytest_swarm.golden_names import REPLAY_SUFFIX
 
 if TYPE_CHECKING:
@@ -82,8 +83,17 @@ def unused_goldens(golden_root: Path, used: set[str], mode: str) -> list[str]:
     ]
 
 
+CONTRACT_CASSETTES = CONTRACT_FILE.removesuffix(".py")
+"""Where the packaged contract suite's tests record (``--swarm-contract``): a session of the
+user's own tests never runs them, so it judges none of their dirs unused."""
+
+
 def unused_cassette_dirs(cassette_root: Path, used: set[str]) -> list[str]:
-    """Test cassette dirs (relative, posix) under ``cassette_root`` no test recorded or played."""
+    """Test cassette dirs (relative, posix) under ``cassette_root`` no test recorded or played.
+
+    The packaged contract suite's dirs are never among them: only a ``--swarm-contract``
+    session runs those tests, and it judges nothing.
+    """
     if not cassette_root.is_dir():
         return []
     found = {
@@ -92,7 +102,10 @@ def unused_cassette_dirs(cassette_root: Path, used: set[str]) -> list[str]:
         if path.parent.parent != cassette_root and not path.name.startswith(".")
     }
     return sorted(
-        name for name in found - used if not any(p.startswith(".") for p in name.split("/"))
+        name
+        for name in found - used
+        if not any(p.startswith(".") for p in name.split("/"))
+        and name.split("/")[0] != CONTRACT_CASSETTES
     )
 
 

@@ -176,3 +176,25 @@ def test_a_golden_whose_test_failed_before_comparing_it_is_not_called_unused(
     failed.assert_outcomes(passed=1, failed=1)
     assert not [line for line in failed.stdout.lines if line.startswith("unused:")]
     assert (swarm_pytester.path / "golden" / "kept").is_dir()
+
+
+def test_the_packaged_contract_suites_recordings_are_not_the_users_to_judge_or_prune(
+    swarm_pytester: pytest.Pytester, anthropic_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recorded beside the user's own tests (as docs/pytest.md shows), the contract suite's
+    cassettes are neither unused in the user's own replay nor removed by its prune; and
+    the contract suite still replays after it."""
+    swarm_pytester.makepyfile(test_suite=TESTS.split("def test_gone")[0])
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", anthropic_server.url)
+    swarm_pytester.runpytest("--swarm-mode=record", "--snapshot-update").assert_outcomes(passed=1)
+    contract = swarm_pytester.runpytest("--swarm-contract", "--swarm-mode=record")
+    assert contract.ret == 0
+    monkeypatch.delenv("ANTHROPIC_BASE_URL")
+    recorded = swarm_pytester.path / "golden" / "cassettes" / "test_contract"
+    assert recorded.is_dir()
+    own = swarm_pytester.runpytest("--swarm-mode=replay")
+    own.assert_outcomes(passed=1)
+    assert own.ret == 0, own.stdout.str()
+    pruned = swarm_pytester.runpytest("--swarm-mode=replay", "--swarm-prune-cassettes")
+    assert pruned.ret == 0 and recorded.is_dir()
+    assert swarm_pytester.runpytest("--swarm-contract", "--swarm-mode=replay").ret == 0
