@@ -158,7 +158,7 @@ def add_options(parser: pytest.Parser) -> None:
         "--swarm-warn-unused",
         action="store_true",
         default=False,
-        help="only warn about goldens and cassette dirs no test used (default: fail)",
+        help="only warn about goldens and cassette dirs no test used (else they fail the session)",
     )
     group.addoption(
         "--swarm-prune-cassettes",

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from swarm_runtime.cli.common import EXIT_FAILED, EXIT_OK, FLOWS_DIR_HELP, path_arg
+from swarm_runtime.cli.common import EXIT_FAILED, EXIT_OK, FLOWS_DIR_HELP, RUNS_DIR_HELP, path_arg
 from swarm_runtime.cli.render import report
 from swarm_runtime.cli.submit import add_celery_options, submit_and_follow
 
@@ -33,9 +33,7 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument("flows", nargs="*", metavar="FLOW", help="flow keys to run, in order")
     parser.add_argument("--flows-dir", type=path_arg, help=FLOWS_DIR_HELP)
-    parser.add_argument(
-        "--runs-dir", type=path_arg, help="where runs are written (default: ./swarm/runs)"
-    )
+    parser.add_argument("--runs-dir", type=path_arg, help=RUNS_DIR_HELP)
     _add_engines(parser)
     _add_steps(parser)
     parser.add_argument(
