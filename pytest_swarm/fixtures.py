@@ -217,7 +217,9 @@ def flow_runner(
         totals.cassette_dirs.add(cassettes.name)  # what no test used is reported at the end
         if not cassettes.record:  # asked for and there: a call with no cassette is a miss
             there = sum(path.is_file() for path in cassettes.played)
-            totals.count("cassettes_played", there)
+            unlike = len(cassettes.divergences) - cassettes.missing  # there, but unlike it
+            totals.count("cassettes_played", there - unlike)
+            totals.count("cassettes_diverged", unlike)
             totals.count("cassettes_missing", len(cassettes.played) - there)
         elif passed:  # a recording a failed test made is dropped, not counted
             totals.count("cassettes_played", len(cassettes.replayed))  # new episodes

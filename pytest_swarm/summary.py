@@ -21,6 +21,7 @@ COUNTERS = (
     "cassettes_recorded",
     "cassettes_unplayed",
     "cassettes_missing",
+    "cassettes_diverged",
 )
 """Whole-number totals, added up across pytest-xdist workers as they are."""
 
@@ -58,6 +59,7 @@ class SwarmTotals:
     cassettes_recorded: int
     cassettes_unplayed: int
     cassettes_missing: int
+    cassettes_diverged: int
 
     def __init__(self) -> None:
         for name in COUNTERS:
@@ -181,11 +183,12 @@ class SwarmTotals:
         if mode in ("replay", "record") or any(
             get[name] for name in COUNTERS if name.startswith("cassettes_")
         ):
-            missing = get["cassettes_missing"]
+            missing, diverged = get["cassettes_missing"], get["cassettes_diverged"]
             out.append(
                 f"cassettes: {get['cassettes_played']} played, {get['cassettes_recorded']} "
                 f"recorded, {get['cassettes_unplayed']} unplayed"
                 + (f", {missing} missing (calls with no recording)" if missing else "")
+                + (f", {diverged} diverged (calls unlike their recording)" if diverged else "")
             )
         if self.cassettes_removed:
             out.append(

@@ -119,6 +119,8 @@ def test_an_edited_note_fails_each_replay_that_sends_it_and_its_command_re_recor
     out = replayed.stdout.str().split("short test summary info")[0]
     assert out.count("replay of triage/draft_reply iteration 0: no recorded call matches") == 3
     assert "+system| - be brief and kind" in out
+    # The summary counts a call unlike its recording as diverged, never as played.
+    replayed.stdout.fnmatch_lines(["*cassettes: * played, 0 recorded, 0 unplayed, 3 diverged*"])
     commands = re.findall(r"Re-record with: (pytest --swarm-mode=record '[^']+')", out)
     param_test = next(c for c in commands if "charged" in c)
     nodeid = param_test.split("'")[1]
