@@ -25,7 +25,7 @@ from pytest_swarm.runner import (
     SwarmSession,
     skip_stub_only,
 )
-from pytest_swarm.summary import TOTALS_KEY
+from pytest_swarm.summary import TOTALS_KEY, SwarmTotals
 from swarm_runtime.install import install_command
 
 if TYPE_CHECKING:
@@ -213,6 +213,19 @@ def flow_runner(
     # After a divergence the test has failed with the one message that matters.
     diverged = any(c.divergences for c in swarm_cassette.used)
     problems = [] if diverged else swarm_cassette.unplayed()
+    _count_cassettes(totals, swarm_cassette, passed=passed)
+    totals.count("cassettes_unplayed", len(problems))
+    if problems:
+        totals.rerecord[node] = golden
+        pytest.fail(
+            "swarm: recorded calls were never played (the test no longer makes them); "
+            f"re-record with: {swarm_cassette.rerecord}\n  " + "\n  ".join(problems),
+            pytrace=False,
+        )
+
+
+def _count_cassettes(totals: SwarmTotals, swarm_cassette: SwarmCassette, *, passed: bool) -> None:
+    """Add what the test's cassettes played, recorded, missed and diverged from."""
     for cassettes in swarm_cassette.used:
         totals.cassette_dirs.add(cassettes.name)  # what no test used is reported at the end
         if not cassettes.record:  # asked for and there: a call with no cassette is a miss
@@ -224,14 +237,6 @@ def flow_runner(
         elif passed:  # a recording a failed test made is dropped, not counted
             totals.count("cassettes_played", len(cassettes.replayed))  # new episodes
             totals.count("cassettes_recorded", len(cassettes.played - cassettes.replayed))
-    totals.count("cassettes_unplayed", len(problems))
-    if problems:
-        totals.rerecord[node] = golden
-        pytest.fail(
-            "swarm: recorded calls were never played (the test no longer makes them); "
-            f"re-record with: {swarm_cassette.rerecord}\n  " + "\n  ".join(problems),
-            pytrace=False,
-        )
 
 
 @pytest.fixture
