@@ -300,34 +300,19 @@ def test_each_judge_is_reported_with_how_often_it_judged_and_passed_never_gated(
         {"step": "reply", "judge": "facts", "judged": 2, "passed": 2},
     ]
     assert report["percent"] < 100  # the bounce branch: judges change nothing of it
-    shown = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "swarm_runtime.cli.main",
-            "coverage",
-            "report",
-            "swarm-coverage.json",
-        ],
-        cwd=project.path,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert "  triage/rework: care never judged" in shown.stdout, shown.stdout
-    markdown = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "swarm_runtime.cli.main",
-            "coverage",
-            "report",
-            "swarm-coverage.json",
-            "--markdown",
-        ],
-        cwd=project.path,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert "- `triage/reply`: tone 2/2 passed" in markdown.stdout, markdown.stdout
+
+    def report_of(*flags: str) -> str:
+        command = [sys.executable, "-m", "swarm_runtime.cli.main", "coverage", "report"]
+        done = subprocess.run(
+            [*command, "swarm-coverage.json", *flags],
+            cwd=project.path,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return done.stdout
+
+    shown = report_of()
+    assert "  triage/rework: care never judged" in shown, shown
+    markdown = report_of("--markdown")
+    assert "- `triage/reply`: tone 2/2 passed" in markdown, markdown
