@@ -20,7 +20,10 @@ appended to an open ``events.jsonl`` (one ``write`` + ``flush`` each); since run
    the condition) and then the other shipped conditions, with the packages it loads.
    Also printed, for what no change to the project's own code can go below: a *dependency
    floor*, the floor process that first imports every module outside ``swarm_runtime`` that
-   ``swarm run`` imports (read from a ``swarm run`` in a child), against the floor.
+   ``swarm run`` imports (read from a ``swarm run`` in a child), against the floor; a
+   *standard-library floor*, the floor after importing only the standard-library modules
+   that the project's own code imports (with what they import); and what the process target
+   leaves, in ms, above the standard-library floor, against what the other imports take.
 
 Prints medians and the median of the per-round ratios. It is a measurement, not a gate:
 it exits 0 whether targets are met or missed, and 1 only when a run fails.
@@ -399,6 +402,8 @@ class ProcessResult:
     ratios: list[float]
     deps_s: list[float]
     deps_ratios: list[float]
+    stdlib_s: list[float]
+    stdlib_ratios: list[float]
     runtime_rss_mib: list[float]
     floor_rss_mib: list[float]
     launcher_mib: list[float]
@@ -484,9 +489,12 @@ def run_child(argv: list[str], cwd: Path, log: Path, env: dict[str, str]) -> Chi
 
 
 # What `swarm run` imports beyond a bare interpreter, outside the project: the command run
-# in this child (as its console script would), then the modules it loaded, printed as JSON.
+# in this child (as its console script would), then the modules it loaded, printed as JSON:
+# all of them, and the standard-library modules that the project's own loaded modules name in
+# an import statement (what its code needs of the standard library, whatever the third-party
+# packages bring along).
 IMPORTED_CODE = r"""
-import json, os, runpy, sys
+import ast, json, os, runpy, sys
 bare = set(sys.modules)
 sys.argv = ["swarm", *sys.argv[1:]]
 out = os.environ.pop("SWARM_BENCH_IMPORTED")
@@ -495,8 +503,21 @@ try:
 except SystemExit:
     pass
 loaded = [m for m in sys.modules if m not in bare and not m.startswith("swarm_runtime")]
+own = set()
+for name, module in list(sys.modules.items()):
+    source = getattr(module, "__file__", None)
+    if not name.startswith("swarm_runtime") or not source or not source.endswith(".py"):
+        continue
+    with open(source, encoding="utf-8") as handle:
+        tree = ast.parse(handle.read())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            own.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            own.add(node.module)
+stdlib = [m for m in loaded if m in own and m.partition(".")[0] in sys.stdlib_module_names]
 with open(out, "w") as handle:
-    json.dump([m for m in loaded if m not in ("runpy", "__main__")], handle)
+    json.dump({"all": [m for m in loaded if m not in ("runpy", "__main__")], "own": stdlib}, handle)
 """
 
 # The dependency floor: the floor, after importing those modules (each on its own; one that
@@ -511,8 +532,11 @@ for _name in sys.argv.pop(1).split(","):
 """
 
 
-def imported_modules(swarm_argv: list[str], cwd: Path, log: Path, env: dict[str, str]) -> str:
-    """The modules outside the project a `swarm run` imports, comma-separated."""
+def imported_modules(
+    swarm_argv: list[str], cwd: Path, log: Path, env: dict[str, str]
+) -> tuple[str, str]:
+    """The modules outside the project a `swarm run` imports, comma-separated: all of them,
+    and the standard-library modules the project's own code imports (see IMPORTED_CODE)."""
     out = log.with_name("imported.json")
     child_env = {**env, "SWARM_BENCH_IMPORTED": str(out)}
     done = subprocess.run(
@@ -524,20 +548,21 @@ def imported_modules(swarm_argv: list[str], cwd: Path, log: Path, env: dict[str,
     )
     if done.returncode != 0 or not out.is_file():
         raise BenchFailure(f"listing what `swarm run` imports failed:\n{done.stderr}")
-    names: list[str] = json.loads(out.read_text(encoding="utf-8"))
-    return ",".join(names)
+    names: dict[str, list[str]] = json.loads(out.read_text(encoding="utf-8"))
+    return ",".join(names["all"]), ",".join(names["own"])
 
 
 def bench_processes(
     flows_dir: Path, label: str, root: Path, rounds: int, shape: Shape, env: dict[str, str]
 ) -> ProcessResult:
-    """Warm up, then ``rounds`` rotating rounds of `swarm run`, the floor and the deps floor."""
+    """Warm up, then ``rounds`` rotating rounds of `swarm run`, the floor and the two
+    import floors (every dependency; the standard library's modules only)."""
     swarm, shown = swarm_command()
     cwd = root / "cwd"  # an empty working directory: no ./swarm/config/runtime.yaml
     cwd.mkdir()
     log = root / "child.log"
     argv_of_run = ["run", "--flows-dir", str(flows_dir), "--progress", "never"]
-    modules = imported_modules(
+    modules, stdlib = imported_modules(
         [*argv_of_run, "--runs-dir", str(root / "runs-imported")], cwd, log, env
     )
 
@@ -557,11 +582,14 @@ def bench_processes(
             )
         return child
 
-    def floor_once(n: int | str, deps: bool = False) -> ChildRun:
-        run_dir = root / f"{'deps' if deps else 'floor'}-{n}"
+    imports = {"floor": None, "deps": modules, "stdlib": stdlib}
+
+    def floor_once(n: int | str, kind: str = "floor") -> ChildRun:
+        run_dir = root / f"{kind}-{n}"
         args = json.dumps(shape.floor_args(run_dir))
-        code = DEPS_FLOOR_CODE + FLOOR_CODE if deps else FLOOR_CODE
-        argv = [sys.executable, "-c", code, *([modules] if deps else []), args]
+        names = imports[kind]
+        code = FLOOR_CODE if names is None else DEPS_FLOOR_CODE + FLOOR_CODE
+        argv = [sys.executable, "-c", code, *([] if names is None else [names]), args]
         child = run_child(argv, cwd, log, env)
         if child.exit_code != 0:
             output = log.read_text(encoding="utf-8", errors="replace")
@@ -569,23 +597,26 @@ def bench_processes(
         return child
 
     runtime_once("warmup")  # warms the page cache and writes the .pyc files (see child_env)
-    floor_once("warmup")
-    floor_once("warmup", deps=True)
-    result = ProcessResult(label, shown, [], [], [], [], [], [], [], [])
-    kinds = ["runtime", "floor", "deps"]
+    for kind in imports:
+        floor_once("warmup", kind)
+    result = ProcessResult(label, shown, [], [], [], [], [], [], [], [], [], [])
+    kinds = ["runtime", *imports]
     for n in range(rounds):
         runs: dict[str, ChildRun] = {}
-        for which in kinds[n % 3 :] + kinds[: n % 3]:  # each goes first in turn
+        first = n % len(kinds)
+        for which in kinds[first:] + kinds[:first]:  # each goes first in turn
             if which == "runtime":
                 runs[which] = runtime_once(n)
             else:
-                runs[which] = floor_once(n, deps=which == "deps")
+                runs[which] = floor_once(n, which)
         runtime, floor = runs["runtime"], runs["floor"]
         result.runtime_s.append(runtime.wall_s)
         result.floor_s.append(floor.wall_s)
         result.ratios.append(runtime.wall_s / floor.wall_s)
         result.deps_s.append(runs["deps"].wall_s)
         result.deps_ratios.append(runs["deps"].wall_s / floor.wall_s)
+        result.stdlib_s.append(runs["stdlib"].wall_s)
+        result.stdlib_ratios.append(runs["stdlib"].wall_s / floor.wall_s)
         result.runtime_rss_mib.append(runtime.rss_mib)
         result.floor_rss_mib.append(floor.rss_mib)
         if runtime.launcher_mib is not None:
@@ -705,6 +736,14 @@ def report_processes(result: ProcessResult, verbose: bool) -> None:
         f"{statistics.median(result.deps_ratios):.2f} (no target: below it no change of "
         "swarm_runtime reaches)"
     )
+    stdlib = statistics.median(result.stdlib_s) * 1000
+    head = "  standard-library floor: the stdlib modules swarm_runtime imports"
+    print(
+        f"{head:<64} stdlib  {stdlib:6.1f} ms  floor {floor:6.1f} ms  ratio "
+        f"{statistics.median(result.stdlib_ratios):.2f}"
+    )
+    if judged:
+        report_headroom(floor, stdlib, deps)
     rss = statistics.median(result.runtime_rss_mib)
     floor_rss = statistics.median(result.floor_rss_mib)
     head = "  peak RSS (median of rounds)"
@@ -715,6 +754,24 @@ def report_processes(result: ProcessResult, verbose: bool) -> None:
     if verbose:
         print(f"    ratio per round {spread(result.ratios, '.2f')}: ", end="")
         print(" ".join(f"{r:.2f}" for r in result.ratios))
+
+
+def report_headroom(floor: float, stdlib: float, deps: float) -> None:
+    """What the process target leaves above the standard-library floor, and who needs it.
+
+    Under the target, ``swarm run`` may take ``TARGET_PROCESS x floor``. The
+    standard-library floor is already spent (the interpreter, the floor's writes, argparse,
+    pathlib, typing, ...); what is left must hold the imports outside the standard library
+    and what they bring (``deps - stdlib``), the project's own modules, and each step's
+    Python beyond the writes.
+    """
+    left = TARGET_PROCESS * floor - stdlib
+    outside = deps - stdlib
+    head = "  left under the target above the standard-library floor"
+    print(
+        f"{head:<64} {left:6.1f} ms  (the other imports take {outside:.1f} ms alone; "
+        "the project's modules and its steps' Python come on top)"
+    )
 
 
 # -- main ------------------------------------------------------------------------------------
