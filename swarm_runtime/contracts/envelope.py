@@ -1,4 +1,4 @@
-"""The A3 step envelopes: StepInput, StepOutput and their parts.
+"""The step envelopes: StepInput, StepOutput and their parts.
 
 JSON is camelCase, Python attributes snake_case. Beyond the schema, every rule reports
 the JSON path it concerns: ``timing.completedAt`` >= ``timing.startedAt`` and

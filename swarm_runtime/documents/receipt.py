@@ -4,7 +4,7 @@ A receipt is built once, when its verdict is known (:mod:`swarm_runtime.orchestr
 for flow steps, :mod:`swarm_runtime.plan.cycle` for plan steps), written as it is, and read
 back by ``swarm runs validate`` with :func:`~swarm_runtime.documents.base.read`. Fields a
 receipt may leave out are ``UNSET`` (absent from its JSON); its ``timing``, ``cost`` and
-``artifacts`` are the A3 StepOutput's (docs/contract/steps.md#timing-and-cost,
+``artifacts`` are the StepOutput envelope's (docs/contract/steps.md#timing-and-cost,
 docs/contract/steps.md#artifacts), camelCase as there.
 
 See docs/contract/receipt.md.

@@ -260,7 +260,7 @@ class StepOutcome(Record):
         timing: dict[str, Any],
         artifacts: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
-        """The answer as an A3 StepOutput document, camelCase JSON.
+        """The answer as a StepOutput envelope, camelCase JSON.
 
         See docs/contract/steps.md#envelopes.
         """

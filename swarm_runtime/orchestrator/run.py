@@ -1,25 +1,20 @@
-"""The lifecycle of one run around its step loop: begin, run the flows, pause or complete.
-
-The events (docs/contract/events.md, docs/run-control.md): ``run_created``/``run_started`` (or, for
-a resumed run, the events that close what a crash left open and ``run_resumed``); the flows from
-where the run stands; then a pause (a request or a ``blocked`` step: ``run_pausing``,
-``run_paused``, then status ``paused``) or the end (a stop adds ``run_stopping`` and
-``run_stopped``; every end has exactly one ``run_completed``). A checkpoint is written after every
-completed step.
-
-A run's ``meta.json`` and the events that open and end it, for flow runs and plan cycles.
-
-from typing import TYPE_CHECKING
-
-import msgspec
-Every run, whatever runs its steps, opens the same way (``meta.json`` pending,
-``run_created``, running, ``run_started``) and ends the same way (``run_completed``, then
-the final ``meta.json``); :class:`RunBook` does both, so each is built in one place.
-
-The stepwise orchestrator: runs flows one step at a time and records everything.
+"""The stepwise orchestrator: runs flows one step at a time and records everything.
 
 The run loop lives here: plan the run (:mod:`.plan`), create its directory
 (:mod:`.recorder`), then run each flow step by step (:mod:`.step`) until routing ends it.
+
+Every run, whatever runs its steps (flow runs and plan cycles), opens the same way
+(``meta.json`` pending, ``run_created``, running, ``run_started``) and ends the same way
+(``run_completed``, then the final ``meta.json``); :class:`RunBook` does both, so each is
+built in one place.
+
+The events between (docs/contract/events.md, docs/run-control.md): ``run_created`` and
+``run_started`` (or, for a resumed run, the events that close what a crash left open and
+``run_resumed``); the flows from where the run stands; then a pause (a request or a
+``blocked`` step: ``run_pausing``, ``run_paused``, then status ``paused``) or the end (a stop
+adds ``run_stopping`` and ``run_stopped``). A checkpoint is written after every completed
+step.
+
 The sequencing invariants of docs/contract/events.md#where-events-may-stand hold on every path out
 of a run: a failing step, an engine that raises, a routing error and Ctrl-C all end in exactly one
 ``run_completed``.

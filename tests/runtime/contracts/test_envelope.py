@@ -1,4 +1,4 @@
-"""The A3 envelopes (docs/contract/steps.md#envelopes): camelCase JSON, and every rule names its
+"""The step envelopes (docs/contract/steps.md#envelopes): camelCase JSON, and every rule names its
 JSON path."""
 
 from __future__ import annotations
