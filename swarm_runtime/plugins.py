@@ -15,6 +15,7 @@ more of that run; the run, its files and the other listeners go on as if it were
 
 from __future__ import annotations
 
+import functools
 import inspect
 import sys
 import threading
@@ -48,6 +49,10 @@ def _to_stderr(_plugin: str, line: str) -> None:
     print(f"swarm: warning: {line}", file=sys.stderr, flush=True)
 
 
+HOOK_PREFIX = "swarm_"
+"""How every hook's name begins (a test holds :data:`HOOKS` to it)."""
+
+
 class _Manager(pluggy.PluginManager):
     """Takes a function named as a hook for its implementation, as pytest takes ``pytest_*``.
 
@@ -56,6 +61,11 @@ class _Manager(pluggy.PluginManager):
     """
 
     def parse_hookimpl_opts(self, plugin: Any, name: str) -> pluggy.HookimplOpts | None:
+        if not name.startswith(HOOK_PREFIX):
+            # Every hook is named swarm_*: pluggy would look each other attribute up
+            # (a plugin object's ~30 dunders included) on every registration, as pytest
+            # avoids with its pytest_* prefix. A run registers its listeners each time.
+            return None
         opts = super().parse_hookimpl_opts(plugin, name)
         if opts is None and name in HOOKS and inspect.isroutine(getattr(plugin, name, None)):
             return pluggy.HookimplOpts(
@@ -73,13 +83,19 @@ class _Manager(pluggy.PluginManager):
         return opts
 
 
+@functools.cache
+def _given(hook: str) -> list[str]:
+    """The arguments ``hook`` gives its implementations, by name."""
+    return list(inspect.signature(getattr(hookspecs, hook)).parameters)
+
+
 def _check_arguments(plugin: object, name: str) -> None:
     """ConfigError naming a hook function that takes an argument its hook does not give."""
     for hook in HOOKS:
         function = getattr(plugin, hook, None)
         if not inspect.isroutine(function):
             continue
-        given = list(inspect.signature(getattr(hookspecs, hook)).parameters)
+        given = _given(hook)
         taken = list(inspect.signature(function).parameters)
         unknown = [argument for argument in taken if argument not in given]
         if unknown:

@@ -15,10 +15,17 @@ from swarm_runtime.engines.registry import EngineOptions, EngineRegistry
 from swarm_runtime.engines.stub import StubEngine
 from swarm_runtime.errors import ConfigError
 from swarm_runtime.flow.registry import FlowRegistry
+from swarm_runtime.hookspecs import HOOKS
 from swarm_runtime.orchestrator.plan import RunDeps, RunSpec
 from swarm_runtime.orchestrator.run import Orchestrator
 from swarm_runtime.orchestrator.state import RunOutcome
-from swarm_runtime.plugins import SwarmPlugins, engine_registry, hookimpl, process_plugins
+from swarm_runtime.plugins import (
+    HOOK_PREFIX,
+    SwarmPlugins,
+    engine_registry,
+    hookimpl,
+    process_plugins,
+)
 from swarm_runtime.storage.store import read_event_log
 from tests.conftest import SHIPPED_FLOWS, StepClock
 from tests.runtime.helpers import normalised_tree
@@ -206,3 +213,8 @@ def test_a_plugin_whose_engine_registration_fails_is_named() -> None:
     registry.register("claude-step", lambda options: None)  # type: ignore[arg-type,return-value]
     with pytest.raises(ConfigError, match=r"plugin 'twice': swarm_register_engines failed: "):
         registry.ids()
+
+
+def test_every_hook_begins_with_the_prefix_registration_looks_for() -> None:
+    # A plugin's attributes named otherwise are never looked up when it is registered.
+    assert all(hook.startswith(HOOK_PREFIX) for hook in HOOKS)
