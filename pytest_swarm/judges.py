@@ -66,8 +66,17 @@ class JudgeVerdict(Record):
     """Why the judge's call failed, when it did (then it gave no verdict)."""
 
 
-def flow_judgements(record: RunRecord) -> list[tuple[str, int, dict[str, Any]]]:
-    """``(flow/step, execution, payload)`` of each ``judgement`` event of the run, in order."""
+def flow_judgements(
+    record: RunRecord, flows: FlowRegistry | None
+) -> list[tuple[str, int, dict[str, Any]]]:
+    """``(flow/step, execution, payload)`` of each ``judgement`` event of the run, in order.
+
+    ``flows``: the flows the run was made from. When none of its flows (nor a utility flow
+    it may have taken a detour into) declares a judge, it has no judgement, and its event
+    log is not read: most tests' runs have no judges.
+    """
+    if not _may_have_judgements(record, flows):
+        return []
     found: list[tuple[str, int, dict[str, Any]]] = []
     executions: dict[str, int] = {}
     for event in record.event_dicts:
@@ -79,17 +88,22 @@ def flow_judgements(record: RunRecord) -> list[tuple[str, int, dict[str, Any]]]:
     return found
 
 
-def failed_judgements(record: RunRecord) -> list[str]:
-    """A line for each judgement of the run's flow judges that did not pass."""
-    return [
-        _verdict_line(payload, f"{where} (execution {execution})")
-        for where, execution, payload in flow_judgements(record)
-        if not payload.get("passed")
-    ]
+def _may_have_judgements(record: RunRecord, flows: FlowRegistry | None) -> bool:
+    """Whether a flow the run ran, or a utility flow, declares a judge (True: cannot tell)."""
+    if flows is None or not record.flow_keys:
+        return True
+    try:
+        ran = [flows.get(key) for key in record.flow_keys]
+    except Exception:  # a flow no longer readable: only the log can tell
+        return True
+    return any(step.judges for flow in (*ran, *flows.utility_flows()) for step in flow.steps)
 
 
 def verdict_rates(
-    records: list[RunRecord], verdicts: list[JudgeVerdict], checks: list[tuple[str, bool]]
+    records: list[RunRecord],
+    verdicts: list[JudgeVerdict],
+    checks: list[tuple[str, bool]],
+    flows: FlowRegistry | None,
 ) -> dict[str, list[int]]:
     """Per judge and expectation of a test: [passes, times checked]."""
     rates: dict[str, list[int]] = {}
@@ -100,7 +114,7 @@ def verdict_rates(
         row[1] += 1
 
     for record in records:
-        for where, _, payload in flow_judgements(record):
+        for where, _, payload in flow_judgements(record, flows):
             count(f"judge {where} {payload.get('name')}", bool(payload.get("passed")))
     for verdict in verdicts:
         count(f"judge {verdict.flow}/{verdict.step} {verdict.name}", verdict.passed)
@@ -131,7 +145,7 @@ def flow_judges_failed(
     verdict = True
     grouped: dict[tuple[str, str], list[tuple[str, dict[str, Any], Path]]] = {}
     for record in records:
-        for where, execution, payload in flow_judgements(record):
+        for where, execution, payload in flow_judgements(record, flows):
             key = (where, str(payload.get("name")))
             grouped.setdefault(key, []).append(
                 (f"{where} (execution {execution})", payload, record.path)

@@ -153,7 +153,9 @@ class RepeatPlugin:
         if watched is not None:
             from pytest_swarm.judges import verdict_rates
 
-            verdicts = verdict_rates(watched.records, watched.verdicts, watched.expectations)
+            verdicts = verdict_rates(
+                watched.records, watched.verdicts, watched.expectations, watched.flows
+            )
         return RepeatResult(
             mode=self.options.mode,
             asked=plan.n,
