@@ -28,3 +28,24 @@ def no_network() -> list[str]:
     """The command prefix that runs a command with no network, where this machine allows it."""
     probe = subprocess.run(["unshare", "-rn", "true"], capture_output=True, check=False)
     return ["unshare", "-rn"] if probe.returncode == 0 else []
+
+
+# A user's flow with a judge on its one step (docs/judges.md#judges).
+JUDGED_FLOW = """\
+key: support
+title: "Answer a support ticket"
+description: "Drafts the reply to a ticket."
+steps:
+  - id: draft
+    agents: [writer]
+    role: "Draft the reply to the customer."
+    teaching_notes:
+      inputs: ["The ticket"]
+      outputs: ["The reply"]
+      emphasizes: ["Name the refund amount"]
+      constraints: ["Be brief"]
+    judges:
+      - name: tone
+        rubric: "The reply is polite and never blames the customer."
+        threshold: 0.7
+"""

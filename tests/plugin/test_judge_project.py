@@ -18,28 +18,11 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.anthropic_server import AnthropicServer, Reply, error_body
+from tests.plugin.projects import JUDGED_FLOW as FLOW
 from tests.plugin.projects import PYTEST, no_network, project_env
 
 KEY = "sk-ant-judge-project-not-a-key"
 
-FLOW = """\
-key: support
-title: "Answer a support ticket"
-description: "Drafts the reply to a ticket."
-steps:
-  - id: draft
-    agents: [writer]
-    role: "Draft the reply to the customer."
-    teaching_notes:
-      inputs: ["The ticket"]
-      outputs: ["The reply"]
-      emphasizes: ["Name the refund amount"]
-      constraints: ["Be brief"]
-    judges:
-      - name: tone
-        rubric: "The reply is polite and never blames the customer."
-        threshold: 0.7
-"""
 
 TESTS = """
 def test_the_reply_is_polite(flow_runner):

@@ -17,25 +17,7 @@ from swarm_runtime.flow.registry import FlowRegistry
 from swarm_runtime.orchestrator.plan import RunSpec
 from swarm_runtime.orchestrator.run import Orchestrator
 from tests.conftest import SHIPPED_FLOWS
-
-JUDGED_FLOW = """\
-key: support
-title: "Answer a support ticket"
-description: "Drafts the reply to a ticket."
-steps:
-  - id: draft
-    agents: [writer]
-    role: "Draft the reply to the customer."
-    teaching_notes:
-      inputs: ["The ticket"]
-      outputs: ["The reply"]
-      emphasizes: ["Name the refund amount"]
-      constraints: ["Be brief"]
-    judges:
-      - name: tone
-        rubric: "The reply is polite and never blames the customer."
-        threshold: 0.7
-"""
+from tests.plugin.projects import JUDGED_FLOW
 
 
 def _record(flows: FlowRegistry, key: str, runs_dir: Path) -> RunRecord:
