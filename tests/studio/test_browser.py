@@ -531,6 +531,9 @@ def test_a_page_told_the_run_is_over_shows_every_event_of_it_even_if_its_stream_
     page.locator("#start").click()
     expect(page.locator("#run-status")).to_have_text("running")
     page.locator("#stop").click()
+    # The stop is asked before the step is let go: else the run goes on to the next step,
+    # held at the gate, and never reaches the boundary it would stop at.
+    expect(page.locator("#notice")).to_contain_text("to stop at its next step boundary")
     gate.let()
     expect(page.locator("#run-status")).to_have_text("stopped")
     blind = True
