@@ -584,7 +584,7 @@ def bench_processes(
 
     imports = {"floor": None, "deps": modules, "stdlib": stdlib}
 
-    def floor_once(n: int | str, kind: str = "floor") -> ChildRun:
+    def floor_once(n: int | str, kind: str) -> ChildRun:
         run_dir = root / f"{kind}-{n}"
         args = json.dumps(shape.floor_args(run_dir))
         names = imports[kind]

@@ -84,9 +84,9 @@ class _Manager(pluggy.PluginManager):
 
 
 @functools.cache
-def _given(hook: str) -> list[str]:
+def _given(hook: str) -> tuple[str, ...]:
     """The arguments ``hook`` gives its implementations, by name."""
-    return list(inspect.signature(getattr(hookspecs, hook)).parameters)
+    return tuple(inspect.signature(getattr(hookspecs, hook)).parameters)
 
 
 def _check_arguments(plugin: object, name: str) -> None:
